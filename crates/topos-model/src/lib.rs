@@ -1,0 +1,5 @@
+//! Trained LDA models: what training produces and every later command reads.
+
+pub mod model;
+
+pub use model::{DocTopics, Hyperparameters, HyperparameterError, Provenance, TopicModel};

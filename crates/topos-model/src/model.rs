@@ -1,0 +1,192 @@
+//! The in-memory topic model: word-topic counts plus what is needed to interpret them.
+
+use topos_corpus::Vocabulary;
+
+/// Largest number of topics: topic ids are stored in 16 bits (CuLDA_CGS §6.1.3).
+pub const MAX_TOPICS: u32 = 65_535;
+
+/// Symmetric Dirichlet priors and the number of topics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hyperparameters {
+    /// K, from 2 to [`MAX_TOPICS`].
+    pub num_topics: u32,
+    /// Document-topic prior α (symmetric), > 0. Default 50/K (Griffiths & Steyvers 2004).
+    pub alpha: f64,
+    /// Topic-word prior β (symmetric), > 0. Default 0.01.
+    pub beta: f64,
+}
+
+/// Why hyperparameters were refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum HyperparameterError {
+    #[error("number of topics must be between 2 and {MAX_TOPICS}, got {0}")]
+    NumTopics(u32),
+    #[error("alpha must be a positive finite number, got {0}")]
+    Alpha(f64),
+    #[error("beta must be a positive finite number, got {0}")]
+    Beta(f64),
+}
+
+impl Hyperparameters {
+    /// K topics with the given priors; `None` picks the defaults α = 50/K, β = 0.01.
+    pub fn new(
+        num_topics: u32,
+        alpha: Option<f64>,
+        beta: Option<f64>,
+    ) -> Result<Self, HyperparameterError> {
+        if !(2..=MAX_TOPICS).contains(&num_topics) {
+            return Err(HyperparameterError::NumTopics(num_topics));
+        }
+        let alpha = alpha.unwrap_or(50.0 / f64::from(num_topics));
+        let beta = beta.unwrap_or(0.01);
+        if !(alpha.is_finite() && alpha > 0.0) {
+            return Err(HyperparameterError::Alpha(alpha));
+        }
+        if !(beta.is_finite() && beta > 0.0) {
+            return Err(HyperparameterError::Beta(beta));
+        }
+        Ok(Self {
+            num_topics,
+            alpha,
+            beta,
+        })
+    }
+
+    /// K as a `usize`.
+    #[inline]
+    pub fn k(&self) -> usize {
+        self.num_topics as usize
+    }
+}
+
+/// How a model was trained: recorded in the model file so a result can be reproduced. Run
+/// metadata that varies between identical runs (wall time, thread count) is deliberately absent,
+/// so the same seed gives a byte-identical file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Provenance {
+    /// Sampler name (`esca`, `cgs`, ...).
+    pub algorithm: String,
+    /// Completed iterations.
+    pub iterations: u32,
+    /// Seed of the counter-based generator.
+    pub seed: u64,
+    /// Checksum of the corpus file the model was trained on (0 if unknown).
+    pub corpus_checksum: u64,
+    /// Training documents and tokens.
+    pub num_docs: u64,
+    pub num_tokens: u64,
+}
+
+/// A trained LDA model: word-topic counts B (V × K, row-major by word) and their column sums.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopicModel {
+    pub vocab: Vocabulary,
+    pub hyper: Hyperparameters,
+    /// `word_topic[v * K + k]` = number of training tokens of word v assigned to topic k.
+    pub word_topic: Vec<u32>,
+    /// `topic_totals[k]` = Σ_v word_topic[v, k].
+    pub topic_totals: Vec<u64>,
+    pub provenance: Provenance,
+}
+
+impl TopicModel {
+    /// Builds a model from word-topic counts, computing the topic totals.
+    ///
+    /// # Panics
+    /// If `word_topic.len() != vocab.len() * K`.
+    pub fn from_counts(
+        vocab: Vocabulary,
+        hyper: Hyperparameters,
+        word_topic: Vec<u32>,
+        provenance: Provenance,
+    ) -> Self {
+        let k = hyper.k();
+        assert_eq!(word_topic.len(), vocab.len() * k, "word-topic matrix is not V x K");
+        let mut topic_totals = vec![0u64; k];
+        for row in word_topic.chunks_exact(k) {
+            for (t, &c) in topic_totals.iter_mut().zip(row) {
+                *t += u64::from(c);
+            }
+        }
+        Self {
+            vocab,
+            hyper,
+            word_topic,
+            topic_totals,
+            provenance,
+        }
+    }
+
+    /// Number of topics K.
+    #[inline]
+    pub fn num_topics(&self) -> usize {
+        self.hyper.k()
+    }
+
+    /// Vocabulary size V.
+    #[inline]
+    pub fn num_words(&self) -> usize {
+        self.vocab.len()
+    }
+
+    /// Counts of word `v` over topics.
+    #[inline]
+    pub fn word_row(&self, v: u32) -> &[u32] {
+        let k = self.num_topics();
+        &self.word_topic[v as usize * k..(v as usize + 1) * k]
+    }
+}
+
+/// Document-topic counts A of a set of documents, as sparse rows (CSR): topics of document `d`
+/// are `topics[offsets[d]..offsets[d+1]]` in increasing order, with positive `counts` beside them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DocTopics {
+    pub num_topics: u32,
+    pub offsets: Vec<u64>,
+    pub topics: Vec<u16>,
+    pub counts: Vec<u32>,
+}
+
+impl DocTopics {
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there are no documents.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The non-zero (topic, count) pairs of document `d`.
+    pub fn row(&self, d: usize) -> (&[u16], &[u32]) {
+        let (a, b) = (self.offsets[d] as usize, self.offsets[d + 1] as usize);
+        (&self.topics[a..b], &self.counts[a..b])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hyperparameters_validate() {
+        let h = Hyperparameters::new(100, None, None).unwrap();
+        assert_eq!(h.alpha, 0.5);
+        assert_eq!(h.beta, 0.01);
+        assert!(Hyperparameters::new(1, None, None).is_err());
+        assert!(Hyperparameters::new(65_536, None, None).is_err());
+        assert!(Hyperparameters::new(65_535, None, None).is_ok());
+        assert!(Hyperparameters::new(10, Some(-1.0), None).is_err());
+        assert!(Hyperparameters::new(10, None, Some(f64::NAN)).is_err());
+    }
+
+    #[test]
+    fn totals_are_column_sums() {
+        let vocab = Vocabulary::new(vec!["a".into(), "b".into()]);
+        let h = Hyperparameters::new(3, None, None).unwrap();
+        let m = TopicModel::from_counts(vocab, h, vec![1, 0, 2, 3, 4, 0], Provenance::default());
+        assert_eq!(m.topic_totals, vec![4, 4, 2]);
+        assert_eq!(m.word_row(1), &[3, 4, 0]);
+    }
+}

@@ -1,0 +1,23 @@
+//! Sampling primitives shared by every Topos sampler, on the CPU and (with the same arithmetic)
+//! in the CUDA kernels:
+//!
+//! * [`rng`]: the counter-based Philox4x32-10 generator. Every random number Topos draws is a pure
+//!   function of `(seed, stream, iteration, index)`, which is what makes training bit-identical for
+//!   any number of threads (DESIGN.md, "Deterministic by design").
+//! * [`wary_tree`]: SaberLDA's W-ary sampling tree (§3.2.4, Fig. 6) with W = 32: built once per word
+//!   per iteration, sampled in O(log₃₂ K).
+//! * [`sum_tree`]: an updatable binary sum tree (the F+ tree of F+LDA): point updates and sampling
+//!   in O(log₂ K), used by the exact collapsed Gibbs sampler where weights change after every token.
+//! * [`alias`]: Walker/Vose alias tables, O(1) sampling after an O(K) build.
+//! * [`discrete`]: linear search in a small prefix-sum array (the sparse doc-topic branch).
+
+pub mod alias;
+pub mod discrete;
+pub mod rng;
+pub mod sum_tree;
+pub mod wary_tree;
+
+pub use alias::AliasTable;
+pub use rng::{CounterRng, Philox4x32, Stream};
+pub use sum_tree::SumTree;
+pub use wary_tree::WaryTree;
