@@ -2,4 +2,4 @@
 
 pub mod model;
 
-pub use model::{DocTopics, Hyperparameters, HyperparameterError, Provenance, TopicModel};
+pub use model::{DocTopics, HyperparameterError, Hyperparameters, Provenance, TopicModel};

@@ -101,7 +101,11 @@ impl TopicModel {
         provenance: Provenance,
     ) -> Self {
         let k = hyper.k();
-        assert_eq!(word_topic.len(), vocab.len() * k, "word-topic matrix is not V x K");
+        assert_eq!(
+            word_topic.len(),
+            vocab.len() * k,
+            "word-topic matrix is not V x K"
+        );
         let mut topic_totals = vec![0u64; k];
         for row in word_topic.chunks_exact(k) {
             for (t, &c) in topic_totals.iter_mut().zip(row) {

@@ -87,7 +87,12 @@ impl CounterRng {
     pub fn from_generator(gen: Philox4x32, stream: Stream, iteration: u32, index: u64) -> Self {
         Self {
             gen,
-            ctr: [index as u32, (index >> 32) as u32, iteration, (stream as u32) << 24],
+            ctr: [
+                index as u32,
+                (index >> 32) as u32,
+                iteration,
+                (stream as u32) << 24,
+            ],
             buf: [0; 4],
             used: 4,
         }
@@ -233,7 +238,10 @@ mod tests {
         for shape in [0.1, 1.0, 4.5] {
             let n = 50_000;
             let mean: f64 = (0..n).map(|_| r.next_gamma(shape)).sum::<f64>() / n as f64;
-            assert!((mean - shape).abs() < 0.05 * shape.max(0.2), "{shape}: {mean}");
+            assert!(
+                (mean - shape).abs() < 0.05 * shape.max(0.2),
+                "{shape}: {mean}"
+            );
         }
     }
 }

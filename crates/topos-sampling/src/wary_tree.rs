@@ -50,10 +50,7 @@ impl WaryTree {
         bottom.resize(padded, acc);
         let mut level = 0;
         while self.levels[level].len() > W {
-            let above: Vec<f32> = self.levels[level]
-                .chunks(W)
-                .map(|c| c[W - 1])
-                .collect();
+            let above: Vec<f32> = self.levels[level].chunks(W).map(|c| c[W - 1]).collect();
             let padded = above.len().div_ceil(W) * W;
             let last = *above.last().unwrap();
             level += 1;
@@ -153,7 +150,11 @@ mod tests {
         check_distribution(&[1.0]);
         check_distribution(&[0.0, 3.0, 1.0]);
         check_distribution(&(0..32).map(|i| (i % 5) as f32).collect::<Vec<_>>());
-        check_distribution(&(0..1000).map(|i| ((i * 7919) % 13) as f32).collect::<Vec<_>>());
+        check_distribution(
+            &(0..1000)
+                .map(|i| ((i * 7919) % 13) as f32)
+                .collect::<Vec<_>>(),
+        );
         let mut big = vec![0.0f32; 40_000];
         big[0] = 5.0;
         big[33_000] = 2.0;

@@ -1,0 +1,221 @@
+//! File plumbing shared by every Topos file format (corpus `.tcorp`, model `.tmod`, document-topic
+//! side files, checkpoints).
+//!
+//! Every file is `header ‖ payload`. The 32-byte header holds an 8-byte magic naming the kind of
+//! file, a format version, the payload length and an XXH3-64 checksum of the payload, so a foreign,
+//! truncated, corrupted or too-new file is recognised before anything is parsed ([`check`]).
+//! Files are written through [`AtomicFile`]: to a temporary file in the same directory that is
+//! renamed over the real name only once complete, so a crash never leaves half a file behind.
+
+mod atomic;
+mod codec;
+
+pub use atomic::AtomicFile;
+pub use codec::{ByteReader, ByteWriter};
+
+use std::path::Path;
+
+/// Bytes in the header.
+pub const HEADER_LEN: usize = 32;
+
+/// Why a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    #[error("{path}: not a {kind} file (unrecognised magic bytes)")]
+    Foreign { path: String, kind: &'static str },
+    #[error("{path}: {kind} format version {found} is not supported by this build (it reads versions {supported}); {hint}")]
+    Version {
+        path: String,
+        kind: &'static str,
+        found: u32,
+        supported: String,
+        hint: &'static str,
+    },
+    #[error("{path}: truncated {kind} file ({actual} bytes, expected {expected}); re-create it")]
+    Truncated {
+        path: String,
+        kind: &'static str,
+        actual: u64,
+        expected: u64,
+    },
+    #[error("{path}: corrupted {kind} file (checksum mismatch); re-create it")]
+    Corrupt { path: String, kind: &'static str },
+    #[error("{path}: malformed {kind} file: {what}")]
+    Malformed {
+        path: String,
+        kind: &'static str,
+        what: String,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl FormatError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        FormatError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// What a file kind's header must look like.
+#[derive(Clone, Copy, Debug)]
+pub struct Kind {
+    /// Human name used in messages, e.g. "Topos corpus".
+    pub name: &'static str,
+    /// The 8 magic bytes.
+    pub magic: [u8; 8],
+    /// Versions this build reads.
+    pub supported: &'static [u32],
+    /// What to tell a user who has a version this build cannot read.
+    pub version_hint: &'static str,
+}
+
+/// XXH3-64 of `bytes`.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+/// The header for `payload` in `version` of `kind`.
+pub fn header(kind: &Kind, version: u32, payload: &[u8]) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[..8].copy_from_slice(&kind.magic);
+    h[8..12].copy_from_slice(&version.to_le_bytes());
+    // 12..16 reserved (zero)
+    h[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    h[24..32].copy_from_slice(&checksum(payload).to_le_bytes());
+    h
+}
+
+/// A verified file: its version, payload and payload checksum.
+#[derive(Debug)]
+pub struct Checked<'a> {
+    pub version: u32,
+    pub payload: &'a [u8],
+    pub checksum: u64,
+}
+
+/// Verifies the header of `bytes` (a whole file) against `kind` and returns the payload.
+pub fn check<'a>(kind: &Kind, path: &Path, bytes: &'a [u8]) -> Result<Checked<'a>, FormatError> {
+    let p = || path.display().to_string();
+    if bytes.len() < 8 || bytes[..8] != kind.magic {
+        return Err(FormatError::Foreign {
+            path: p(),
+            kind: kind.name,
+        });
+    }
+    if bytes.len() < HEADER_LEN {
+        return Err(FormatError::Truncated {
+            path: p(),
+            kind: kind.name,
+            actual: bytes.len() as u64,
+            expected: HEADER_LEN as u64,
+        });
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    if !kind.supported.contains(&version) {
+        return Err(FormatError::Version {
+            path: p(),
+            kind: kind.name,
+            found: version,
+            supported: kind
+                .supported
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            hint: kind.version_hint,
+        });
+    }
+    let len = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+    let sum = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
+    let expected = HEADER_LEN as u64 + len;
+    if (bytes.len() as u64) < expected {
+        return Err(FormatError::Truncated {
+            path: p(),
+            kind: kind.name,
+            actual: bytes.len() as u64,
+            expected,
+        });
+    }
+    if (bytes.len() as u64) > expected {
+        return Err(FormatError::Malformed {
+            path: p(),
+            kind: kind.name,
+            what: format!(
+                "{} trailing bytes after the payload",
+                bytes.len() as u64 - expected
+            ),
+        });
+    }
+    let payload = &bytes[HEADER_LEN..];
+    if checksum(payload) != sum {
+        return Err(FormatError::Corrupt {
+            path: p(),
+            kind: kind.name,
+        });
+    }
+    Ok(Checked {
+        version,
+        payload,
+        checksum: sum,
+    })
+}
+
+/// Writes `header ‖ payload` to `path` atomically.
+pub fn write_file(
+    kind: &Kind,
+    version: u32,
+    path: &Path,
+    payload: &[u8],
+) -> Result<(), FormatError> {
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(&header(kind, version, payload))?;
+    f.write_all(payload)?;
+    f.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KIND: Kind = Kind {
+        name: "test",
+        magic: *b"TOPOSTST",
+        supported: &[1, 2],
+        version_hint: "upgrade topos",
+    };
+
+    #[test]
+    fn roundtrip_and_every_refusal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.bin");
+        write_file(&KIND, 2, &path, b"hello payload").unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let c = check(&KIND, &path, &bytes).unwrap();
+        assert_eq!(c.version, 2);
+        assert_eq!(c.payload, b"hello payload");
+
+        let err = |b: &[u8]| check(&KIND, &path, b).unwrap_err().to_string();
+        assert!(err(b"PK\x03\x04 zip file").contains("not a test file"));
+        assert!(err(&bytes[..bytes.len() - 3]).contains("truncated"));
+        let mut bad = bytes.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert!(err(&bad).contains("checksum"));
+        let mut v9 = bytes.clone();
+        v9[8] = 9;
+        let msg = err(&v9);
+        assert!(msg.contains("version 9") && msg.contains("1, 2"), "{msg}");
+        let mut long = bytes.clone();
+        long.push(0);
+        assert!(err(&long).contains("trailing"));
+        // No temporary files left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
