@@ -1,0 +1,129 @@
+//! Checkpoints: the complete sampler state, so `--resume` continues an interrupted run to exactly
+//! the model an uninterrupted run would give.
+//!
+//! The state of both samplers is the assignment of every token (in corpus order) plus the number of
+//! completed iterations: the counts are rebuilt from the assignments, and random numbers are keyed
+//! by (seed, iteration, token) so nothing else needs saving. The file also records what the run
+//! was (algorithm, K, α, β, seed, partitions, corpus checksum) so a checkpoint is never resumed
+//! against a different corpus or different settings.
+
+use std::path::Path;
+use topos_io::{ByteReader, ByteWriter, FormatError, Kind};
+
+const KIND: Kind = Kind {
+    name: "Topos checkpoint",
+    magic: *b"TOPOSCKP",
+    supported: &[1],
+    version_hint: "resume it with the topos version that wrote it, or start the run again",
+};
+
+/// Everything needed to resume training.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    pub algorithm: String,
+    pub num_topics: u32,
+    pub alpha: f64,
+    pub beta: f64,
+    pub seed: u64,
+    pub partitions: u32,
+    pub corpus_checksum: u64,
+    /// Completed iterations.
+    pub iteration: u32,
+    /// Topic of every training token, in corpus order.
+    pub assignments: Vec<u16>,
+}
+
+impl Checkpoint {
+    /// Writes the checkpoint atomically.
+    pub fn write(&self, path: &Path) -> Result<(), FormatError> {
+        let mut w = ByteWriter::new();
+        w.str(&self.algorithm);
+        w.u32(self.num_topics);
+        w.f64(self.alpha);
+        w.f64(self.beta);
+        w.u64(self.seed);
+        w.u32(self.partitions);
+        w.u64(self.corpus_checksum);
+        w.u32(self.iteration);
+        w.u64(self.assignments.len() as u64);
+        w.u16s(&self.assignments);
+        topos_io::write_file(&KIND, 1, path, &w.buf)
+    }
+
+    /// Reads and validates a checkpoint.
+    pub fn read(path: &Path) -> Result<Self, FormatError> {
+        let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
+        let checked = topos_io::check(&KIND, path, &bytes)?;
+        let bad = |what: String| FormatError::Malformed {
+            path: path.display().to_string(),
+            kind: KIND.name,
+            what,
+        };
+        let mut r = ByteReader::new(checked.payload);
+        let algorithm = r.str("algorithm").map_err(bad)?.to_string();
+        let num_topics = r.u32("K").map_err(bad)?;
+        let alpha = r.f64("alpha").map_err(bad)?;
+        let beta = r.f64("beta").map_err(bad)?;
+        let seed = r.u64("seed").map_err(bad)?;
+        let partitions = r.u32("partitions").map_err(bad)?;
+        let corpus_checksum = r.u64("corpus checksum").map_err(bad)?;
+        let iteration = r.u32("iteration").map_err(bad)?;
+        let n = r.u64("token count").map_err(bad)?;
+        let assignments = r.u16s(n as usize, "assignments").map_err(bad)?;
+        if r.remaining() != 0 {
+            return Err(bad(format!("{} unexpected trailing bytes", r.remaining())));
+        }
+        if let Some(z) = assignments.iter().find(|&&z| u32::from(z) >= num_topics) {
+            return Err(bad(format!(
+                "assignment {z} is not a topic below K = {num_topics}"
+            )));
+        }
+        Ok(Self {
+            algorithm,
+            num_topics,
+            alpha,
+            beta,
+            seed,
+            partitions,
+            corpus_checksum,
+            iteration,
+            assignments,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_refusals() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.tckp");
+        let c = Checkpoint {
+            algorithm: "esca".into(),
+            num_topics: 5,
+            alpha: 0.1,
+            beta: 0.01,
+            seed: 42,
+            partitions: 3,
+            corpus_checksum: 77,
+            iteration: 9,
+            assignments: vec![0, 4, 2, 1],
+        };
+        c.write(&path).unwrap();
+        assert_eq!(Checkpoint::read(&path).unwrap(), c);
+        let mut bad = c.clone();
+        bad.assignments[0] = 5;
+        bad.write(&path).unwrap();
+        assert!(Checkpoint::read(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not a topic"));
+        std::fs::write(&path, b"nonsense").unwrap();
+        assert!(Checkpoint::read(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not a Topos checkpoint"));
+    }
+}

@@ -1,0 +1,156 @@
+//! ESCA, the sparsity-aware E-step of SaberLDA (Chen et al., SaberLDA §2.2–2.4, Alg. 1 and 2;
+//! ESCA itself is Zaheer et al. 2016).
+//!
+//! Every token draws its topic from the counts of the previous iteration, Eq. (1):
+//!
+//! ```text
+//! p(k) ∝ (A_dk + α) · B̂_vk,   B̂_vk = (B_vk + β) / (n_k + Vβ)          (Eq. 2)
+//! ```
+//!
+//! split as in Alg. 2 into the sparse document branch p₁(k) ∝ A_dk·B̂_vk (only the non-zeros of
+//! the document's row, O(K_d)) and the dense word branch p₂(k) ∝ α·B̂_vk. Because all counts are
+//! frozen during the sweep, every token is independent: the result depends only on the previous
+//! counts and the token's own counter-based random numbers, never on the order or the thread that
+//! samples it, so the model is bit-identical for any number of threads.
+//!
+//! **The dense branch.** SaberLDA builds one W-ary tree over all K entries of B̂_v per word. Kept
+//! for every word that is V·K floats (4 GB at V = 100K, K = 10K); rebuilt per word per partition it
+//! costs O(K) per word. We split p₂ exactly into two parts instead:
+//!
+//! ```text
+//! α·B̂_vk = α·B_vk/(n_k + Vβ)  +  α·β/(n_k + Vβ)
+//!          └ word part: only the non-zeros of B_v ┘   └ smoothing part: same for every word ┘
+//! ```
+//!
+//! The word part gets a 32-ary tree (§3.2.4) over the non-zeros of B_v, built per word in
+//! O(nnz(B_v)); the smoothing part one 32-ary tree over K shared by all words, built once per
+//! iteration. Memory is O(non-zeros), sampling stays O(K_d + log₃₂ K) per token, and the draw
+//! follows Eq. (1) exactly.
+
+use crate::counts::WordTopics;
+use crate::layout::Partition;
+use topos_model::DocTopics;
+use topos_sampling::{discrete::search_prefix_f32, CounterRng, Philox4x32, Stream, WaryTree};
+
+/// Per-iteration values derived from the previous counts (M-step, Alg. 1 line 11).
+pub struct Frozen<'a> {
+    pub doc_topics: &'a DocTopics,
+    pub word_topics: &'a WordTopics,
+    /// 1 / (n_k + Vβ).
+    pub inv_norm: Vec<f32>,
+    /// 32-ary tree over β / (n_k + Vβ).
+    pub smoothing: WaryTree,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+impl<'a> Frozen<'a> {
+    /// Derives the normalizers and the smoothing tree from the counts.
+    pub fn new(
+        doc_topics: &'a DocTopics,
+        word_topics: &'a WordTopics,
+        alpha: f64,
+        beta: f64,
+    ) -> Self {
+        let v_beta = word_topics.num_words() as f64 * beta;
+        let inv_norm: Vec<f32> = word_topics
+            .totals
+            .iter()
+            .map(|&n| (1.0 / (n as f64 + v_beta)) as f32)
+            .collect();
+        let beta32 = beta as f32;
+        let smoothing =
+            WaryTree::from_weights(&inv_norm.iter().map(|&x| x * beta32).collect::<Vec<_>>());
+        Self {
+            doc_topics,
+            word_topics,
+            inv_norm,
+            smoothing,
+            alpha: alpha as f32,
+            beta: beta32,
+        }
+    }
+}
+
+/// Reusable per-thread buffers.
+pub struct Scratch {
+    /// B̂_vk for the current word; equals β/(n_k+Vβ) outside the word's non-zeros.
+    bhat: Vec<f32>,
+    word_tree: WaryTree,
+    word_weights: Vec<f32>,
+    cumulative: Vec<f32>,
+}
+
+impl Scratch {
+    pub fn new(frozen: &Frozen<'_>) -> Self {
+        Self {
+            bhat: frozen.inv_norm.iter().map(|&x| x * frozen.beta).collect(),
+            word_tree: WaryTree::new(),
+            word_weights: Vec::new(),
+            cumulative: Vec::new(),
+        }
+    }
+}
+
+/// Samples new topics for every token of partition `p` (E-step, Alg. 1 lines 5–7), writing them to
+/// `z_part` (the partition's slice of the assignments in corpus order).
+pub fn sweep_partition(
+    p: &Partition,
+    z_part: &mut [u16],
+    frozen: &Frozen<'_>,
+    scratch: &mut Scratch,
+    seed: u64,
+    iteration: u32,
+) {
+    let gen = Philox4x32::new(seed);
+    let alpha = frozen.alpha;
+    let smoothing_total = frozen.smoothing.total();
+    for (wi, &w) in p.words.iter().enumerate() {
+        let (wt, wc) = frozen.word_topics.row(w);
+        // Load B̂_v into the dense scratch row and build the word part's tree.
+        scratch.word_weights.clear();
+        for (&k, &c) in wt.iter().zip(wc) {
+            let inv = frozen.inv_norm[k as usize];
+            scratch.bhat[k as usize] = (c as f32 + frozen.beta) * inv;
+            scratch.word_weights.push(c as f32 * inv);
+        }
+        scratch
+            .word_tree
+            .rebuild(scratch.word_weights.iter().copied());
+        let word_total = alpha * scratch.word_tree.total();
+        let q = word_total + alpha * smoothing_total;
+
+        for e in p.word_range(wi) {
+            let src = p.token_src[e] as usize;
+            let d = p.docs.start + p.token_doc[e] as usize;
+            let (dt, dc) = frozen.doc_topics.row(d);
+            // Element-wise product over the document's non-zeros (Alg. 2 lines 4–7).
+            scratch.cumulative.clear();
+            let mut s = 0.0f32;
+            for (&k, &c) in dt.iter().zip(dc) {
+                s += c as f32 * scratch.bhat[k as usize];
+                scratch.cumulative.push(s);
+            }
+            let mut rng = CounterRng::from_generator(
+                gen,
+                Stream::Train,
+                iteration,
+                p.token_start + src as u64,
+            );
+            let x = rng.next_f32() * (s + q);
+            // Alg. 2 line 8: choose the branch.
+            let k = if x < s {
+                dt[search_prefix_f32(&scratch.cumulative, x)]
+            } else if x - s < word_total && !wt.is_empty() {
+                wt[scratch.word_tree.sample(rng.next_f32())]
+            } else {
+                frozen.smoothing.sample(rng.next_f32()) as u16
+            };
+            z_part[src] = k;
+        }
+        // Restore the smoothing values.
+        for &k in wt {
+            scratch.bhat[k as usize] = frozen.inv_norm[k as usize] * frozen.beta;
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Training log-likelihood per token from point estimates of θ and φ:
+//!
+//! ```text
+//! LL = (1/N) Σ_d Σ_{w ∈ d} log Σ_k θ_dk φ_kw,   θ_dk = (A_dk + α)/(n_d + Kα),  φ_kw = (B_wk + β)/(n_k + Vβ)
+//! ```
+//!
+//! computed sparsely as `(Σ_{k: A_dk>0} A_dk φ_kw + α Σ_k φ_kw) / (n_d + Kα)`, in PDOW order so the
+//! word's φ row is scattered once per word, and summed with [`FixedSum`] so the value is the same
+//! for any number of threads.
+
+use crate::counts::WordTopics;
+use crate::fixed_sum::FixedSum;
+use crate::layout::Layout;
+use rayon::prelude::*;
+use topos_corpus::Docs;
+use topos_model::DocTopics;
+
+/// Mean log-likelihood per token of the training documents under the current counts.
+pub fn log_likelihood_per_token(
+    docs: Docs<'_>,
+    layout: &Layout,
+    doc_topics: &DocTopics,
+    word_topics: &WordTopics,
+    alpha: f64,
+    beta: f64,
+) -> f64 {
+    let k = word_topics.num_topics as usize;
+    let v_beta = word_topics.num_words() as f64 * beta;
+    let inv: Vec<f64> = word_topics
+        .totals
+        .iter()
+        .map(|&n| 1.0 / (n as f64 + v_beta))
+        .collect();
+    let smooth_sum: f64 = inv.iter().map(|&x| beta * x).sum();
+    let k_alpha = k as f64 * alpha;
+    let total: FixedSum = layout
+        .partitions
+        .par_iter()
+        .map(|p| {
+            let mut phi: Vec<f64> = inv.iter().map(|&x| beta * x).collect();
+            let mut acc = FixedSum::default();
+            for (wi, &w) in p.words.iter().enumerate() {
+                let (wt, wc) = word_topics.row(w);
+                let mut phi_sum = smooth_sum;
+                for (&t, &c) in wt.iter().zip(wc) {
+                    phi[t as usize] = (c as f64 + beta) * inv[t as usize];
+                    phi_sum += c as f64 * inv[t as usize];
+                }
+                for e in p.word_range(wi) {
+                    let d = p.docs.start + p.token_doc[e] as usize;
+                    let (dt, dc) = doc_topics.row(d);
+                    let mut num = alpha * phi_sum;
+                    for (&t, &c) in dt.iter().zip(dc) {
+                        num += c as f64 * phi[t as usize];
+                    }
+                    let n_d = docs.doc(d).len() as f64;
+                    acc.add((num / (n_d + k_alpha)).ln());
+                }
+                for &t in wt {
+                    phi[t as usize] = beta * inv[t as usize];
+                }
+            }
+            acc
+        })
+        .sum();
+    let n = docs.num_tokens();
+    if n == 0 {
+        0.0
+    } else {
+        total.value() / n as f64
+    }
+}
