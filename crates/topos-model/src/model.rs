@@ -6,7 +6,7 @@ use topos_corpus::Vocabulary;
 pub const MAX_TOPICS: u32 = 65_535;
 
 /// Symmetric Dirichlet priors and the number of topics.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Hyperparameters {
     /// K, from 2 to [`MAX_TOPICS`].
     pub num_topics: u32,
@@ -62,7 +62,7 @@ impl Hyperparameters {
 /// How a model was trained: recorded in the model file so a result can be reproduced. Run
 /// metadata that varies between identical runs (wall time, thread count) is deliberately absent,
 /// so the same seed gives a byte-identical file.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Provenance {
     /// Sampler name (`esca`, `cgs`, ...).
     pub algorithm: String,
@@ -167,6 +167,106 @@ impl DocTopics {
         let (a, b) = (self.offsets[d] as usize, self.offsets[d + 1] as usize);
         (&self.topics[a..b], &self.counts[a..b])
     }
+
+    /// No documents yet over `num_topics` topics; add rows with [`DocTopics::push_row`] or
+    /// [`DocTopics::push_dense`].
+    pub fn new(num_topics: u32) -> Self {
+        Self {
+            num_topics,
+            offsets: vec![0],
+            topics: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+
+    /// Appends a document from its non-zero `(topic, count)` pairs (increasing topics, positive
+    /// counts: checked by [`DocTopics::validate`], not here, to keep the trainer's hot path lean).
+    pub fn push_row(&mut self, topics: &[u16], counts: &[u32]) {
+        assert_eq!(
+            topics.len(),
+            counts.len(),
+            "topics and counts differ in length"
+        );
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        self.topics.extend_from_slice(topics);
+        self.counts.extend_from_slice(counts);
+        self.offsets.push(self.topics.len() as u64);
+    }
+
+    /// Appends a document from a dense row of K counts, keeping the non-zero ones.
+    pub fn push_dense(&mut self, row: &[u32]) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        for (k, &c) in row.iter().enumerate() {
+            if c > 0 {
+                self.topics.push(k as u16);
+                self.counts.push(c);
+            }
+        }
+        self.offsets.push(self.topics.len() as u64);
+    }
+
+    /// Tokens of document `d` (Σ_k A_dk).
+    pub fn row_total(&self, d: usize) -> u64 {
+        self.row(d).1.iter().map(|&c| u64::from(c)).sum()
+    }
+
+    /// Checks the CSR invariants: offsets start at 0, never decrease and end at the number of
+    /// entries; within a row topics strictly increase and are below K; counts are positive.
+    /// Returns a one-line description of the first violation.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(2..=MAX_TOPICS).contains(&self.num_topics) {
+            return Err(format!(
+                "number of topics must be between 2 and {MAX_TOPICS}, got {}",
+                self.num_topics
+            ));
+        }
+        if self.topics.len() != self.counts.len() {
+            return Err(format!(
+                "{} topics but {} counts",
+                self.topics.len(),
+                self.counts.len()
+            ));
+        }
+        match (self.offsets.first(), self.offsets.last()) {
+            (Some(0), Some(&last)) if last == self.topics.len() as u64 => {}
+            _ => {
+                return Err(format!(
+                    "offsets must run from 0 to the {} entries",
+                    self.topics.len()
+                ))
+            }
+        }
+        if let Some(d) = self.offsets.windows(2).position(|w| w[0] > w[1]) {
+            return Err(format!("offsets decrease at document {d}"));
+        }
+        for d in 0..self.len() {
+            let (topics, counts) = self.row(d);
+            if let Some(i) = counts.iter().position(|&c| c == 0) {
+                return Err(format!(
+                    "document {d}: zero count stored for topic {}",
+                    topics[i]
+                ));
+            }
+            if let Some(&t) = topics.iter().find(|&&t| u32::from(t) >= self.num_topics) {
+                return Err(format!(
+                    "document {d}: topic {t} is not below K = {}",
+                    self.num_topics
+                ));
+            }
+            if let Some(p) = topics.windows(2).position(|p| p[0] >= p[1]) {
+                return Err(format!(
+                    "document {d}: topics not strictly increasing ({} then {})",
+                    topics[p],
+                    topics[p + 1]
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +283,37 @@ mod tests {
         assert!(Hyperparameters::new(65_535, None, None).is_ok());
         assert!(Hyperparameters::new(10, Some(-1.0), None).is_err());
         assert!(Hyperparameters::new(10, None, Some(f64::NAN)).is_err());
+    }
+
+    #[test]
+    fn doc_topics_rows_and_validation() {
+        let mut a = DocTopics::new(4);
+        a.push_dense(&[0, 2, 0, 1]);
+        a.push_row(&[], &[]);
+        a.push_row(&[0, 3], &[5, 1]);
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.row(0), (&[1u16, 3][..], &[2u32, 1][..]));
+        assert_eq!(a.row_total(2), 6);
+        assert_eq!(a.validate(), Ok(()));
+
+        let mut bad = a.clone();
+        bad.topics[0] = 4;
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .contains("topic 4 is not below K"));
+        let mut bad = a.clone();
+        bad.topics[1] = 1;
+        assert!(bad.validate().unwrap_err().contains("strictly increasing"));
+        let mut bad = a.clone();
+        bad.counts[2] = 0;
+        assert!(bad.validate().unwrap_err().contains("zero count"));
+        let mut bad = a.clone();
+        bad.offsets[1] = 3;
+        assert!(bad.validate().unwrap_err().contains("decrease"));
+        let mut bad = a;
+        bad.num_topics = 1;
+        assert!(bad.validate().is_err());
     }
 
     #[test]

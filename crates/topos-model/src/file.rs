@@ -1,0 +1,486 @@
+//! The model file `.tmod` and its side file of training document-topic counts `.doctopics`.
+//!
+//! Both are `topos_io` files (magic, version, payload length, XXH3 checksum; written atomically).
+//! All integers are little-endian.
+//!
+//! **`.tmod`, version 1** (magic `TOPOSMOD`), payload:
+//!
+//! ```text
+//! hyperparameters  u32 K, f64 α, f64 β
+//! provenance       str algorithm, u32 iterations, u64 seed, u64 corpus checksum,
+//!                  u64 documents, u64 tokens
+//! vocabulary       u32 V, then V × str                    (str = u32 byte length ‖ UTF-8)
+//! word-topic B     u64 Σ_vk B_vk, then for each word v = 0..V:
+//!                  u32 nnz, then nnz × (u16 topic, u32 count), topics strictly increasing
+//! ```
+//!
+//! B is stored sparsely because at large K most of V × K is zero (a word occurs in few topics;
+//! CuLDA_CGS §6.1.3 and EZLDA's hybrid storage make the same observation). The stored total lets
+//! the reader check the counts as a whole, the checksum guards against corruption, and the
+//! structural checks (K in range, α, β positive, topics below K and increasing, counts positive,
+//! no duplicate words) guard against files that were written wrong. The topic totals n_k are
+//! recomputed on reading, never stored, so they cannot disagree with B.
+//!
+//! The bytes are a pure function of the model — no timestamps, thread counts or host names — so
+//! the same training run gives a byte-identical file.
+//!
+//! **`.doctopics`, version 1** (magic `TOPOSDTC`), the document-topic counts A of the training
+//! documents, in CSR form:
+//!
+//! ```text
+//! u32 K, u64 D, u64 nnz, (D + 1) × u64 offsets, nnz × u16 topics, nnz × u32 counts
+//! ```
+//!
+//! It lives beside the model as `<model path>.doctopics` ([`doc_topics_path`]), so a model can be
+//! shipped without it (inference and held-out evaluation need only B).
+
+use crate::mem::try_zeroed;
+use crate::model::{DocTopics, Hyperparameters, Provenance, TopicModel};
+use crate::ModelError;
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+use topos_corpus::Vocabulary;
+use topos_io::{ByteReader, ByteWriter, FormatError, Kind};
+
+/// The model file's current format version.
+pub const MODEL_VERSION: u32 = 1;
+
+/// The model file kind.
+pub const MODEL_KIND: Kind = Kind {
+    name: "Topos model",
+    magic: *b"TOPOSMOD",
+    supported: &[1],
+    version_hint: "read it with the topos release that wrote it, or re-train the model",
+};
+
+/// The document-topic side file's current format version.
+pub const DOC_TOPICS_VERSION: u32 = 1;
+
+/// The document-topic side file kind.
+pub const DOC_TOPICS_KIND: Kind = Kind {
+    name: "Topos document-topic",
+    magic: *b"TOPOSDTC",
+    supported: &[1],
+    version_hint: "read it with the topos release that wrote it, or re-train the model",
+};
+
+/// Extension appended to a model's path to name its document-topic side file.
+pub const DOC_TOPICS_EXTENSION: &str = "doctopics";
+
+/// The side file of the model at `model`: the model's path with `.doctopics` appended
+/// (`run/news.tmod` → `run/news.tmod.doctopics`), so two models in one directory never share one.
+pub fn doc_topics_path(model: &Path) -> PathBuf {
+    let mut name = model.as_os_str().to_owned();
+    name.push(".");
+    name.push(DOC_TOPICS_EXTENSION);
+    PathBuf::from(name)
+}
+
+/// Words encoded per parallel task when writing; fixed, so the output never depends on threads.
+const ENCODE_CHUNK_WORDS: usize = 4096;
+
+const MEMORY_HINT: &str = "read the model on a machine with more memory";
+
+impl TopicModel {
+    /// Checks the invariants a model file must satisfy; a one-line description of the first
+    /// violation otherwise.
+    pub fn validate(&self) -> Result<(), String> {
+        Hyperparameters::new(
+            self.hyper.num_topics,
+            Some(self.hyper.alpha),
+            Some(self.hyper.beta),
+        )
+        .map_err(|e| e.to_string())?;
+        let v = self.vocab.len();
+        if v == 0 {
+            return Err("the vocabulary is empty".into());
+        }
+        if v > u32::MAX as usize {
+            return Err(format!("{v} words do not fit 32-bit word ids"));
+        }
+        if Some(self.word_topic.len()) != v.checked_mul(self.num_topics()) {
+            return Err(format!(
+                "word-topic matrix has {} entries, expected V × K = {v} × {}",
+                self.word_topic.len(),
+                self.num_topics()
+            ));
+        }
+        for (i, w) in self.vocab.words().iter().enumerate() {
+            if self.vocab.id(w) != Some(i as u32) {
+                return Err(format!(
+                    "word {w:?} appears twice in the vocabulary (id {i})"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The file payload (see the module documentation).
+    fn encode(&self) -> Result<Vec<u8>, ModelError> {
+        self.validate()
+            .map_err(|why| ModelError::Inconsistent { what: "model", why })?;
+        let k = self.num_topics();
+        let mut w = ByteWriter::new();
+        w.u32(self.hyper.num_topics);
+        w.f64(self.hyper.alpha);
+        w.f64(self.hyper.beta);
+        let p = &self.provenance;
+        w.str(&p.algorithm);
+        w.u32(p.iterations);
+        w.u64(p.seed);
+        w.u64(p.corpus_checksum);
+        w.u64(p.num_docs);
+        w.u64(p.num_tokens);
+        w.u32(self.vocab.len() as u32);
+        for word in self.vocab.words() {
+            w.str(word);
+        }
+        let total: u64 = self
+            .word_topic
+            .par_iter()
+            .with_min_len(1 << 16)
+            .map(|&c| u64::from(c))
+            .sum();
+        w.u64(total);
+        let chunks: Vec<Vec<u8>> = self
+            .word_topic
+            .par_chunks(ENCODE_CHUNK_WORDS * k)
+            .map(|rows| {
+                let mut cw = ByteWriter::new();
+                for row in rows.chunks_exact(k) {
+                    cw.u32(row.iter().filter(|&&c| c > 0).count() as u32);
+                    for (t, &c) in row.iter().enumerate() {
+                        if c > 0 {
+                            cw.u16(t as u16);
+                            cw.u32(c);
+                        }
+                    }
+                }
+                cw.buf
+            })
+            .collect();
+        w.buf.reserve(chunks.iter().map(Vec::len).sum());
+        for c in chunks {
+            w.buf.extend_from_slice(&c);
+        }
+        Ok(w.buf)
+    }
+
+    /// The whole file: header and payload. A pure function of the model.
+    pub fn to_file_bytes(&self) -> Result<Vec<u8>, ModelError> {
+        let payload = self.encode()?;
+        let mut bytes = topos_io::header(&MODEL_KIND, MODEL_VERSION, &payload).to_vec();
+        bytes.extend_from_slice(&payload);
+        Ok(bytes)
+    }
+
+    /// Writes the model to `path` atomically (a temporary file renamed into place).
+    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
+        let payload = self.encode()?;
+        topos_io::write_file(&MODEL_KIND, MODEL_VERSION, path, &payload)?;
+        Ok(())
+    }
+
+    /// Reads and validates the model at `path`.
+    pub fn read(path: &Path) -> Result<TopicModel, ModelError> {
+        let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
+        Self::from_file_bytes(&bytes, path)
+    }
+
+    /// Parses a whole model file already in memory; `path` only names it in messages.
+    pub fn from_file_bytes(bytes: &[u8], path: &Path) -> Result<TopicModel, ModelError> {
+        let checked = topos_io::check(&MODEL_KIND, path, bytes)?;
+        let malformed = |what: String| FormatError::Malformed {
+            path: path.display().to_string(),
+            kind: MODEL_KIND.name,
+            what,
+        };
+        match checked.version {
+            1 => decode_model_v1(checked.payload, &malformed),
+            v => Err(malformed(format!("no decoder for version {v}")).into()),
+        }
+    }
+}
+
+/// Decodes a version-1 model payload.
+fn decode_model_v1(
+    payload: &[u8],
+    malformed: &dyn Fn(String) -> FormatError,
+) -> Result<TopicModel, ModelError> {
+    let mut r = ByteReader::new(payload);
+    let bad = |e: String| ModelError::from(malformed(e));
+
+    let num_topics = r.u32("number of topics").map_err(bad)?;
+    let alpha = r.f64("alpha").map_err(bad)?;
+    let beta = r.f64("beta").map_err(bad)?;
+    let hyper = Hyperparameters::new(num_topics, Some(alpha), Some(beta))
+        .map_err(|e| bad(e.to_string()))?;
+    let k = hyper.k();
+
+    let provenance = Provenance {
+        algorithm: r.str("algorithm name").map_err(bad)?.to_owned(),
+        iterations: r.u32("iterations").map_err(bad)?,
+        seed: r.u64("seed").map_err(bad)?,
+        corpus_checksum: r.u64("corpus checksum").map_err(bad)?,
+        num_docs: r.u64("number of documents").map_err(bad)?,
+        num_tokens: r.u64("number of tokens").map_err(bad)?,
+    };
+
+    let v = r.u32("vocabulary size").map_err(bad)? as usize;
+    if v == 0 {
+        return Err(bad("the vocabulary is empty".into()));
+    }
+    // Each word takes at least its 4-byte length and its 4-byte non-zero count: a size claim the
+    // payload cannot hold is refused before anything is allocated for it.
+    if v > r.remaining() / 8 {
+        return Err(bad(format!(
+            "vocabulary size {v} does not fit in the {} remaining bytes",
+            r.remaining()
+        )));
+    }
+    let mut words = Vec::with_capacity(v);
+    for i in 0..v {
+        words.push(r.str(&format!("word {i}")).map_err(bad)?.to_owned());
+    }
+    let vocab = Vocabulary::new(words);
+    for (i, w) in vocab.words().iter().enumerate() {
+        if vocab.id(w) != Some(i as u32) {
+            return Err(bad(format!(
+                "word {w:?} appears twice in the vocabulary (ids {} and {i})",
+                vocab.id(w).unwrap_or_default()
+            )));
+        }
+    }
+
+    let stored_total = r.u64("total count").map_err(bad)?;
+    let cells = v
+        .checked_mul(k)
+        .ok_or_else(|| bad(format!("V × K = {v} × {k} overflows")))?;
+    let mut word_topic: Vec<u32> = try_zeroed(cells, "the word-topic matrix", MEMORY_HINT)?;
+    let mut topic_totals = vec![0u64; k];
+    let mut total = 0u64;
+    for (word, row) in word_topic.chunks_exact_mut(k).enumerate() {
+        let nnz = r.u32("non-zero count").map_err(bad)? as usize;
+        if nnz > k {
+            return Err(bad(format!(
+                "word {word} has {nnz} non-zero topics but K = {k}"
+            )));
+        }
+        let pairs = r
+            .take(nnz * 6, "topic-count pairs")
+            .map_err(|e| bad(format!("word {word}: {e}")))?;
+        let mut previous: Option<u16> = None;
+        for pair in pairs.chunks_exact(6) {
+            let t = u16::from_le_bytes([pair[0], pair[1]]);
+            let c = u32::from_le_bytes([pair[2], pair[3], pair[4], pair[5]]);
+            if usize::from(t) >= k {
+                return Err(bad(format!("word {word}: topic {t} is not below K = {k}")));
+            }
+            if previous.is_some_and(|p| p >= t) {
+                return Err(bad(format!(
+                    "word {word}: topics not strictly increasing ({} then {t})",
+                    previous.unwrap_or_default()
+                )));
+            }
+            if c == 0 {
+                return Err(bad(format!("word {word}: zero count stored for topic {t}")));
+            }
+            previous = Some(t);
+            row[usize::from(t)] = c;
+            topic_totals[usize::from(t)] += u64::from(c);
+            total = total
+                .checked_add(u64::from(c))
+                .ok_or_else(|| bad("total count overflows 64 bits".into()))?;
+        }
+    }
+    if total != stored_total {
+        return Err(bad(format!(
+            "word-topic counts sum to {total} but the file records {stored_total}"
+        )));
+    }
+    if r.remaining() != 0 {
+        return Err(bad(format!(
+            "{} unexpected bytes after the word-topic counts",
+            r.remaining()
+        )));
+    }
+    Ok(TopicModel {
+        vocab,
+        hyper,
+        word_topic,
+        topic_totals,
+        provenance,
+    })
+}
+
+impl DocTopics {
+    /// The file payload (see the module documentation).
+    fn encode(&self) -> Result<Vec<u8>, ModelError> {
+        // `DocTopics::default()` has no leading offset; with no entries it means "no documents".
+        let normalized;
+        let a = if self.offsets.is_empty() && self.topics.is_empty() && self.counts.is_empty() {
+            normalized = DocTopics::new(self.num_topics);
+            &normalized
+        } else {
+            self
+        };
+        a.validate().map_err(|why| ModelError::Inconsistent {
+            what: "document-topic counts",
+            why,
+        })?;
+        let mut w = ByteWriter::new();
+        w.u32(a.num_topics);
+        w.u64(a.len() as u64);
+        w.u64(a.topics.len() as u64);
+        w.u64s(&a.offsets);
+        w.u16s(&a.topics);
+        w.u32s(&a.counts);
+        Ok(w.buf)
+    }
+
+    /// Writes the counts to `path` atomically.
+    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
+        let payload = self.encode()?;
+        topos_io::write_file(&DOC_TOPICS_KIND, DOC_TOPICS_VERSION, path, &payload)?;
+        Ok(())
+    }
+
+    /// The whole file: header and payload.
+    pub fn to_file_bytes(&self) -> Result<Vec<u8>, ModelError> {
+        let payload = self.encode()?;
+        let mut bytes = topos_io::header(&DOC_TOPICS_KIND, DOC_TOPICS_VERSION, &payload).to_vec();
+        bytes.extend_from_slice(&payload);
+        Ok(bytes)
+    }
+
+    /// Reads and validates the counts at `path`.
+    pub fn read(path: &Path) -> Result<DocTopics, ModelError> {
+        let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
+        Self::from_file_bytes(&bytes, path)
+    }
+
+    /// Parses a whole side file already in memory; `path` only names it in messages.
+    pub fn from_file_bytes(bytes: &[u8], path: &Path) -> Result<DocTopics, ModelError> {
+        let checked = topos_io::check(&DOC_TOPICS_KIND, path, bytes)?;
+        let bad = |what: String| {
+            ModelError::from(FormatError::Malformed {
+                path: path.display().to_string(),
+                kind: DOC_TOPICS_KIND.name,
+                what,
+            })
+        };
+        if checked.version != 1 {
+            return Err(bad(format!("no decoder for version {}", checked.version)));
+        }
+        let mut r = ByteReader::new(checked.payload);
+        let num_topics = r.u32("number of topics").map_err(bad)?;
+        let docs = r.u64("number of documents").map_err(bad)?;
+        let nnz = r.u64("number of entries").map_err(bad)?;
+        // Sizes are checked against the payload before anything is allocated for them.
+        let need = docs
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(8))
+            .and_then(|o| nnz.checked_mul(6).and_then(|e| o.checked_add(e)));
+        if need != Some(r.remaining() as u64) {
+            return Err(bad(format!(
+                "{docs} documents and {nnz} entries do not match the {} payload bytes left",
+                r.remaining()
+            )));
+        }
+        let offsets = r.u64s(docs as usize + 1, "offsets").map_err(bad)?;
+        let topics = r.u16s(nnz as usize, "topics").map_err(bad)?;
+        let counts = r.u32s(nnz as usize, "counts").map_err(bad)?;
+        let a = DocTopics {
+            num_topics,
+            offsets,
+            topics,
+            counts,
+        };
+        a.validate().map_err(bad)?;
+        Ok(a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> TopicModel {
+        let vocab = Vocabulary::new(["alpha", "beta", "gamma", "delta"].map(String::from).into());
+        let hyper = Hyperparameters::new(3, Some(0.1), Some(0.01)).unwrap();
+        let counts = vec![5, 0, 1, 0, 0, 0, 2, 7, 0, 0, 0, 3];
+        let provenance = Provenance {
+            algorithm: "cgs".into(),
+            iterations: 10,
+            seed: 42,
+            corpus_checksum: 0xdead_beef,
+            num_docs: 3,
+            num_tokens: 18,
+        };
+        TopicModel::from_counts(vocab, hyper, counts, provenance)
+    }
+
+    #[test]
+    fn side_file_name_appends_extension() {
+        assert_eq!(
+            doc_topics_path(Path::new("run/news.tmod")),
+            PathBuf::from("run/news.tmod.doctopics")
+        );
+    }
+
+    #[test]
+    fn model_roundtrips_and_rewrites_identically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.tmod");
+        let m = model();
+        m.write(&path).unwrap();
+        let back = TopicModel::read(&path).unwrap();
+        assert_eq!(back, m);
+        let first = std::fs::read(&path).unwrap();
+        back.write(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), first);
+        assert_eq!(m.to_file_bytes().unwrap(), first);
+        // Sparse: 4 words × (4-byte nnz) + 5 non-zeros × 6 bytes, after the fixed part.
+        let fixed = 32 + 4 + 8 + 8 + (4 + 3) + 4 + 8 * 4 + 4 + (4 * 4 + 5 + 4 + 5 + 5) + 8;
+        assert_eq!(first.len(), fixed + 4 * 4 + 5 * 6);
+    }
+
+    #[test]
+    fn refuses_to_write_what_it_could_not_read() {
+        let mut m = model();
+        m.word_topic.pop();
+        let e = m.to_file_bytes().unwrap_err().to_string();
+        assert!(e.contains("V × K"), "{e}");
+        let mut m = model();
+        m.vocab = Vocabulary::new(["a", "b", "a", "c"].map(String::from).into());
+        let e = m.to_file_bytes().unwrap_err().to_string();
+        assert!(e.contains("appears twice"), "{e}");
+        let mut m = model();
+        m.hyper.alpha = 0.0;
+        assert!(m.to_file_bytes().unwrap_err().to_string().contains("alpha"));
+    }
+
+    #[test]
+    fn doc_topics_roundtrip_and_validation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.tmod.doctopics");
+        let mut a = DocTopics::new(3);
+        a.push_dense(&[2, 0, 1]);
+        a.push_dense(&[0, 0, 0]);
+        a.push_dense(&[0, 4, 0]);
+        a.write(&path).unwrap();
+        assert_eq!(DocTopics::read(&path).unwrap(), a);
+        assert_eq!(std::fs::read(&path).unwrap(), a.to_file_bytes().unwrap());
+
+        let empty = DocTopics {
+            num_topics: 3,
+            ..Default::default()
+        };
+        empty.write(&path).unwrap();
+        assert_eq!(DocTopics::read(&path).unwrap(), DocTopics::new(3));
+
+        a.counts[0] = 0;
+        let e = a.write(&path).unwrap_err().to_string();
+        assert!(e.contains("zero count"), "{e}");
+    }
+}
