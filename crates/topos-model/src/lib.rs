@@ -17,7 +17,11 @@ pub mod error;
 pub mod file;
 pub mod mem;
 pub mod model;
+pub mod phi;
+pub mod topics;
 
 pub use error::ModelError;
 pub use file::{doc_topics_path, DOC_TOPICS_KIND, MODEL_KIND, MODEL_VERSION};
 pub use model::{DocTopics, HyperparameterError, Hyperparameters, Provenance, TopicModel};
+pub use phi::Phi;
+pub use topics::{summarize, top_word_ids, topic_sizes, TopWord, TopicSummary, TopicsReport};

@@ -1,0 +1,220 @@
+//! The topic-word distributions φ as one dense matrix: B̂ of SaberLDA Eq. (2),
+//!
+//! ```text
+//! φ_kv = B̂_vk = (B_vk + β) / (n_k + Vβ),   n_k = Σ_v B_vk,
+//! ```
+//!
+//! stored word-major (`phi[v * K + k]`) like B, so everything a token of word v needs — its K
+//! probabilities, and their sum Σ_k φ_kv for the smoothing branch of the sparse decomposition — is
+//! one contiguous row. Evaluation and inference hold φ fixed and read it for every token, so it is
+//! computed once, in `f32` (half the memory of `f64`; the samplers and the GPU work in `f32` too).
+//! The per-word sums are kept in `f64` because they are added to small sparse sums.
+
+use crate::mem::{available_memory, check_budget};
+use crate::{ModelError, TopicModel};
+use rayon::prelude::*;
+
+/// Dense φ (V × K, word-major) with the per-word sums Σ_k φ_kv.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phi {
+    num_words: usize,
+    num_topics: usize,
+    probs: Vec<f32>,
+    word_mass: Vec<f64>,
+}
+
+const MEMORY_HINT: &str =
+    "the dense topic-word matrix is V × K × 4 bytes: prune the vocabulary, use fewer topics, or use a machine with more memory";
+
+impl Phi {
+    /// Bytes a dense φ over `num_words` × `num_topics` needs (4 per cell plus 8 per word), or
+    /// `None` if that overflows.
+    pub fn bytes_needed(num_words: usize, num_topics: usize) -> Option<u64> {
+        (num_words as u64)
+            .checked_mul(num_topics as u64)?
+            .checked_mul(4)?
+            .checked_add((num_words as u64).checked_mul(8)?)
+    }
+
+    /// φ of `model`, refused when it needs more memory than the system reports available.
+    pub fn from_model(model: &TopicModel) -> Result<Phi, ModelError> {
+        Self::from_model_within(model, available_memory())
+    }
+
+    /// φ of `model`, refused when it needs more than `max_bytes` (no limit with `None`).
+    pub fn from_model_within(
+        model: &TopicModel,
+        max_bytes: Option<u64>,
+    ) -> Result<Phi, ModelError> {
+        model
+            .validate()
+            .map_err(|why| ModelError::Inconsistent { what: "model", why })?;
+        let (v, k) = (model.num_words(), model.num_topics());
+        let needed = Self::bytes_needed(v, k).unwrap_or(u64::MAX);
+        check_budget("the topic-word matrix φ", needed, max_bytes, MEMORY_HINT)?;
+        let beta = model.hyper.beta;
+        let v_beta = v as f64 * beta;
+        // Eq. (2): one reciprocal per topic, then one multiply per cell.
+        let inv: Vec<f64> = model
+            .topic_totals
+            .iter()
+            .map(|&n| 1.0 / (n as f64 + v_beta))
+            .collect();
+        let mut probs = vec![0f32; v * k];
+        let mut word_mass = vec![0f64; v];
+        probs
+            .par_chunks_mut(k)
+            .zip(model.word_topic.par_chunks(k))
+            .zip(word_mass.par_iter_mut())
+            .for_each(|((out, counts), mass)| {
+                let mut sum = 0.0f64;
+                for ((p, &c), &i) in out.iter_mut().zip(counts).zip(&inv) {
+                    *p = ((f64::from(c) + beta) * i) as f32;
+                    sum += f64::from(*p);
+                }
+                *mass = sum;
+            });
+        Ok(Phi {
+            num_words: v,
+            num_topics: k,
+            probs,
+            word_mass,
+        })
+    }
+
+    /// φ given directly (word-major, `probs[v * K + k]`), e.g. the true topics of a synthetic
+    /// corpus. Entries must be finite and non-negative and every topic must sum to 1 (within
+    /// 10⁻³).
+    pub fn from_probabilities(
+        num_words: usize,
+        num_topics: usize,
+        probs: Vec<f32>,
+    ) -> Result<Phi, ModelError> {
+        let bad = |why: String| ModelError::Inconsistent {
+            what: "topic-word probabilities",
+            why,
+        };
+        if num_words == 0 || num_topics == 0 {
+            return Err(bad("no words or no topics".into()));
+        }
+        if Some(probs.len()) != num_words.checked_mul(num_topics) {
+            return Err(bad(format!(
+                "{} entries, expected {num_words} × {num_topics}",
+                probs.len()
+            )));
+        }
+        if let Some(i) = probs.iter().position(|p| !(p.is_finite() && *p >= 0.0)) {
+            return Err(bad(format!("entry {i} is {}", probs[i])));
+        }
+        let mut column = vec![0f64; num_topics];
+        for row in probs.chunks_exact(num_topics) {
+            for (s, &p) in column.iter_mut().zip(row) {
+                *s += f64::from(p);
+            }
+        }
+        if let Some(k) = column.iter().position(|s| (s - 1.0).abs() > 1e-3) {
+            return Err(bad(format!("topic {k} sums to {}", column[k])));
+        }
+        let word_mass = probs
+            .chunks_exact(num_topics)
+            .map(|row| row.iter().map(|&p| f64::from(p)).sum())
+            .collect();
+        Ok(Phi {
+            num_words,
+            num_topics,
+            probs,
+            word_mass,
+        })
+    }
+
+    /// Vocabulary size V.
+    #[inline]
+    pub fn num_words(&self) -> usize {
+        self.num_words
+    }
+
+    /// Number of topics K.
+    #[inline]
+    pub fn num_topics(&self) -> usize {
+        self.num_topics
+    }
+
+    /// φ_·v: the probabilities of word `v` under every topic.
+    #[inline]
+    pub fn row(&self, v: u32) -> &[f32] {
+        let k = self.num_topics;
+        &self.probs[v as usize * k..(v as usize + 1) * k]
+    }
+
+    /// φ_kv.
+    #[inline]
+    pub fn get(&self, v: u32, k: usize) -> f32 {
+        self.probs[v as usize * self.num_topics + k]
+    }
+
+    /// Σ_k φ_kv (the Q_v / α of SaberLDA §2.3), summed in `f64` from the stored `f32` values.
+    #[inline]
+    pub fn word_mass(&self, v: u32) -> f64 {
+        self.word_mass[v as usize]
+    }
+
+    /// The whole matrix, word-major.
+    pub fn as_slice(&self) -> &[f32] {
+        &self.probs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Hyperparameters, Provenance};
+    use topos_corpus::Vocabulary;
+
+    fn model() -> TopicModel {
+        let vocab = Vocabulary::new(["a", "b", "c"].map(String::from).into());
+        let hyper = Hyperparameters::new(2, Some(0.5), Some(0.1)).unwrap();
+        TopicModel::from_counts(vocab, hyper, vec![3, 0, 1, 2, 0, 4], Provenance::default())
+    }
+
+    #[test]
+    fn matches_equation_2_and_columns_sum_to_one() {
+        let m = model();
+        let phi = Phi::from_model(&m).unwrap();
+        // n = (4, 6), Vβ = 0.3
+        assert!((phi.get(0, 0) - 3.1 / 4.3).abs() < 1e-7);
+        assert!((phi.get(2, 1) - 4.1 / 6.3).abs() < 1e-7);
+        assert!((phi.get(2, 0) - 0.1 / 4.3).abs() < 1e-7);
+        for k in 0..2 {
+            let s: f64 = (0..3).map(|v| f64::from(phi.get(v, k))).sum();
+            assert!((s - 1.0).abs() < 1e-6);
+        }
+        let mass = f64::from(phi.get(1, 0)) + f64::from(phi.get(1, 1));
+        assert_eq!(phi.word_mass(1), mass);
+        assert_eq!(phi.row(1), &[phi.get(1, 0), phi.get(1, 1)]);
+        let again = Phi::from_probabilities(3, 2, phi.as_slice().to_vec()).unwrap();
+        assert_eq!(again, phi);
+    }
+
+    #[test]
+    fn refuses_beyond_the_memory_budget() {
+        let m = model();
+        let need = Phi::bytes_needed(3, 2).unwrap();
+        assert_eq!(need, 3 * 2 * 4 + 3 * 8);
+        assert!(Phi::from_model_within(&m, Some(need)).is_ok());
+        let e = Phi::from_model_within(&m, Some(need - 1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("needs {need} bytes")), "{e}");
+        assert_eq!(Phi::bytes_needed(usize::MAX, 2), None);
+    }
+
+    #[test]
+    fn explicit_probabilities_are_checked() {
+        assert!(Phi::from_probabilities(2, 2, vec![0.5, 1.0, 0.5, 0.0]).is_ok());
+        let e = Phi::from_probabilities(2, 2, vec![0.5, 1.0, 0.6, 0.0]).unwrap_err();
+        assert!(e.to_string().contains("topic 0 sums to"), "{e}");
+        assert!(Phi::from_probabilities(2, 2, vec![0.5, 1.0, 0.5]).is_err());
+        assert!(Phi::from_probabilities(2, 2, vec![0.5, 1.0, f32::NAN, 0.0]).is_err());
+        assert!(Phi::from_probabilities(2, 2, vec![1.5, 1.0, -0.5, 0.0]).is_err());
+    }
+}
