@@ -40,8 +40,32 @@ impl Vocabulary {
         self.index.get(word).copied()
     }
 
+    /// The first id whose word already appeared under a smaller id (a valid vocabulary has none).
+    pub fn first_duplicate(&self) -> Option<u32> {
+        if self.index.len() == self.words.len() {
+            return None;
+        }
+        (0..self.words.len() as u32).find(|&i| self.index[&self.words[i as usize]] != i)
+    }
+
     /// All words in id order.
     pub fn words(&self) -> &[String] {
         &self.words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_duplicates() {
+        let v = Vocabulary::new(vec!["a".into(), "b".into(), "c".into()]);
+        assert_eq!(
+            (v.id("b"), v.word(2), v.first_duplicate()),
+            (Some(1), "c", None)
+        );
+        let d = Vocabulary::new(vec!["a".into(), "b".into(), "a".into()]);
+        assert_eq!((d.id("a"), d.first_duplicate()), (Some(0), Some(2)));
     }
 }

@@ -1,0 +1,300 @@
+//! Text → tokens. The same tokenizer runs in both passes of [`crate::prepare`], so it must be a
+//! pure function of the text and the options.
+//!
+//! Per word found by Unicode word segmentation (UAX #29, `unicode_words`):
+//! 1. the typographic apostrophe `’` becomes `'` and the word is lower-cased (option);
+//! 2. a possessive `'s` is stripped (`Obama's` → `obama`), so possessives count as the word;
+//! 3. words without a letter are dropped as numbers (`2024`, `3.14`, `1,000`; `covid19` stays);
+//! 4. stop words are dropped (checked before stemming, on the lower-cased word);
+//! 5. words shorter than `min_len` characters (not bytes) are dropped;
+//! 6. the word is stemmed with the Snowball English stemmer (option).
+
+use crate::stopwords::StopWords;
+use crate::CorpusError;
+use std::path::PathBuf;
+use unicode_segmentation::UnicodeSegmentation;
+
+/// How text is cut into tokens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenizerOptions {
+    /// Lower-case every token (default true): topics should not split on sentence-initial
+    /// capitals.
+    pub lowercase: bool,
+    /// Drop the built-in English stop words ([`crate::stopwords::ENGLISH`]; default true).
+    pub english_stopwords: bool,
+    /// Also drop the words of this file (one per line, `#` comments).
+    pub stopword_file: Option<PathBuf>,
+    /// Minimum token length in characters (default 3, as MALLET's default token pattern): after
+    /// stop-word removal, one- and two-letter tokens are mostly initials, units and markup debris
+    /// that fill topics with noise.
+    pub min_len: usize,
+    /// Snowball (Porter 2) English stemming (default false): it merges `model`/`models`/`modeling`
+    /// but makes topic words harder to read, and LDA copes with inflections by itself.
+    pub stem: bool,
+    /// Drop tokens without any letter (default true): numbers rarely describe a topic, and
+    /// numerals make the vocabulary explode.
+    pub drop_numbers: bool,
+}
+
+impl Default for TokenizerOptions {
+    fn default() -> Self {
+        Self {
+            lowercase: true,
+            english_stopwords: true,
+            stopword_file: None,
+            min_len: 3,
+            stem: false,
+            drop_numbers: true,
+        }
+    }
+}
+
+impl TokenizerOptions {
+    /// The stop words these options ask for.
+    pub fn stop_words(&self) -> Result<StopWords, CorpusError> {
+        let mut s = if self.english_stopwords {
+            StopWords::english()
+        } else {
+            StopWords::new()
+        };
+        if let Some(p) = &self.stopword_file {
+            s.add_file(p, self.lowercase)?;
+        }
+        Ok(s)
+    }
+}
+
+/// What the tokenizer dropped, and why (summed over documents).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenStats {
+    /// Words found by segmentation.
+    pub words: u64,
+    /// Tokens emitted.
+    pub kept: u64,
+    /// Dropped: no letter.
+    pub numbers: u64,
+    /// Dropped: stop word.
+    pub stopwords: u64,
+    /// Dropped: shorter than `min_len`.
+    pub short: u64,
+}
+
+impl TokenStats {
+    /// Adds another tally.
+    pub fn add(&mut self, o: &TokenStats) {
+        self.words += o.words;
+        self.kept += o.kept;
+        self.numbers += o.numbers;
+        self.stopwords += o.stopwords;
+        self.short += o.short;
+    }
+}
+
+/// A configured tokenizer; cheap to share between threads (`Sync`).
+pub struct Tokenizer {
+    lowercase: bool,
+    min_len: usize,
+    drop_numbers: bool,
+    stop: StopWords,
+    stemmer: Option<rust_stemmers::Stemmer>,
+}
+
+impl Tokenizer {
+    /// Builds the tokenizer (reads the stop-word file, if any).
+    pub fn new(opts: &TokenizerOptions) -> Result<Self, CorpusError> {
+        Ok(Self {
+            lowercase: opts.lowercase,
+            min_len: opts.min_len,
+            drop_numbers: opts.drop_numbers,
+            stop: opts.stop_words()?,
+            stemmer: opts
+                .stem
+                .then(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)),
+        })
+    }
+
+    /// The stop words in use.
+    pub fn stop_words(&self) -> &StopWords {
+        &self.stop
+    }
+
+    /// Calls `emit` with each token of `text`, in order, and tallies what was dropped. `scratch`
+    /// is a reusable buffer (saves an allocation per word).
+    pub fn tokenize_with(
+        &self,
+        text: &str,
+        scratch: &mut String,
+        stats: &mut TokenStats,
+        mut emit: impl FnMut(&str),
+    ) {
+        for word in text.unicode_words() {
+            stats.words += 1;
+            scratch.clear();
+            if word.is_ascii() {
+                scratch.push_str(word);
+                if self.lowercase {
+                    scratch.make_ascii_lowercase();
+                }
+            } else {
+                let w = word.replace('\u{2019}', "'");
+                if self.lowercase {
+                    scratch.push_str(&w.to_lowercase());
+                } else {
+                    scratch.push_str(&w);
+                }
+            }
+            if scratch.len() > 2 && (scratch.ends_with("'s") || scratch.ends_with("'S")) {
+                scratch.truncate(scratch.len() - 2);
+            }
+            let tok: &str = scratch;
+            if self.drop_numbers && !tok.chars().any(char::is_alphabetic) {
+                stats.numbers += 1;
+                continue;
+            }
+            if self.stop.contains(tok) {
+                stats.stopwords += 1;
+                continue;
+            }
+            if self.min_len > 1 && tok.chars().take(self.min_len).count() < self.min_len {
+                stats.short += 1;
+                continue;
+            }
+            stats.kept += 1;
+            match &self.stemmer {
+                Some(s) => emit(&s.stem(tok)),
+                None => emit(tok),
+            }
+        }
+    }
+
+    /// The tokens of `text` (convenient, allocates per token).
+    pub fn tokens(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut scratch = String::new();
+        self.tokenize_with(text, &mut scratch, &mut TokenStats::default(), |t| {
+            out.push(t.to_string())
+        });
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tok(opts: TokenizerOptions, text: &str) -> Vec<String> {
+        Tokenizer::new(&opts).unwrap().tokens(text)
+    }
+
+    fn plain() -> TokenizerOptions {
+        TokenizerOptions {
+            english_stopwords: false,
+            min_len: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_drop_stopwords_short_and_numbers() {
+        let t = Tokenizer::new(&TokenizerOptions::default()).unwrap();
+        let mut stats = TokenStats::default();
+        let mut out = vec![];
+        t.tokenize_with(
+            "The 3 cats sat on a mat in 2024, at 3.14 o'clock; Topic models!",
+            &mut String::new(),
+            &mut stats,
+            |w| out.push(w.to_string()),
+        );
+        assert_eq!(out, ["cats", "sat", "mat", "o'clock", "topic", "models"]);
+        assert_eq!(
+            stats,
+            TokenStats {
+                words: 14,
+                kept: 6,
+                numbers: 3,
+                stopwords: 5,
+                short: 0,
+            }
+        );
+        // "a" and "on" are stop words; a two-letter non-stop word is short.
+        let mut stats = TokenStats::default();
+        t.tokenize_with("ox ai", &mut String::new(), &mut stats, |_| {});
+        assert_eq!(stats.short, 2);
+    }
+
+    #[test]
+    fn unicode_words_and_case() {
+        assert_eq!(
+            tok(plain(), "Grüße aus KÖLN — naïve café Ωμέγα 東京"),
+            ["grüße", "aus", "köln", "naïve", "café", "ωμέγα", "東", "京"]
+        );
+        let keep_case = TokenizerOptions {
+            lowercase: false,
+            ..plain()
+        };
+        assert_eq!(tok(keep_case, "Hello WORLD"), ["Hello", "WORLD"]);
+        // Length counts characters, not bytes: "été" is 3 characters (5 bytes).
+        let three = TokenizerOptions {
+            min_len: 3,
+            ..plain()
+        };
+        assert_eq!(tok(three.clone(), "été où un"), ["été"]);
+        assert_eq!(tok(three, "日本"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn apostrophes() {
+        assert_eq!(
+            tok(
+                plain(),
+                "Don't stop: Obama's plan, the students' books, rock ’n’ roll, O’Neil"
+            ),
+            [
+                "don't", "stop", "obama", "plan", "the", "students", "books", "rock", "n", "roll",
+                "o'neil"
+            ]
+        );
+        // Contractions are stop words by default; the typographic apostrophe is normalised first.
+        assert_eq!(
+            tok(TokenizerOptions::default(), "don’t can't it's Obama’s"),
+            ["obama"]
+        );
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(
+            tok(plain(), "1999 3.14 1,000 42nd covid19 x86 ½ ٣"),
+            ["42nd", "covid19", "x86"]
+        );
+        let keep = TokenizerOptions {
+            drop_numbers: false,
+            ..plain()
+        };
+        assert_eq!(tok(keep, "in 1999"), ["in", "1999"]);
+    }
+
+    #[test]
+    fn stemming() {
+        let stem = TokenizerOptions {
+            stem: true,
+            ..TokenizerOptions::default()
+        };
+        assert_eq!(
+            tok(stem, "Running runners modeled models modeling generously"),
+            ["run", "runner", "model", "model", "model", "generous"]
+        );
+    }
+
+    #[test]
+    fn user_stop_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("stop.txt");
+        std::fs::write(&p, "Reuters\nsaid\n").unwrap();
+        let opts = TokenizerOptions {
+            stopword_file: Some(p),
+            ..TokenizerOptions::default()
+        };
+        assert_eq!(tok(opts, "Reuters said the bank lends"), ["bank", "lends"]);
+    }
+}
