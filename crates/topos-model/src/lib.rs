@@ -12,16 +12,33 @@
 //! * [`coherence`]: UMass topic coherence.
 //! * [`eval`]: all of the above in one serializable report.
 //! * [`infer`]: topic mixtures of unseen documents.
+//! * [`mem`]: memory accounting for the large dense arrays.
+//!
+//! Everything random draws from the counter-based generator of `topos-sampling`
+//! (`Stream::Infer`) keyed by global token index, and every parallel sum is grouped independently
+//! of the number of threads: results are bit-identical on 1 or N threads.
 
+pub mod coherence;
 pub mod error;
+pub mod eval;
 pub mod file;
+pub mod foldin;
+pub mod heldout;
+pub mod infer;
+pub mod likelihood;
 pub mod mem;
 pub mod model;
 pub mod phi;
 pub mod topics;
 
+pub use coherence::{umass_coherence, umass_coherence_of, Coherence};
 pub use error::ModelError;
+pub use eval::{evaluate, EvalOptions, Evaluation};
 pub use file::{doc_topics_path, DOC_TOPICS_KIND, MODEL_KIND, MODEL_VERSION};
+pub use foldin::{FoldIn, FoldInOptions, FoldedDoc};
+pub use heldout::{heldout_log_likelihood, HeldOut};
+pub use infer::{doc_to_ids, infer, infer_dense, DocTheta, InferOptions, TopicWeight};
+pub use likelihood::log_likelihood_per_token;
 pub use model::{DocTopics, HyperparameterError, Hyperparameters, Provenance, TopicModel};
 pub use phi::Phi;
 pub use topics::{summarize, top_word_ids, topic_sizes, TopWord, TopicSummary, TopicsReport};

@@ -83,8 +83,8 @@ impl Phi {
     }
 
     /// φ given directly (word-major, `probs[v * K + k]`), e.g. the true topics of a synthetic
-    /// corpus. Entries must be finite and non-negative and every topic must sum to 1 (within
-    /// 10⁻³).
+    /// corpus. Entries must be finite and non-negative, every topic must sum to 1 (within 10⁻³) and
+    /// every word must have a positive probability under some topic.
     pub fn from_probabilities(
         num_words: usize,
         num_topics: usize,
@@ -115,10 +115,14 @@ impl Phi {
         if let Some(k) = column.iter().position(|s| (s - 1.0).abs() > 1e-3) {
             return Err(bad(format!("topic {k} sums to {}", column[k])));
         }
-        let word_mass = probs
+        let word_mass: Vec<f64> = probs
             .chunks_exact(num_topics)
             .map(|row| row.iter().map(|&p| f64::from(p)).sum())
             .collect();
+        // A word no topic can produce has likelihood 0 and no topic posterior.
+        if let Some(v) = word_mass.iter().position(|&m| m <= 0.0) {
+            return Err(bad(format!("word {v} has probability 0 under every topic")));
+        }
         Ok(Phi {
             num_words,
             num_topics,
@@ -216,5 +220,7 @@ mod tests {
         assert!(Phi::from_probabilities(2, 2, vec![0.5, 1.0, 0.5]).is_err());
         assert!(Phi::from_probabilities(2, 2, vec![0.5, 1.0, f32::NAN, 0.0]).is_err());
         assert!(Phi::from_probabilities(2, 2, vec![1.5, 1.0, -0.5, 0.0]).is_err());
+        let e = Phi::from_probabilities(2, 2, vec![1.0, 1.0, 0.0, 0.0]).unwrap_err();
+        assert!(e.to_string().contains("word 1 has probability 0"), "{e}");
     }
 }

@@ -1,0 +1,358 @@
+//! Gibbs fold-in: the topic mixture θ_d of a document the model was not trained on, with the
+//! topics φ held fixed (Griffiths & Steyvers 2004; the "estimated θ" step of Wallach et al. 2009,
+//! "Evaluation methods for topic models", §4). Used on the observed half of held-out documents
+//! ([`crate::heldout`]) and on whole unseen documents ([`crate::infer`]).
+//!
+//! With φ fixed and θ_d integrated out, the collapsed conditional of one token of word w is
+//!
+//! ```text
+//! p(z = k | z_¬i) ∝ (A_dk^¬i + α) φ_kw,
+//! ```
+//!
+//! SaberLDA Eq. (1) with B̂ = φ. It is split as in SaberLDA §2.3 / Alg. 2 into
+//!
+//! * the **sparse document branch** p₁(k) ∝ A_dk φ_kw over the document's non-zero topics, mass
+//!   S = Σ_{k: A_dk>0} A_dk φ_kw, sampled by a linear search in a prefix-sum array: O(K_d);
+//! * the **dense smoothing branch** p₂(k) ∝ φ_kw, mass Q_w = α Σ_k φ_kw, which depends on the word
+//!   only: a W-ary sampling tree over φ_·w (SaberLDA §3.2.4, [`WaryTree`]), O(log₃₂ K) per draw.
+//!
+//! One uniform u picks the branch (u·(S + Q_w) < S) and, inside the sparse branch, the topic.
+//! Unlike ESCA training, the document counts change after every token (a true collapsed Gibbs
+//! sweep), which mixes faster; it stays cheap because a document is small.
+//!
+//! The trees are built lazily, the first time a word's smoothing branch is drawn, and shared by all
+//! threads ([`OnceLock`]): only words that occur (and hit that branch) cost memory, about 4.1·K
+//! bytes each — at most about as much as φ itself.
+//!
+//! **Chain.** Sweep 0 assigns the tokens in order, each conditioned on those before it (the
+//! sequential initialisation of Mallet's inferencer: better than uniform topics when K is large).
+//! Sweeps 1..=`sweeps` resample every token; after `burn_in` sweeps, the counts A_d of every sweep
+//! are averaged, giving θ̄_dk = (Ā_dk + α) / (n_d + Kα).
+//!
+//! **Determinism.** Token i of a document draws from
+//! `CounterRng::new(seed, Stream::Infer, sweep, first_token + i)`, where `first_token` is the
+//! token's global index in the corpus; a document is processed by one thread from a fully reset
+//! scratch state. The result is therefore the same bits for any number of threads.
+
+use crate::likelihood::check_topics;
+use crate::{Hyperparameters, ModelError, Phi};
+use serde::Serialize;
+use std::sync::OnceLock;
+use topos_sampling::discrete::search_prefix_f64;
+use topos_sampling::{CounterRng, Philox4x32, Stream, WaryTree};
+
+/// How long to run the fold-in chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FoldInOptions {
+    /// Gibbs sweeps after the initial assignment. Default 50: with φ fixed the chain only has to
+    /// settle one document's topics, which takes a few sweeps; Mallet's inferencer and Wallach et
+    /// al. use tens to a hundred.
+    pub sweeps: u32,
+    /// Sweeps discarded before averaging. Default 10, leaving 40 samples to average.
+    pub burn_in: u32,
+    /// Seed of the counter-based generator ([`Stream::Infer`]).
+    pub seed: u64,
+}
+
+impl Default for FoldInOptions {
+    fn default() -> Self {
+        Self {
+            sweeps: 50,
+            burn_in: 10,
+            seed: 1,
+        }
+    }
+}
+
+impl FoldInOptions {
+    /// Refuses a chain that would average no sample.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        if self.sweeps == 0 || self.burn_in >= self.sweeps {
+            return Err(ModelError::Options(format!(
+                "fold-in needs more sweeps than burn-in sweeps (got {} sweeps, {} burn-in)",
+                self.sweeps, self.burn_in
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The averaged topic counts of one folded-in document: θ̄_dk = (Ā_dk + α) / (n_d + Kα), with Ā
+/// non-zero only at `topics`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoldedDoc {
+    /// Tokens folded in, n_d.
+    pub num_tokens: u64,
+    /// Topics with a positive average count, increasing.
+    pub topics: Vec<u16>,
+    /// Ā_dk beside `topics`; they sum to n_d.
+    pub mean_counts: Vec<f64>,
+}
+
+/// The fold-in sampler for one φ.
+pub struct FoldIn<'a> {
+    phi: &'a Phi,
+    alpha: f64,
+    opts: FoldInOptions,
+    key: Philox4x32,
+    /// Lazily built sampling trees of the smoothing branch, one per word.
+    trees: Vec<OnceLock<WaryTree>>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Per-thread working memory, reused across documents (left fully reset after each).
+pub struct Scratch {
+    /// A_dk of the current document.
+    counts: Vec<u32>,
+    /// Position of topic k in `nonzero`, or [`NONE`].
+    slot: Vec<u32>,
+    /// Topics with A_dk > 0.
+    nonzero: Vec<u16>,
+    /// Prefix sums of the sparse branch.
+    cumulative: Vec<f64>,
+    /// Current assignment of each token.
+    z: Vec<u16>,
+    /// Σ over averaged sweeps of A_dk.
+    sum: Vec<u64>,
+    /// Topics with a positive `sum`.
+    touched: Vec<u16>,
+}
+
+impl Scratch {
+    fn new(k: usize) -> Self {
+        Self {
+            counts: vec![0; k],
+            slot: vec![NONE; k],
+            nonzero: Vec::new(),
+            cumulative: Vec::new(),
+            z: Vec::new(),
+            sum: vec![0; k],
+            touched: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, k: u16) {
+        let t = usize::from(k);
+        if self.counts[t] == 0 {
+            self.slot[t] = self.nonzero.len() as u32;
+            self.nonzero.push(k);
+        }
+        self.counts[t] += 1;
+    }
+
+    #[inline]
+    fn remove(&mut self, k: u16) {
+        let t = usize::from(k);
+        self.counts[t] -= 1;
+        if self.counts[t] == 0 {
+            let i = self.slot[t] as usize;
+            self.slot[t] = NONE;
+            let last = self.nonzero.pop().expect("a counted topic is listed");
+            if last != k {
+                self.nonzero[i] = last;
+                self.slot[usize::from(last)] = i as u32;
+            }
+        }
+    }
+}
+
+impl<'a> FoldIn<'a> {
+    /// A sampler over `phi` with the document prior α of `hyper`.
+    pub fn new(
+        phi: &'a Phi,
+        hyper: &Hyperparameters,
+        opts: FoldInOptions,
+    ) -> Result<Self, ModelError> {
+        check_topics(phi, hyper)?;
+        opts.validate()?;
+        Ok(Self {
+            phi,
+            alpha: hyper.alpha,
+            opts,
+            key: Philox4x32::new(opts.seed),
+            trees: (0..phi.num_words()).map(|_| OnceLock::new()).collect(),
+        })
+    }
+
+    /// Working memory for one thread.
+    pub fn scratch(&self) -> Scratch {
+        Scratch::new(self.phi.num_topics())
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> FoldInOptions {
+        self.opts
+    }
+
+    /// Draws a topic for a token of word `w` given the document counts in `s` (the token itself
+    /// already removed): SaberLDA Alg. 2.
+    #[inline]
+    fn draw(&self, w: u32, s: &mut Scratch, rng: &mut CounterRng) -> u16 {
+        let row = self.phi.row(w);
+        s.cumulative.clear();
+        let mut sparse = 0.0f64;
+        for &k in &s.nonzero {
+            sparse += f64::from(s.counts[usize::from(k)]) * f64::from(row[usize::from(k)]);
+            s.cumulative.push(sparse);
+        }
+        let smoothing = self.alpha * self.phi.word_mass(w);
+        let u = rng.next_f64() * (sparse + smoothing);
+        if u < sparse {
+            s.nonzero[search_prefix_f64(&s.cumulative, u)]
+        } else {
+            let tree = self.trees[w as usize].get_or_init(|| WaryTree::from_weights(row));
+            tree.sample(rng.next_f32()) as u16
+        }
+    }
+
+    /// Folds in one document: `words` (ids below V, checked by the caller) whose first token has
+    /// global index `first_token`. `scratch` comes from [`FoldIn::scratch`] and is left reset.
+    pub fn fold_in(&self, words: &[u32], first_token: u64, s: &mut Scratch) -> FoldedDoc {
+        let rng = |sweep: u32, i: usize| {
+            CounterRng::from_generator(self.key, Stream::Infer, sweep, first_token + i as u64)
+        };
+        s.z.clear();
+        for (i, &w) in words.iter().enumerate() {
+            let k = self.draw(w, s, &mut rng(0, i));
+            s.add(k);
+            s.z.push(k);
+        }
+        for sweep in 1..=self.opts.sweeps {
+            for (i, &w) in words.iter().enumerate() {
+                s.remove(s.z[i]);
+                let k = self.draw(w, s, &mut rng(sweep, i));
+                s.add(k);
+                s.z[i] = k;
+            }
+            if sweep > self.opts.burn_in {
+                for &k in &s.nonzero {
+                    let t = usize::from(k);
+                    if s.sum[t] == 0 {
+                        s.touched.push(k);
+                    }
+                    s.sum[t] += u64::from(s.counts[t]);
+                }
+            }
+        }
+        let samples = f64::from(self.opts.sweeps - self.opts.burn_in);
+        s.touched.sort_unstable();
+        let mean_counts = s
+            .touched
+            .iter()
+            .map(|&k| s.sum[usize::from(k)] as f64 / samples)
+            .collect();
+        let topics = std::mem::take(&mut s.touched);
+        // Reset for the next document.
+        for &k in &topics {
+            s.sum[usize::from(k)] = 0;
+        }
+        for &k in &s.nonzero {
+            s.counts[usize::from(k)] = 0;
+            s.slot[usize::from(k)] = NONE;
+        }
+        s.nonzero.clear();
+        FoldedDoc {
+            num_tokens: words.len() as u64,
+            topics,
+            mean_counts,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phi() -> Phi {
+        // V = 3, K = 3, word-major; each topic (column) sums to 1.
+        #[rustfmt::skip]
+        let p = vec![
+            0.7, 0.1, 0.2,
+            0.2, 0.3, 0.1,
+            0.1, 0.6, 0.7,
+        ];
+        Phi::from_probabilities(3, 3, p).unwrap()
+    }
+
+    #[test]
+    fn options_need_a_sample() {
+        assert!(FoldInOptions::default().validate().is_ok());
+        let o = FoldInOptions {
+            sweeps: 5,
+            burn_in: 5,
+            seed: 0,
+        };
+        assert!(o.validate().unwrap_err().to_string().contains("burn-in"));
+    }
+
+    /// With two tokens the exact posterior over (z₁, z₂) is known:
+    /// p ∝ φ_{z₁w₁} φ_{z₂w₂} · (α(α+1) if z₁ = z₂ else α²). A long chain's average counts must
+    /// match its expectation — this checks both branches and the branch choice.
+    #[test]
+    fn two_token_chain_matches_exact_posterior() {
+        let phi = phi();
+        let alpha = 0.4;
+        let hyper = Hyperparameters::new(3, Some(alpha), None).unwrap();
+        let (w1, w2) = (0u32, 2u32);
+        let mut expected = [0.0f64; 3];
+        let mut norm = 0.0;
+        for z1 in 0..3 {
+            for z2 in 0..3 {
+                let prior = if z1 == z2 {
+                    alpha * (alpha + 1.0)
+                } else {
+                    alpha * alpha
+                };
+                let p = f64::from(phi.get(w1, z1)) * f64::from(phi.get(w2, z2)) * prior;
+                norm += p;
+                expected[z1] += p;
+                expected[z2] += p;
+            }
+        }
+        let opts = FoldInOptions {
+            sweeps: 200_000,
+            burn_in: 10,
+            seed: 9,
+        };
+        let f = FoldIn::new(&phi, &hyper, opts).unwrap();
+        let mut s = f.scratch();
+        let got = f.fold_in(&[w1, w2], 0, &mut s);
+        assert_eq!(got.num_tokens, 2);
+        assert!((got.mean_counts.iter().sum::<f64>() - 2.0).abs() < 1e-9);
+        for (k, e) in expected.iter().enumerate() {
+            let i = got
+                .topics
+                .iter()
+                .position(|&t| usize::from(t) == k)
+                .unwrap();
+            let e = e / norm;
+            assert!(
+                (got.mean_counts[i] - e).abs() < 0.01,
+                "topic {k}: {} vs {e}",
+                got.mean_counts[i]
+            );
+        }
+    }
+
+    #[test]
+    fn scratch_is_reset_between_documents() {
+        let phi = phi();
+        let hyper = Hyperparameters::new(3, Some(0.1), None).unwrap();
+        let f = FoldIn::new(&phi, &hyper, FoldInOptions::default()).unwrap();
+        let doc = [0u32, 1, 2, 2, 0, 1, 1];
+        let mut fresh = f.scratch();
+        let alone = f.fold_in(&doc, 100, &mut fresh);
+        let mut used = f.scratch();
+        f.fold_in(&[2, 2, 2, 0], 7, &mut used);
+        assert_eq!(f.fold_in(&doc, 100, &mut used), alone);
+        assert!(used.counts.iter().all(|&c| c == 0));
+        assert!(used.sum.iter().all(|&c| c == 0));
+        assert!(used.slot.iter().all(|&c| c == NONE));
+        // Another global position draws other numbers.
+        assert_ne!(f.fold_in(&doc, 101, &mut used), alone);
+        let empty = f.fold_in(&[], 0, &mut used);
+        assert_eq!((empty.num_tokens, empty.topics.len()), (0, 0));
+    }
+}
