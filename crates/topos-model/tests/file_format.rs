@@ -1,0 +1,366 @@
+//! The model file as a contract: every released format version stays readable (checked-in
+//! fixtures, as tantivy keeps one index per released version), the same model always gives the
+//! same bytes, and every kind of bad file is refused with a one-line error instead of a panic.
+
+use std::path::{Path, PathBuf};
+use topos_corpus::Vocabulary;
+use topos_io::ByteWriter;
+use topos_model::file::{DOC_TOPICS_VERSION, MODEL_VERSION};
+use topos_model::{
+    doc_topics_path, DocTopics, Hyperparameters, Provenance, TopicModel, DOC_TOPICS_KIND,
+    MODEL_KIND,
+};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The tiny model stored in `tests/fixtures/v1.tmod`: 8 words (one not ASCII), 3 topics, a word
+/// with no counts and a word in every topic.
+fn fixture_model() -> TopicModel {
+    let words = [
+        "apple", "banana", "café", "delta", "echo", "fig", "grape", "hotel",
+    ];
+    let vocab = Vocabulary::new(words.map(String::from).into());
+    let hyper = Hyperparameters::new(3, Some(0.25), Some(0.05)).unwrap();
+    #[rustfmt::skip]
+    let counts = vec![
+        12, 0, 1,
+        0, 7, 0,
+        3, 3, 3,
+        0, 0, 9,
+        0, 0, 0,
+        5, 0, 0,
+        0, 2, 4,
+        1, 0, 0,
+    ];
+    let provenance = Provenance {
+        algorithm: "cgs".into(),
+        iterations: 100,
+        seed: 7,
+        corpus_checksum: 0x0123_4567_89ab_cdef,
+        num_docs: 4,
+        num_tokens: 50,
+    };
+    TopicModel::from_counts(vocab, hyper, counts, provenance)
+}
+
+/// The document-topic counts stored in `tests/fixtures/v1.tmod.doctopics` (4 documents, one
+/// empty).
+fn fixture_doc_topics() -> DocTopics {
+    let mut a = DocTopics::new(3);
+    a.push_dense(&[12, 0, 5]);
+    a.push_dense(&[0, 0, 0]);
+    a.push_dense(&[9, 10, 0]);
+    a.push_dense(&[0, 2, 12]);
+    a
+}
+
+/// Rewrites the fixtures of the current version. A released version's fixture must never change:
+/// run this only when adding the fixture of a new version (then keep the old files).
+#[test]
+#[ignore = "writes tests/fixtures; run with --ignored only when adding a format version"]
+fn regenerate_v1_fixtures() {
+    assert_eq!(MODEL_VERSION, 1, "the writer no longer writes version 1");
+    let model = fixture("v1.tmod");
+    fixture_model().write(&model).unwrap();
+    fixture_doc_topics()
+        .write(&doc_topics_path(&model))
+        .unwrap();
+}
+
+#[test]
+fn reads_the_checked_in_v1_model() {
+    let path = fixture("v1.tmod");
+    let m = TopicModel::read(&path).unwrap();
+    assert_eq!(m, fixture_model());
+    // Spot checks independent of the helper, in case both drift together.
+    assert_eq!(m.vocab.word(2), "café");
+    assert_eq!(m.hyper.num_topics, 3);
+    assert_eq!((m.hyper.alpha, m.hyper.beta), (0.25, 0.05));
+    assert_eq!(m.word_row(2), &[3, 3, 3]);
+    assert_eq!(m.word_row(4), &[0, 0, 0]);
+    assert_eq!(m.topic_totals, vec![21, 12, 17]);
+    assert_eq!(m.provenance.algorithm, "cgs");
+    assert_eq!(m.provenance.corpus_checksum, 0x0123_4567_89ab_cdef);
+
+    let a = DocTopics::read(&doc_topics_path(&path)).unwrap();
+    assert_eq!(a, fixture_doc_topics());
+    assert_eq!(a.row(3), (&[1u16, 2][..], &[2u32, 12][..]));
+}
+
+/// While version 1 is the version written, the writer must reproduce the fixture byte for byte:
+/// a change to these bytes is a format change and needs a new version (then this assertion moves
+/// to the new version's fixture and the v1 fixture keeps only the read test above).
+#[test]
+fn current_writer_reproduces_the_fixture_bytes() {
+    assert_eq!(MODEL_VERSION, 1);
+    assert_eq!(DOC_TOPICS_VERSION, 1);
+    let on_disk = std::fs::read(fixture("v1.tmod")).unwrap();
+    assert_eq!(fixture_model().to_file_bytes().unwrap(), on_disk);
+    let on_disk = std::fs::read(fixture("v1.tmod.doctopics")).unwrap();
+    assert_eq!(fixture_doc_topics().to_file_bytes().unwrap(), on_disk);
+}
+
+#[test]
+fn same_model_same_bytes_and_atomic_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.tmod"), dir.path().join("b.tmod"));
+    fixture_model().write(&a).unwrap();
+    TopicModel::read(&a).unwrap().write(&b).unwrap();
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    // Overwriting in place leaves only the two files (no temporaries).
+    fixture_model().write(&a).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+/// Reads `bytes` as a model file and returns the error message, which must be one line.
+fn model_error(bytes: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.tmod");
+    std::fs::write(&path, bytes).unwrap();
+    let msg = TopicModel::read(&path)
+        .expect_err("a bad file was accepted")
+        .to_string();
+    assert!(!msg.contains('\n'), "multi-line error: {msg}");
+    assert!(
+        msg.contains("bad.tmod"),
+        "error does not name the file: {msg}"
+    );
+    msg
+}
+
+fn doc_topics_error(bytes: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.doctopics");
+    std::fs::write(&path, bytes).unwrap();
+    let msg = DocTopics::read(&path)
+        .expect_err("a bad file was accepted")
+        .to_string();
+    assert!(!msg.contains('\n'), "multi-line error: {msg}");
+    msg
+}
+
+#[test]
+fn refuses_other_versions_naming_them() {
+    for name in ["v1.tmod", "v1.tmod.doctopics"] {
+        let good = std::fs::read(fixture(name)).unwrap();
+        for version in [0u32, 2, 77] {
+            let mut bytes = good.clone();
+            bytes[8..12].copy_from_slice(&version.to_le_bytes());
+            let msg = if name.ends_with(".tmod") {
+                model_error(&bytes)
+            } else {
+                doc_topics_error(&bytes)
+            };
+            assert!(msg.contains(&format!("version {version}")), "{msg}");
+            assert!(msg.contains("reads versions 1"), "{msg}");
+        }
+    }
+}
+
+#[test]
+fn refuses_damaged_and_foreign_files() {
+    let good = std::fs::read(fixture("v1.tmod")).unwrap();
+    assert!(model_error(&good[..good.len() - 7]).contains("truncated"));
+    assert!(model_error(&good[..20]).contains("truncated"));
+    assert!(model_error(&[]).contains("not a Topos model file"));
+    for i in [40, good.len() / 2, good.len() - 1] {
+        let mut flipped = good.clone();
+        flipped[i] ^= 0x10;
+        assert!(model_error(&flipped).contains("checksum"), "byte {i}");
+    }
+    let mut foreign = good.clone();
+    foreign[..8].copy_from_slice(b"TOPOSCRP");
+    assert!(model_error(&foreign).contains("not a Topos model file"));
+    // The side file is not a model, and the model is not a side file.
+    let side = std::fs::read(fixture("v1.tmod.doctopics")).unwrap();
+    assert!(model_error(&side).contains("not a Topos model file"));
+    assert!(doc_topics_error(&good).contains("not a Topos document-topic file"));
+    let mut long = good;
+    long.extend_from_slice(b"junk");
+    assert!(model_error(&long).contains("trailing"));
+    let missing = TopicModel::read(Path::new("/nonexistent/dir/m.tmod")).unwrap_err();
+    assert!(missing.to_string().contains("/nonexistent/dir/m.tmod"));
+}
+
+/// A version-1 model payload assembled by hand, to craft files that pass the checksum but break
+/// the format's rules.
+/// One word's counts: (claimed number of non-zeros if not the true one, (topic, count) pairs).
+type Row = (Option<u32>, Vec<(u16, u32)>);
+
+/// A change that breaks one rule of the format.
+type Damage = fn(&mut Craft);
+
+#[derive(Clone)]
+struct Craft {
+    k: u32,
+    alpha: f64,
+    beta: f64,
+    vocab_len: Option<u32>,
+    words: Vec<Vec<u8>>,
+    rows: Vec<Row>,
+    total: Option<u64>,
+    trailing: Vec<u8>,
+}
+
+impl Craft {
+    fn valid() -> Self {
+        Self {
+            k: 3,
+            alpha: 0.1,
+            beta: 0.01,
+            vocab_len: None,
+            words: ["a", "b", "c"].map(|w| w.as_bytes().to_vec()).into(),
+            rows: vec![
+                (None, vec![(0, 2), (2, 1)]),
+                (None, vec![]),
+                (None, vec![(1, 4)]),
+            ],
+            total: None,
+            trailing: Vec::new(),
+        }
+    }
+
+    fn file(&self) -> Vec<u8> {
+        let mut w = ByteWriter::new();
+        w.u32(self.k);
+        w.f64(self.alpha);
+        w.f64(self.beta);
+        w.str("cgs");
+        w.u32(1);
+        w.u64(2);
+        w.u64(3);
+        w.u64(4);
+        w.u64(5);
+        w.u32(self.vocab_len.unwrap_or(self.words.len() as u32));
+        for word in &self.words {
+            w.u32(word.len() as u32);
+            w.buf.extend_from_slice(word);
+        }
+        let sum = self
+            .rows
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|&(_, c)| u64::from(c)))
+            .sum();
+        w.u64(self.total.unwrap_or(sum));
+        for (nnz, pairs) in &self.rows {
+            w.u32(nnz.unwrap_or(pairs.len() as u32));
+            for &(t, c) in pairs {
+                w.u16(t);
+                w.u32(c);
+            }
+        }
+        w.buf.extend_from_slice(&self.trailing);
+        let mut bytes = topos_io::header(&MODEL_KIND, 1, &w.buf).to_vec();
+        bytes.extend_from_slice(&w.buf);
+        bytes
+    }
+}
+
+#[test]
+fn crafted_payload_is_read_when_valid() {
+    let m = TopicModel::from_file_bytes(&Craft::valid().file(), Path::new("crafted.tmod")).unwrap();
+    assert_eq!(m.word_row(0), &[2, 0, 1]);
+    assert_eq!(m.word_row(2), &[0, 4, 0]);
+    assert_eq!(m.topic_totals, vec![2, 4, 1]);
+    assert_eq!(m.provenance.num_tokens, 5);
+}
+
+#[test]
+fn refuses_structurally_invalid_files_with_a_good_checksum() {
+    let cases: Vec<(&str, Damage)> = vec![
+        ("number of topics must be between 2", |c| c.k = 1),
+        ("number of topics must be between 2", |c| c.k = 70_000),
+        ("alpha must be a positive", |c| c.alpha = -0.5),
+        ("alpha must be a positive", |c| c.alpha = f64::NAN),
+        ("beta must be a positive", |c| c.beta = 0.0),
+        ("beta must be a positive", |c| c.beta = f64::INFINITY),
+        ("vocabulary is empty", |c| {
+            c.words.clear();
+            c.rows.clear();
+        }),
+        ("does not fit", |c| c.vocab_len = Some(u32::MAX)),
+        ("not UTF-8", |c| c.words[1] = vec![0xff, 0xfe]),
+        ("appears twice", |c| c.words[2] = b"a".to_vec()),
+        ("topic 3 is not below K = 3", |c| c.rows[2].1[0].0 = 3),
+        ("strictly increasing", |c| {
+            c.rows[0].1 = vec![(2, 1), (0, 2)]
+        }),
+        ("strictly increasing", |c| {
+            c.rows[0].1 = vec![(1, 1), (1, 2)]
+        }),
+        ("zero count stored for topic 1", |c| c.rows[2].1[0].1 = 0),
+        ("4 non-zero topics but K = 3", |c| c.rows[1].0 = Some(4)),
+        ("needs", |c| c.rows[2].0 = Some(2)),
+        ("sum to 7 but the file records 8", |c| c.total = Some(8)),
+        ("unexpected bytes", |c| c.trailing = vec![0; 3]),
+    ];
+    for (expected, change) in cases {
+        let mut c = Craft::valid();
+        change(&mut c);
+        let msg = model_error(&c.file());
+        assert!(msg.contains("malformed Topos model file"), "{msg}");
+        assert!(msg.contains(expected), "expected {expected:?} in: {msg}");
+    }
+}
+
+fn doc_topics_file(k: u32, offsets: &[u64], topics: &[u16], counts: &[u32]) -> Vec<u8> {
+    let mut w = ByteWriter::new();
+    w.u32(k);
+    w.u64(offsets.len() as u64 - 1);
+    w.u64(topics.len() as u64);
+    w.u64s(offsets);
+    w.u16s(topics);
+    w.u32s(counts);
+    let mut bytes = topos_io::header(&DOC_TOPICS_KIND, 1, &w.buf).to_vec();
+    bytes.extend_from_slice(&w.buf);
+    bytes
+}
+
+#[test]
+fn refuses_invalid_doc_topics_with_a_good_checksum() {
+    let ok = doc_topics_file(3, &[0, 2, 3], &[0, 2, 1], &[1, 1, 5]);
+    let a = DocTopics::from_file_bytes(&ok, Path::new("x")).unwrap();
+    assert_eq!(a.row(1), (&[1u16][..], &[5u32][..]));
+    let cases = [
+        (
+            doc_topics_file(3, &[1, 2, 3], &[0, 2, 1], &[1, 1, 5]),
+            "offsets must run from 0",
+        ),
+        (
+            doc_topics_file(3, &[0, 3, 3], &[0, 2, 1], &[1, 1, 5]),
+            "strictly increasing",
+        ),
+        (
+            doc_topics_file(3, &[0, 2, 1, 3], &[0, 2, 1], &[1, 1, 5]),
+            "offsets decrease",
+        ),
+        (
+            doc_topics_file(2, &[0, 2, 3], &[0, 2, 1], &[1, 1, 5]),
+            "topic 2 is not below K = 2",
+        ),
+        (
+            doc_topics_file(3, &[0, 2, 3], &[0, 2, 1], &[1, 0, 5]),
+            "zero count",
+        ),
+        (
+            doc_topics_file(1, &[0, 2, 3], &[0, 2, 1], &[1, 1, 5]),
+            "number of topics",
+        ),
+    ];
+    for (bytes, expected) in cases {
+        let msg = doc_topics_error(&bytes);
+        assert!(msg.contains(expected), "expected {expected:?} in: {msg}");
+    }
+    // Claimed sizes that the payload cannot hold are refused before allocating.
+    let mut w = ByteWriter::new();
+    w.u32(3);
+    w.u64(u64::MAX / 4);
+    w.u64(1);
+    let mut bytes = topos_io::header(&DOC_TOPICS_KIND, 1, &w.buf).to_vec();
+    bytes.extend_from_slice(&w.buf);
+    assert!(doc_topics_error(&bytes).contains("do not match"));
+}
