@@ -153,4 +153,49 @@ mod tests {
         let e = heldout_log_likelihood(&phi, &hyper, unknown.view(), &FoldInOptions::default());
         assert!(e.unwrap_err().to_string().contains("word id 4"));
     }
+
+    /// The score of one document equals a dense brute-force evaluation of
+    /// Σ_{w ∈ second half} log Σ_k θ̄_k φ_kw with θ̄ from folding in the first half.
+    #[test]
+    fn scores_the_second_half_with_the_folded_in_theta() {
+        #[rustfmt::skip]
+        let phi = Phi::from_probabilities(3, 3, vec![
+            0.6, 0.1, 0.3,
+            0.3, 0.2, 0.3,
+            0.1, 0.7, 0.4,
+        ]).unwrap();
+        let hyper = Hyperparameters::new(3, Some(0.2), None).unwrap();
+        let words = [0u32, 2, 2, 1, 0, 2, 1];
+        let docs: OwnedDocs = [&words[..]].into_iter().collect();
+        let opts = FoldInOptions {
+            sweeps: 30,
+            burn_in: 5,
+            seed: 3,
+        };
+        let got = heldout_log_likelihood(&phi, &hyper, docs.view(), &opts).unwrap();
+        assert_eq!((got.tokens_observed, got.tokens_scored), (3, 4));
+
+        let sampler = FoldIn::new(&phi, &hyper, opts).unwrap();
+        let folded = sampler.fold_in(&words[..3], 0, &mut sampler.scratch());
+        let mut theta = [0.0f64; 3];
+        for (&k, &m) in folded.topics.iter().zip(&folded.mean_counts) {
+            theta[usize::from(k)] = m;
+        }
+        let theta = theta.map(|m| (m + 0.2) / (3.0 + 3.0 * 0.2));
+        let brute: f64 = words[3..]
+            .iter()
+            .map(|&w| {
+                (0..3)
+                    .map(|k| theta[k] * f64::from(phi.get(w, k)))
+                    .sum::<f64>()
+                    .ln()
+            })
+            .sum::<f64>()
+            / 4.0;
+        assert!(
+            (got.ll_per_token - brute).abs() < 1e-12,
+            "{} vs {brute}",
+            got.ll_per_token
+        );
+    }
 }
