@@ -1,1 +1,60 @@
-fn main() {}
+//! `topos`: topic modeling from raw text to trained, evaluated LDA models.
+//!
+//! The binary is thin: it parses arguments, calls the library crates and prints. Every error
+//! ends as one line on stderr and a non-zero exit status.
+
+mod cmd;
+mod ui;
+
+use clap::{Parser, Subcommand};
+use ui::Ui;
+
+#[derive(Parser)]
+#[command(name = "topos", version, about = "Fast, reproducible LDA topic models", long_about = None)]
+struct Cli {
+    /// Machine-readable output: one JSON document on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    /// No progress bars or status lines; only results (and errors).
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Turn raw text (or a bag-of-words file) into a corpus file, with an optional held-out split.
+    Prepare(cmd::prepare::Args),
+    /// Train an LDA model on a corpus file.
+    Train(cmd::train::Args),
+    /// Show the top words of every topic of a model.
+    Topics(cmd::topics::Args),
+    /// Evaluate a model: held-out log-likelihood per token, perplexity, topic coherence.
+    Eval(cmd::eval::Args),
+    /// Infer the topic mixtures of unseen documents.
+    Infer(cmd::infer::Args),
+    /// Train on a small corpus built into the binary and print its topics.
+    Demo(cmd::demo::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let ui = Ui {
+        json: cli.json,
+        quiet: cli.quiet,
+    };
+    let result = match cli.command {
+        Command::Prepare(a) => cmd::prepare::run(a, ui),
+        Command::Train(a) => cmd::train::run(a, ui),
+        Command::Topics(a) => cmd::topics::run(a, ui),
+        Command::Eval(a) => cmd::eval::run(a, ui),
+        Command::Infer(a) => cmd::infer::run(a, ui),
+        Command::Demo(a) => cmd::demo::run(a, ui),
+    };
+    if let Err(e) = result {
+        // `{:#}` joins the context chain into one line.
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

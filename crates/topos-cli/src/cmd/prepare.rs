@@ -1,0 +1,161 @@
+//! `topos prepare`: raw text → corpus file.
+
+use crate::ui::Ui;
+use anyhow::Result;
+use std::path::PathBuf;
+use topos_corpus::{
+    prepare, InputFormat, Pass, PrepareOptions, PrepareReport, PruneOptions, TokenizerOptions,
+};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Input: a text file (one document per line, .gz allowed), a directory of .txt files,
+    /// a JSONL file, a UCI docword.*.txt[.gz] file, or an LDA-C file.
+    pub input: PathBuf,
+    /// Output corpus file.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Input format (detected from the path when omitted).
+    #[arg(long, value_parser = parse_format)]
+    pub format: Option<InputFormat>,
+    /// JSON field that holds the document text (JSONL input).
+    #[arg(long, default_value = "text")]
+    pub text_field: String,
+    /// Vocabulary file for UCI / LDA-C input (found beside the input when omitted).
+    #[arg(long)]
+    pub vocab: Option<PathBuf>,
+    /// Fraction of documents held out for evaluation, in [0, 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub holdout: f64,
+    /// Seed of the held-out split.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Keep words that occur in at least this many documents.
+    #[arg(long, default_value_t = 5)]
+    pub min_df: u64,
+    /// Drop words that occur in more than this fraction of documents.
+    #[arg(long, default_value_t = 0.5)]
+    pub max_df: f64,
+    /// Keep at most this many (most frequent) words.
+    #[arg(long)]
+    pub max_vocab: Option<usize>,
+    /// Minimum token length in characters.
+    #[arg(long, default_value_t = 3)]
+    pub min_len: usize,
+    /// Extra stop words, one per line.
+    #[arg(long)]
+    pub stopwords: Option<PathBuf>,
+    /// Keep English stop words.
+    #[arg(long)]
+    pub keep_stopwords: bool,
+    /// Snowball (English) stemming.
+    #[arg(long)]
+    pub stem: bool,
+    /// Keep tokens that contain no letter (numbers).
+    #[arg(long)]
+    pub keep_numbers: bool,
+    /// Do not lower-case tokens.
+    #[arg(long)]
+    pub keep_case: bool,
+}
+
+fn parse_format(s: &str) -> Result<InputFormat, String> {
+    match s {
+        "lines" | "text" => Ok(InputFormat::Lines),
+        "dir" => Ok(InputFormat::Dir),
+        "jsonl" => Ok(InputFormat::Jsonl),
+        "uci" => Ok(InputFormat::Uci),
+        "ldac" => Ok(InputFormat::Ldac),
+        _ => Err(format!(
+            "unknown format {s:?}; use lines, dir, jsonl, uci or ldac"
+        )),
+    }
+}
+
+impl Args {
+    pub fn options(&self) -> PrepareOptions {
+        PrepareOptions {
+            format: self.format,
+            text_field: self.text_field.clone(),
+            vocab_file: self.vocab.clone(),
+            tokenizer: TokenizerOptions {
+                lowercase: !self.keep_case,
+                english_stopwords: !self.keep_stopwords,
+                stopword_file: self.stopwords.clone(),
+                min_len: self.min_len,
+                stem: self.stem,
+                drop_numbers: !self.keep_numbers,
+            },
+            prune: PruneOptions {
+                min_df: self.min_df,
+                max_df: self.max_df,
+                max_vocab: self.max_vocab,
+            },
+            holdout: self.holdout,
+            seed: self.seed,
+            ..PrepareOptions::default()
+        }
+    }
+}
+
+/// Runs the preparation with a progress bar; shared with `demo`.
+pub fn prepare_with_progress(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    opts: &PrepareOptions,
+    ui: Ui,
+) -> Result<PrepareReport> {
+    let bar = ui.bar(
+        0,
+        "{prefix} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}) {msg}",
+    );
+    let report = prepare(input, output, opts, &mut |p| {
+        bar.set_length(p.bytes_total);
+        bar.set_position(p.bytes_read);
+        bar.set_prefix(match p.pass {
+            Pass::Count => "pass 1/2 counting",
+            Pass::Write => "pass 2/2 writing ",
+        });
+        bar.set_message(format!("{} docs", p.documents));
+    });
+    bar.finish_and_clear();
+    Ok(report?)
+}
+
+pub fn run(args: Args, ui: Ui) -> Result<()> {
+    let opts = args.options();
+    let r = prepare_with_progress(&args.input, &args.output, &opts, ui)?;
+    ui.result(&r, || print_report(&r))
+}
+
+pub fn print_report(r: &PrepareReport) {
+    let mb = r.input_bytes as f64 / 1e6;
+    println!(
+        "wrote {} ({:?} input, {:.1} MB in {:.1} s, {:.1} MB/s)",
+        r.output,
+        r.format,
+        mb,
+        r.seconds,
+        mb / r.seconds.max(1e-9)
+    );
+    println!(
+        "documents: {} read, {} kept ({} train, {} held out), {} dropped as empty",
+        r.input_documents,
+        r.documents_kept,
+        r.train_documents,
+        r.heldout_documents,
+        r.documents_dropped_empty
+    );
+    println!(
+        "tokens:    {} read, {} kept ({} train, {} held out); dropped {} stop words, {} too short, {} numbers, {} pruned",
+        r.input_words, r.tokens_kept, r.train_tokens, r.heldout_tokens, r.tokens_dropped_stopwords, r.tokens_dropped_short, r.tokens_dropped_numbers, r.tokens_dropped_pruned
+    );
+    println!(
+        "vocabulary: {} words kept of {} ({} below min-df, {} above max-df, {} beyond max-vocab)",
+        r.vocab_after_pruning,
+        r.vocab_before_pruning,
+        r.words_dropped_min_df,
+        r.words_dropped_max_df,
+        r.words_dropped_max_vocab
+    );
+}

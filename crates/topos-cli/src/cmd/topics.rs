@@ -1,0 +1,59 @@
+//! `topos topics`: the top words of every topic.
+
+use crate::ui::Ui;
+use anyhow::Result;
+use std::path::PathBuf;
+use topos_model::{summarize, TopicModel, TopicsReport};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Model file.
+    pub model: PathBuf,
+    /// Words per topic.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Order topics by size (share of tokens) instead of by number.
+    #[arg(long)]
+    pub by_size: bool,
+}
+
+pub fn run(args: Args, ui: Ui) -> Result<()> {
+    let model = TopicModel::read(&args.model)?;
+    let mut report = summarize(&model, args.top);
+    if args.by_size {
+        report
+            .topics
+            .sort_by(|a, b| b.tokens.cmp(&a.tokens).then(a.topic.cmp(&b.topic)));
+    }
+    ui.result(&report, || {
+        let p = &report.provenance;
+        println!(
+            "{}: {} topics over {} words; {} for {} iterations (seed {}) on {} documents, {} tokens; alpha = {}, beta = {}",
+            args.model.display(),
+            report.hyperparameters.num_topics,
+            report.num_words,
+            p.algorithm,
+            p.iterations,
+            p.seed,
+            p.num_docs,
+            p.num_tokens,
+            report.hyperparameters.alpha,
+            report.hyperparameters.beta
+        );
+        print_report(&report);
+    })
+}
+
+/// One line per topic: number, share of tokens, top words.
+pub fn print_report(report: &TopicsReport) {
+    let width = report.topics.len().saturating_sub(1).to_string().len();
+    for t in &report.topics {
+        let words: Vec<&str> = t.top_words.iter().map(|w| w.word.as_str()).collect();
+        println!(
+            "topic {:>width$} ({:>5.2}%): {}",
+            t.topic,
+            100.0 * t.share,
+            words.join(" ")
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! What the user sees: human text and progress bars on stderr, results on stdout (as JSON with
+//! `--json`), nothing but errors with `--quiet`.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+/// Output settings shared by every command.
+#[derive(Clone, Copy, Debug)]
+pub struct Ui {
+    pub json: bool,
+    pub quiet: bool,
+}
+
+impl Ui {
+    /// A status line on stderr (suppressed by `--quiet`).
+    pub fn info(&self, msg: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("{}", msg.as_ref());
+        }
+    }
+
+    /// A progress bar on stderr, hidden with `--quiet` or when stderr is not a terminal.
+    pub fn bar(&self, len: u64, template: &str) -> ProgressBar {
+        let bar = ProgressBar::with_draw_target(
+            Some(len),
+            if self.quiet {
+                ProgressDrawTarget::hidden()
+            } else {
+                ProgressDrawTarget::stderr()
+            },
+        );
+        bar.set_style(
+            ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar
+    }
+
+    /// Prints a result: as JSON on stdout with `--json`, else through `human` (unless `--quiet`).
+    pub fn result<T: Serialize>(&self, value: &T, human: impl FnOnce()) -> anyhow::Result<()> {
+        if self.json {
+            println!("{}", serde_json::to_string(value)?);
+        } else if !self.quiet {
+            human();
+        }
+        Ok(())
+    }
+}
