@@ -16,6 +16,10 @@ pub struct Args {
     /// Number of topics.
     #[arg(short = 'k', long = "topics", default_value_t = 20)]
     pub topics: u32,
+    /// Document-topic prior α. Abstracts are short and about one or two things, so a small α
+    /// gives sharper topics than the 50/K default (same held-out likelihood, measured).
+    #[arg(long, default_value_t = 0.1)]
+    pub alpha: f64,
     /// Training iterations.
     #[arg(long, default_value_t = 200)]
     pub iters: u32,
@@ -80,7 +84,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         algo: args.algo.clone(),
         threads: args.threads,
         seed: args.seed,
-        alpha: None,
+        alpha: Some(args.alpha),
         beta: 0.01,
         partitions: None,
         eval_every: 10,
