@@ -240,7 +240,10 @@ fn decode_model_v1(
     }
     let mut words = Vec::with_capacity(v);
     for i in 0..v {
-        words.push(r.str(&format!("word {i}")).map_err(bad)?.to_owned());
+        let word = r
+            .str("vocabulary word")
+            .map_err(|e| bad(format!("word {i}: {e}")))?;
+        words.push(word.to_owned());
     }
     let vocab = Vocabulary::new(words);
     for (i, w) in vocab.words().iter().enumerate() {

@@ -364,3 +364,62 @@ fn refuses_invalid_doc_topics_with_a_good_checksum() {
     bytes.extend_from_slice(&w.buf);
     assert!(doc_topics_error(&bytes).contains("do not match"));
 }
+
+/// Re-wraps a damaged payload with a correct header, so the parser itself meets the damage.
+fn rewrap(kind: &topos_io::Kind, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = topos_io::header(kind, 1, payload).to_vec();
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// Every truncation and every single-bit flip of the fixtures' payloads, behind a valid
+/// checksum: the readers must return (an error or, for a harmless flip, a valid model), never
+/// panic, and what they accept must pass validation and re-encode to the same bytes.
+#[test]
+fn no_damage_to_the_payload_makes_a_reader_panic() {
+    let model = std::fs::read(fixture("v1.tmod")).unwrap();
+    let payload = &model[topos_io::HEADER_LEN..];
+    let path = Path::new("damaged.tmod");
+    let mut accepted = 0;
+    for cut in 0..payload.len() {
+        let bytes = rewrap(&MODEL_KIND, &payload[..cut]);
+        let msg = TopicModel::from_file_bytes(&bytes, path)
+            .unwrap_err()
+            .to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+    }
+    for i in 0..payload.len() {
+        for bit in 0..8 {
+            let mut damaged = payload.to_vec();
+            damaged[i] ^= 1 << bit;
+            let bytes = rewrap(&MODEL_KIND, &damaged);
+            if let Ok(m) = TopicModel::from_file_bytes(&bytes, path) {
+                m.validate().unwrap();
+                assert_eq!(m.to_file_bytes().unwrap(), bytes);
+                accepted += 1;
+            }
+        }
+    }
+    // Flips in α, β, provenance and word spellings are legitimate models; most flips are not.
+    assert!(
+        accepted > 0 && accepted < payload.len() * 8 / 2,
+        "{accepted}"
+    );
+
+    let side = std::fs::read(fixture("v1.tmod.doctopics")).unwrap();
+    let payload = &side[topos_io::HEADER_LEN..];
+    for cut in 0..payload.len() {
+        let bytes = rewrap(&DOC_TOPICS_KIND, &payload[..cut]);
+        assert!(DocTopics::from_file_bytes(&bytes, path).is_err());
+    }
+    for i in 0..payload.len() {
+        for bit in 0..8 {
+            let mut damaged = payload.to_vec();
+            damaged[i] ^= 1 << bit;
+            let bytes = rewrap(&DOC_TOPICS_KIND, &damaged);
+            if let Ok(a) = DocTopics::from_file_bytes(&bytes, path) {
+                a.validate().unwrap();
+            }
+        }
+    }
+}
