@@ -1,7 +1,7 @@
 //! Gibbs fold-in: the topic mixture θ_d of a document the model was not trained on, with the
 //! topics φ held fixed (Griffiths & Steyvers 2004; the "estimated θ" step of Wallach et al. 2009,
 //! "Evaluation methods for topic models", §4). Used on the observed half of held-out documents
-//! ([`crate::heldout`]) and on whole unseen documents ([`crate::infer`]).
+//! ([`crate::heldout`]) and on whole unseen documents ([`mod@crate::infer`]).
 //!
 //! With φ fixed and θ_d integrated out, the collapsed conditional of one token of word w is
 //!

@@ -2,16 +2,16 @@
 //!
 //! * [`model`]: the in-memory model (word-topic counts B, hyperparameters, provenance) and the
 //!   document-topic counts A of the training documents.
-//! * [`file`]: the `.tmod` model file and the `.doctopics` side file.
+//! * [`mod@file`]: the `.tmod` model file and the `.doctopics` side file.
 //! * [`phi`]: B̂ = (B + β) / (n_k + Vβ) (SaberLDA Eq. 2) as a dense matrix, the form every
 //!   evaluation and inference routine reads.
 //! * [`topics`]: what a topic is about: top words and topic sizes.
 //! * [`likelihood`]: training log-likelihood per token from point estimates.
-//! * [`foldin`]: the Gibbs fold-in sampler with φ fixed, shared by [`heldout`] and [`infer`].
+//! * [`foldin`]: the Gibbs fold-in sampler with φ fixed, shared by [`heldout`] and [`mod@infer`].
 //! * [`heldout`]: held-out log-likelihood and perplexity by document completion.
 //! * [`coherence`]: UMass topic coherence.
 //! * [`eval`]: all of the above in one serializable report.
-//! * [`infer`]: topic mixtures of unseen documents.
+//! * [`mod@infer`]: topic mixtures of unseen documents.
 //! * [`mem`]: memory accounting for the large dense arrays.
 //!
 //! Everything random draws from the counter-based generator of `topos-sampling`

@@ -16,7 +16,7 @@
 //! document's non-zero topics), not O(K).
 //!
 //! Determinism: each document is summed in `f64` in token order, documents are grouped in chunks
-//! of a fixed size ([`DOC_CHUNK`]) summed in order, and chunk sums are added in chunk order —
+//! of a fixed size (256) summed in order, and chunk sums are added in chunk order —
 //! so the result is the same bits for any number of threads.
 
 use crate::{DocTopics, Hyperparameters, ModelError, Phi};
