@@ -16,6 +16,7 @@ pub mod file;
 pub mod prepare;
 pub mod prune;
 pub mod readers;
+pub mod segment;
 pub mod split;
 pub mod stopwords;
 pub mod tokenize;

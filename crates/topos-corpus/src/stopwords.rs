@@ -382,6 +382,8 @@ pub const ENGLISH: &[&str] = &[
 #[derive(Clone, Debug, Default)]
 pub struct StopWords {
     words: FxHashSet<String>,
+    /// Bytes of the longest word: longer tokens skip the lookup (most content words).
+    max_len: usize,
 }
 
 impl StopWords {
@@ -399,7 +401,14 @@ impl StopWords {
 
     /// Adds words.
     pub fn extend(&mut self, words: impl IntoIterator<Item = String>) {
-        self.words.extend(words);
+        for w in words {
+            self.insert(w);
+        }
+    }
+
+    fn insert(&mut self, w: String) {
+        self.max_len = self.max_len.max(w.len());
+        self.words.insert(w);
     }
 
     /// Adds the words of a user file: one word per line (or several separated by white space);
@@ -416,8 +425,7 @@ impl StopWords {
             }
             for w in line.split_whitespace() {
                 let w = w.replace('\u{2019}', "'");
-                self.words
-                    .insert(if lowercase { w.to_lowercase() } else { w });
+                self.insert(if lowercase { w.to_lowercase() } else { w });
             }
         }
         Ok(())
@@ -426,7 +434,7 @@ impl StopWords {
     /// Whether `word` is a stop word.
     #[inline]
     pub fn contains(&self, word: &str) -> bool {
-        self.words.contains(word)
+        word.len() <= self.max_len && self.words.contains(word)
     }
 
     /// Number of words.

@@ -1,7 +1,7 @@
 //! Text → tokens. The same tokenizer runs in both passes of [`crate::prepare`], so it must be a
 //! pure function of the text and the options.
 //!
-//! Per word found by Unicode word segmentation (UAX #29, `unicode_words`):
+//! Per word found by Unicode word segmentation (UAX #29, see [`crate::segment`]):
 //! 1. the typographic apostrophe `’` becomes `'` and the word is lower-cased (option);
 //! 2. a possessive `'s` is stripped (`Obama's` → `obama`), so possessives count as the word;
 //! 3. words without a letter are dropped as numbers (`2024`, `3.14`, `1,000`; `covid19` stays);
@@ -12,7 +12,6 @@
 use crate::stopwords::StopWords;
 use crate::CorpusError;
 use std::path::PathBuf;
-use unicode_segmentation::UnicodeSegmentation;
 
 /// How text is cut into tokens.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,6 +117,35 @@ impl Tokenizer {
         &self.stop
     }
 
+    /// Steps 1–2: the normalised form of `word` (borrowed from `word` when nothing changes, as
+    /// for most ASCII words, else built in `scratch`).
+    #[inline]
+    fn normalize<'a>(&self, word: &'a str, scratch: &'a mut String) -> &'a str {
+        let tok: &'a str = if word.is_ascii() {
+            if self.lowercase && word.bytes().any(|b| b.is_ascii_uppercase()) {
+                scratch.clear();
+                scratch.push_str(word);
+                scratch.make_ascii_lowercase();
+                scratch
+            } else {
+                word
+            }
+        } else {
+            scratch.clear();
+            let w = word.replace('\u{2019}', "'");
+            if self.lowercase {
+                scratch.push_str(&w.to_lowercase());
+            } else {
+                scratch.push_str(&w);
+            }
+            scratch
+        };
+        match tok.len() > 2 && (tok.ends_with("'s") || tok.ends_with("'S")) {
+            true => &tok[..tok.len() - 2],
+            false => tok,
+        }
+    }
+
     /// Calls `emit` with each token of `text`, in order, and tallies what was dropped. `scratch`
     /// is a reusable buffer (saves an allocation per word).
     pub fn tokenize_with(
@@ -127,44 +155,50 @@ impl Tokenizer {
         stats: &mut TokenStats,
         mut emit: impl FnMut(&str),
     ) {
-        for word in text.unicode_words() {
+        crate::segment::for_each_word(text, |word| {
             stats.words += 1;
-            scratch.clear();
-            if word.is_ascii() {
-                scratch.push_str(word);
-                if self.lowercase {
-                    scratch.make_ascii_lowercase();
-                }
+            let tok = self.normalize(word, scratch);
+            let ascii = tok.is_ascii();
+            let has_letter = if ascii {
+                tok.bytes().any(|b| b.is_ascii_alphabetic())
             } else {
-                let w = word.replace('\u{2019}', "'");
-                if self.lowercase {
-                    scratch.push_str(&w.to_lowercase());
-                } else {
-                    scratch.push_str(&w);
-                }
-            }
-            if scratch.len() > 2 && (scratch.ends_with("'s") || scratch.ends_with("'S")) {
-                scratch.truncate(scratch.len() - 2);
-            }
-            let tok: &str = scratch;
-            if self.drop_numbers && !tok.chars().any(char::is_alphabetic) {
+                tok.chars().any(char::is_alphabetic)
+            };
+            if self.drop_numbers && !has_letter {
                 stats.numbers += 1;
-                continue;
+                return;
             }
             if self.stop.contains(tok) {
                 stats.stopwords += 1;
-                continue;
+                return;
             }
-            if self.min_len > 1 && tok.chars().take(self.min_len).count() < self.min_len {
+            let short = if ascii {
+                tok.len() < self.min_len
+            } else {
+                tok.chars().take(self.min_len).count() < self.min_len
+            };
+            if short {
                 stats.short += 1;
-                continue;
+                return;
             }
             stats.kept += 1;
             match &self.stemmer {
                 Some(s) => emit(&s.stem(tok)),
                 None => emit(tok),
             }
+        });
+    }
+
+    /// Calls `emit` with every token [`Tokenizer::tokenize_with`] would emit, in order, and —
+    /// without stemming — also with the words it would drop. For callers that look the tokens
+    /// up in a vocabulary made of `tokenize_with`'s output (pass 2 of `prepare`): a dropped word
+    /// is never such a token (without stemming, a token is its normalised word, and a dropped
+    /// word was dropped everywhere), so skipping the filters changes nothing but the time.
+    pub fn lookup_tokens_with(&self, text: &str, scratch: &mut String, mut emit: impl FnMut(&str)) {
+        if self.stemmer.is_some() {
+            return self.tokenize_with(text, scratch, &mut TokenStats::default(), emit);
         }
+        crate::segment::for_each_word(text, |word| emit(self.normalize(word, scratch)));
     }
 
     /// The tokens of `text` (convenient, allocates per token).
@@ -284,6 +318,32 @@ mod tests {
             tok(stem, "Running runners modeled models modeling generously"),
             ["run", "runner", "model", "model", "model", "generous"]
         );
+    }
+
+    #[test]
+    fn lookup_tokens_cover_the_tokens() {
+        let text = "The Cats' 12 o’clock naps, the cat's toys: AI ai Über";
+        for stem in [false, true] {
+            let t = Tokenizer::new(&TokenizerOptions {
+                stem,
+                ..Default::default()
+            })
+            .unwrap();
+            let tokens = t.tokens(text);
+            let mut all = vec![];
+            t.lookup_tokens_with(text, &mut String::new(), |w| all.push(w.to_string()));
+            // The tokens, in order, are a subsequence of the lookup tokens.
+            let mut it = all.iter();
+            assert!(
+                tokens.iter().all(|tok| it.any(|a| a == tok)),
+                "{tokens:?} {all:?}"
+            );
+            if stem {
+                assert_eq!(all, tokens);
+            } else {
+                assert_eq!(all.len(), 11);
+            }
+        }
     }
 
     #[test]

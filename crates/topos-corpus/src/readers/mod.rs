@@ -16,11 +16,11 @@ use crate::CorpusError;
 use flate2::bufread::MultiGzDecoder;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
-use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The kind of input [`crate::prepare`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -158,17 +158,17 @@ fn find_docword(dir: &Path) -> Result<Option<PathBuf>, CorpusError> {
 }
 
 /// Counts bytes read from disk, for progress reports (compressed bytes for gzip inputs, so that
-/// progress can be compared to the file size).
+/// progress can be compared to the file size). Shared with the thread that reads.
 #[derive(Clone, Debug, Default)]
-pub struct ByteCounter(Rc<Cell<u64>>);
+pub struct ByteCounter(Arc<AtomicU64>);
 
 impl ByteCounter {
     /// Bytes counted so far.
     pub fn get(&self) -> u64 {
-        self.0.get()
+        self.0.load(Ordering::Relaxed)
     }
     pub(crate) fn add(&self, n: u64) {
-        self.0.set(self.0.get() + n);
+        self.0.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -189,7 +189,7 @@ impl<R: Read> Read for Counting<R> {
 /// name), with the line number for error messages.
 pub struct LineReader {
     path: PathBuf,
-    inner: Box<dyn BufRead>,
+    inner: Box<dyn BufRead + Send>,
     gz: bool,
     line: u64,
 }
@@ -209,7 +209,7 @@ impl LineReader {
             .fill_buf()
             .map_err(|e| CorpusError::io(path, "read the input", e))?;
         let gz = head.starts_with(&[0x1f, 0x8b]);
-        let inner: Box<dyn BufRead> = if gz {
+        let inner: Box<dyn BufRead + Send> = if gz {
             Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(raw)))
         } else {
             Box::new(raw)

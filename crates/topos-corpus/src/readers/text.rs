@@ -5,8 +5,9 @@ use crate::CorpusError;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use std::path::{Path, PathBuf};
 
-/// A stream of text documents.
-pub trait TextSource {
+/// A stream of text documents (`Send`, so that it can be read on its own thread while earlier
+/// documents are tokenized).
+pub trait TextSource: Send {
     /// Reads the next document into `doc` (replacing its contents). Returns false at the end.
     fn next_doc(&mut self, doc: &mut String) -> Result<bool, CorpusError>;
 }
@@ -17,7 +18,7 @@ pub fn open(
     input: &Resolved,
     text_field: &str,
     counter: &ByteCounter,
-) -> Result<Box<dyn TextSource>, CorpusError> {
+) -> Result<Box<dyn TextSource + Send>, CorpusError> {
     Ok(match input.format {
         InputFormat::Lines => Box::new(Lines {
             lines: LineReader::open(&input.files[0], counter)?,
