@@ -28,6 +28,12 @@ impl AtomicFile {
             .suffix(".tmp")
             .tempfile_in(dir)
             .map_err(|e| FormatError::io(path, e))?;
+        // tempfile creates 0600 files; a model or corpus is an ordinary file (0644 before umask).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644));
+        }
         Ok(Self {
             tmp: Some(BufWriter::with_capacity(1 << 20, tmp)),
             path: path.to_path_buf(),

@@ -33,7 +33,7 @@ impl ByteWriter {
     }
     /// Pads with zeros to a multiple of `align` bytes (for sections read in place from a mapping).
     pub fn align(&mut self, align: usize) {
-        while self.buf.len() % align != 0 {
+        while !self.buf.len().is_multiple_of(align) {
             self.buf.push(0);
         }
     }

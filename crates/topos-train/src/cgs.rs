@@ -180,8 +180,8 @@ pub fn sweep_partition(
         // Tree for the word part when its O(K) build pays for itself over the word's tokens.
         let use_tree = (range.len() as f64) * (wt.len() as f64) > 2.0 * k_topics as f64;
         if use_tree {
-            for k in 0..k_topics {
-                scratch.weights[k] = alpha * scratch.word_row[k] as f64 * s[k];
+            for ((wgt, &c), &sk) in scratch.weights.iter_mut().zip(&scratch.word_row).zip(&s) {
+                *wgt = alpha * c as f64 * sk;
             }
             scratch.word_tree.rebuild(&scratch.weights[..k_topics]);
         }

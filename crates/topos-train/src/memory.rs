@@ -64,7 +64,7 @@ pub fn estimate(
             4 * words * k,
         ),
     ];
-    items.sort_by(|a, b| b.1.cmp(&a.1));
+    items.sort_by_key(|i| std::cmp::Reverse(i.1));
     MemoryEstimate { items }
 }
 

@@ -148,6 +148,13 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         .partitions
         .unwrap_or_else(|| default_partitions(algorithm, docs.num_tokens(), threads));
 
+    let ckpt_path = args.checkpoint_path();
+    let checkpoint = if args.resume {
+        Some(Checkpoint::read(&ckpt_path).context("cannot resume (no usable checkpoint)")?)
+    } else {
+        None
+    };
+
     // Memory first: refuse rather than thrash.
     let estimate = memory::estimate(
         docs.num_tokens(),
