@@ -647,6 +647,18 @@ mod tests {
     }
 
     #[test]
+    fn corpus_is_shared_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Corpus>();
+        let c = sample();
+        let n: u64 = std::thread::scope(|s| {
+            let h: Vec<_> = (0..2).map(|_| s.spawn(|| c.train().num_tokens())).collect();
+            h.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(n, 16);
+    }
+
+    #[test]
     fn from_parts_counts_frequencies() {
         let c = sample();
         assert_eq!(c.word_frequencies(), [4, 3, 1, 2]);

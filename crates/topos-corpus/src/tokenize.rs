@@ -2,7 +2,8 @@
 //! pure function of the text and the options.
 //!
 //! Per word found by Unicode word segmentation (UAX #29, see [`crate::segment`]):
-//! 1. the typographic apostrophe `’` becomes `'` and the word is lower-cased (option);
+//! 1. the typographic apostrophe `’` becomes `'`, soft hyphens (U+00AD, invisible, from
+//!    hyphenation) are removed, and the word is lower-cased (option);
 //! 2. a possessive `'s` is stripped (`Obama's` → `obama`), so possessives count as the word;
 //! 3. words without a letter are dropped as numbers (`2024`, `3.14`, `1,000`; `covid19` stays);
 //! 4. stop words are dropped (checked before stemming, on the lower-cased word);
@@ -132,7 +133,11 @@ impl Tokenizer {
             }
         } else {
             scratch.clear();
-            let w = word.replace('\u{2019}', "'");
+            let w: String = word
+                .chars()
+                .filter(|&c| c != '\u{ad}')
+                .map(|c| if c == '\u{2019}' { '\'' } else { c })
+                .collect();
             if self.lowercase {
                 scratch.push_str(&w.to_lowercase());
             } else {
@@ -292,6 +297,14 @@ mod tests {
         assert_eq!(
             tok(TokenizerOptions::default(), "don’t can't it's Obama’s"),
             ["obama"]
+        );
+    }
+
+    #[test]
+    fn byte_order_mark_and_soft_hyphen() {
+        assert_eq!(
+            tok(plain(), "\u{feff}Hello wor\u{ad}ld"),
+            ["hello", "world"]
         );
     }
 

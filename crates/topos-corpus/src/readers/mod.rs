@@ -81,6 +81,16 @@ impl InputFormat {
                 InputFormat::Dir
             });
         }
+        let mut head = [0u8; 5];
+        let n = File::open(path)
+            .and_then(|mut f| f.read(&mut head))
+            .map_err(|e| CorpusError::io(path, "read the input", e))?;
+        if &head[..n] == b"TOPOS" {
+            return Err(CorpusError::input(
+                path,
+                "is a Topos file (a prepared corpus or a model), not raw input; give the text or bag-of-words input",
+            ));
+        }
         let name = file_name(path).to_ascii_lowercase();
         let base = name.strip_suffix(".gz").unwrap_or(&name);
         Ok(if uci_name(base).is_some() {
@@ -439,6 +449,9 @@ mod tests {
         let sub = dir.path().join("texts");
         std::fs::create_dir(&sub).unwrap();
         assert_eq!(d(sub), InputFormat::Dir);
+        std::fs::write(dir.path().join("c.tcorp"), b"TOPOSCRP\x01\0\0\0").unwrap();
+        let err = InputFormat::detect(&dir.path().join("c.tcorp")).unwrap_err();
+        assert!(err.to_string().contains("is a Topos file"), "{err}");
         let err = InputFormat::detect(&dir.path().join("nope")).unwrap_err();
         assert!(err.to_string().contains("nope"), "{err}");
         assert_eq!("LDA-C".parse::<InputFormat>(), Ok(InputFormat::Ldac));
