@@ -12,6 +12,7 @@
 
 use crate::stopwords::StopWords;
 use crate::CorpusError;
+use rustc_hash::FxHashMap;
 use std::path::PathBuf;
 
 /// How text is cut into tokens.
@@ -90,6 +91,17 @@ impl TokenStats {
     }
 }
 
+/// Reusable per-thread state of tokenizing: a buffer for normalised words and a cache of stems
+/// (Snowball stemming allocates, and costs as much as all the rest of tokenizing).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    buf: String,
+    stems: FxHashMap<Box<str>, Box<str>>,
+}
+
+/// Stems cached per [`Scratch`] before the cache is cleared (bounds its memory).
+const STEM_CACHE_MAX: usize = 1 << 20;
+
 /// A configured tokenizer; cheap to share between threads (`Sync`).
 pub struct Tokenizer {
     lowercase: bool,
@@ -152,17 +164,17 @@ impl Tokenizer {
     }
 
     /// Calls `emit` with each token of `text`, in order, and tallies what was dropped. `scratch`
-    /// is a reusable buffer (saves an allocation per word).
+    /// is reusable state (one per thread) that saves allocations.
     pub fn tokenize_with(
         &self,
         text: &str,
-        scratch: &mut String,
+        scratch: &mut Scratch,
         stats: &mut TokenStats,
         mut emit: impl FnMut(&str),
     ) {
         crate::segment::for_each_word(text, |word| {
             stats.words += 1;
-            let tok = self.normalize(word, scratch);
+            let tok = self.normalize(word, &mut scratch.buf);
             let ascii = tok.is_ascii();
             let has_letter = if ascii {
                 tok.bytes().any(|b| b.is_ascii_alphabetic())
@@ -187,10 +199,18 @@ impl Tokenizer {
                 return;
             }
             stats.kept += 1;
-            match &self.stemmer {
-                Some(s) => emit(&s.stem(tok)),
-                None => emit(tok),
+            let Some(stemmer) = &self.stemmer else {
+                return emit(tok);
+            };
+            if let Some(stem) = scratch.stems.get(tok) {
+                return emit(stem);
             }
+            let stem: Box<str> = stemmer.stem(tok).into();
+            emit(&stem);
+            if scratch.stems.len() >= STEM_CACHE_MAX {
+                scratch.stems.clear();
+            }
+            scratch.stems.insert(tok.into(), stem);
         });
     }
 
@@ -199,17 +219,22 @@ impl Tokenizer {
     /// up in a vocabulary made of `tokenize_with`'s output (pass 2 of `prepare`): a dropped word
     /// is never such a token (without stemming, a token is its normalised word, and a dropped
     /// word was dropped everywhere), so skipping the filters changes nothing but the time.
-    pub fn lookup_tokens_with(&self, text: &str, scratch: &mut String, mut emit: impl FnMut(&str)) {
+    pub fn lookup_tokens_with(
+        &self,
+        text: &str,
+        scratch: &mut Scratch,
+        mut emit: impl FnMut(&str),
+    ) {
         if self.stemmer.is_some() {
             return self.tokenize_with(text, scratch, &mut TokenStats::default(), emit);
         }
-        crate::segment::for_each_word(text, |word| emit(self.normalize(word, scratch)));
+        crate::segment::for_each_word(text, |word| emit(self.normalize(word, &mut scratch.buf)));
     }
 
     /// The tokens of `text` (convenient, allocates per token).
     pub fn tokens(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        let mut scratch = String::new();
+        let mut scratch = Scratch::default();
         self.tokenize_with(text, &mut scratch, &mut TokenStats::default(), |t| {
             out.push(t.to_string())
         });
@@ -240,7 +265,7 @@ mod tests {
         let mut out = vec![];
         t.tokenize_with(
             "The 3 cats sat on a mat in 2024, at 3.14 o'clock; Topic models!",
-            &mut String::new(),
+            &mut Scratch::default(),
             &mut stats,
             |w| out.push(w.to_string()),
         );
@@ -257,7 +282,7 @@ mod tests {
         );
         // "a" and "on" are stop words; a two-letter non-stop word is short.
         let mut stats = TokenStats::default();
-        t.tokenize_with("ox ai", &mut String::new(), &mut stats, |_| {});
+        t.tokenize_with("ox ai", &mut Scratch::default(), &mut stats, |_| {});
         assert_eq!(stats.short, 2);
     }
 
@@ -344,7 +369,7 @@ mod tests {
             .unwrap();
             let tokens = t.tokens(text);
             let mut all = vec![];
-            t.lookup_tokens_with(text, &mut String::new(), |w| all.push(w.to_string()));
+            t.lookup_tokens_with(text, &mut Scratch::default(), |w| all.push(w.to_string()));
             // The tokens, in order, are a subsequence of the lookup tokens.
             let mut it = all.iter();
             assert!(

@@ -5,7 +5,7 @@ use super::{Counted, Ctx, Pass, Written};
 use crate::file::CorpusWriter;
 use crate::prune::TermCount;
 use crate::readers::text::{self as reader, TextSource};
-use crate::tokenize::{TokenStats, Tokenizer};
+use crate::tokenize::{Scratch, TokenStats, Tokenizer};
 use crate::CorpusError;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -182,7 +182,7 @@ fn count_chunk(tok: &Tokenizer, docs: &[String]) -> Chunk {
         nonempty: 0,
         bytes: 0,
     };
-    let mut scratch = String::new();
+    let mut scratch = Scratch::default();
     for (i, doc) in docs.iter().enumerate() {
         c.bytes += doc.len() as u64;
         let before = c.stats.kept;
@@ -238,7 +238,7 @@ pub(super) fn write(
         let docs: Vec<Vec<u32>> = batch
             .par_iter()
             .with_min_len(16)
-            .map_init(String::new, |scratch, doc| {
+            .map_init(Scratch::default, |scratch, doc| {
                 let mut v = Vec::new();
                 tok.lookup_tokens_with(doc, scratch, |t| {
                     if let Some(&id) = ids.get(t) {
