@@ -198,10 +198,7 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         partitions: args.partitions,
         corpus_checksum: corpus.checksum(),
     };
-    let ckpt_path = args.checkpoint_path();
-    let mut trainer = if args.resume {
-        let ckpt = Checkpoint::read(&ckpt_path)
-            .with_context(|| "cannot resume (no usable checkpoint)".to_string())?;
+    let mut trainer = if let Some(ckpt) = checkpoint {
         let t = Trainer::resume(docs, corpus.vocab().len(), opts, ckpt)?;
         ui.info(format!(
             "resuming from {} at iteration {}",
