@@ -36,6 +36,12 @@ enum Command {
     Infer(cmd::infer::Args),
     /// Train on a small corpus built into the binary and print its topics.
     Demo(cmd::demo::Args),
+    /// Generate a corpus from the LDA generative model (benchmarks at NYTimes/PubMed scale).
+    Synth(cmd::synth::Args),
+    /// Write a corpus as plain text (for running other LDA systems on the same split).
+    Export(cmd::export::Args),
+    /// Turn another system's word-topic counts into a model file (for evaluating it like ours).
+    Import(cmd::import::Args),
 }
 
 fn main() {
@@ -51,6 +57,9 @@ fn main() {
         Command::Eval(a) => cmd::eval::run(a, ui),
         Command::Infer(a) => cmd::infer::run(a, ui),
         Command::Demo(a) => cmd::demo::run(a, ui),
+        Command::Synth(a) => cmd::synth::run(a, ui),
+        Command::Export(a) => cmd::export::run(a, ui),
+        Command::Import(a) => cmd::import::run(a, ui),
     };
     if let Err(e) = result {
         // `{:#}` joins the context chain into one line.

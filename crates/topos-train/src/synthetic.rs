@@ -68,8 +68,8 @@ fn draw(cum: &[f64], u: f64) -> usize {
     cum.partition_point(|&c| c <= x).min(cum.len() - 1)
 }
 
-/// Generates a corpus. Deterministic in `spec.seed`.
-pub fn generate(spec: &SyntheticSpec) -> SyntheticCorpus {
+/// The true topics φ (K × V row-major) of `spec`.
+fn draw_topics(spec: &SyntheticSpec) -> Vec<f64> {
     let (k, v) = (spec.num_topics, spec.num_words);
     let mut topics = Vec::with_capacity(k * v);
     for t in 0..k {
@@ -94,29 +94,76 @@ pub fn generate(spec: &SyntheticSpec) -> SyntheticCorpus {
         };
         topics.extend(dirichlet(&mut rng, &params));
     }
-    let topic_cum: Vec<Vec<f64>> = topics.chunks(v).map(cumulative).collect();
+    topics
+}
+
+/// Draws document `d` (its own random stream, so documents can be drawn in any order): appends
+/// its words to `words` and returns θ_d.
+fn draw_doc(
+    spec: &SyntheticSpec,
+    topic_cum: &[Vec<f64>],
+    d: usize,
+    words: &mut Vec<u32>,
+) -> Vec<f64> {
+    let mut rng = CounterRng::new(spec.seed, Stream::Synthetic, 2, d as u64);
+    let theta = dirichlet(&mut rng, &vec![spec.alpha; spec.num_topics]);
+    let theta_cum = cumulative(&theta);
+    let lo = (spec.mean_doc_len / 2).max(1);
+    let len = lo + rng.below(spec.mean_doc_len as u32 + 1) as usize;
+    for _ in 0..len {
+        let t = draw(&theta_cum, rng.next_f64());
+        words.push(draw(&topic_cum[t], rng.next_f64()) as u32);
+    }
+    theta
+}
+
+/// Generates a corpus with its ground truth. Deterministic in `spec.seed`.
+pub fn generate(spec: &SyntheticSpec) -> SyntheticCorpus {
+    let topics = draw_topics(spec);
+    let topic_cum: Vec<Vec<f64>> = topics.chunks(spec.num_words).map(cumulative).collect();
     let mut docs = OwnedDocs::new();
-    let mut mixtures = Vec::with_capacity(spec.num_docs * k);
+    let mut mixtures = Vec::with_capacity(spec.num_docs * spec.num_topics);
     let mut words = Vec::new();
     for d in 0..spec.num_docs {
-        let mut rng = CounterRng::new(spec.seed, Stream::Synthetic, 2, d as u64);
-        let theta = dirichlet(&mut rng, &vec![spec.alpha; k]);
-        let theta_cum = cumulative(&theta);
-        let lo = (spec.mean_doc_len / 2).max(1);
-        let len = lo + rng.below(spec.mean_doc_len as u32 + 1) as usize;
         words.clear();
-        for _ in 0..len {
-            let t = draw(&theta_cum, rng.next_f64());
-            words.push(draw(&topic_cum[t], rng.next_f64()) as u32);
-        }
+        mixtures.extend(draw_doc(spec, &topic_cum, d, &mut words));
         docs.push(&words);
-        mixtures.extend(theta);
     }
     SyntheticCorpus {
         docs,
         topics,
         mixtures,
     }
+}
+
+/// The documents of [`generate`] (same seed, same documents), drawn on all threads and without
+/// keeping θ: for benchmark corpora of hundreds of millions of tokens.
+pub fn generate_parallel(spec: &SyntheticSpec) -> OwnedDocs {
+    use rayon::prelude::*;
+    let topics = draw_topics(spec);
+    let topic_cum: Vec<Vec<f64>> = topics.chunks(spec.num_words).map(cumulative).collect();
+    drop(topics);
+    const CHUNK: usize = 4096;
+    let chunks: Vec<Vec<(usize, Vec<u32>)>> = (0..spec.num_docs.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut words = Vec::new();
+            (c * CHUNK..((c + 1) * CHUNK).min(spec.num_docs))
+                .map(|d| {
+                    words.clear();
+                    draw_doc(spec, &topic_cum, d, &mut words);
+                    (d, words.clone())
+                })
+                .collect()
+        })
+        .collect();
+    let mut docs = OwnedDocs::new();
+    for chunk in chunks {
+        for (_, w) in chunk {
+            docs.push(&w);
+        }
+    }
+    docs
 }
 
 /// Jensen–Shannon divergence (natural log, in [0, ln 2]) of two distributions.
@@ -196,6 +243,7 @@ mod tests {
                 );
             }
         }
+        assert_eq!(generate_parallel(&spec), a.docs);
         let self_match = match_topics(&a.topics, &a.topics, v);
         assert!(self_match.iter().all(|&x| x < 1e-12));
     }

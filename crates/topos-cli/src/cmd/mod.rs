@@ -2,7 +2,10 @@
 
 pub mod demo;
 pub mod eval;
+pub mod export;
+pub mod import;
 pub mod infer;
 pub mod prepare;
+pub mod synth;
 pub mod topics;
 pub mod train;
