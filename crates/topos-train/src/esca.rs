@@ -87,7 +87,7 @@ impl Scratch {
             bhat: frozen.inv_norm.iter().map(|&x| x * frozen.beta).collect(),
             word_tree: WaryTree::new(),
             word_weights: Vec::new(),
-            cumulative: Vec::new(),
+            cumulative: vec![0.0; frozen.inv_norm.len()],
         }
     }
 }
@@ -120,16 +120,26 @@ pub fn sweep_partition(
         let word_total = alpha * scratch.word_tree.total();
         let q = word_total + alpha * smoothing_total;
 
+        let bhat = &scratch.bhat[..];
+        // Repeated occurrences of the word in one document are adjacent in PDOW order and see
+        // the same frozen p₁, so its prefix sum is computed once per (document, word) pair.
+        let mut cached_doc = usize::MAX;
+        let mut s = 0.0f32;
+        let mut dt: &[u16] = &[];
         for e in p.word_range(wi) {
             let src = p.token_src[e] as usize;
             let d = p.docs.start + p.token_doc[e] as usize;
-            let (dt, dc) = frozen.doc_topics.row(d);
-            // Element-wise product over the document's non-zeros (Alg. 2 lines 4–7).
-            scratch.cumulative.clear();
-            let mut s = 0.0f32;
-            for (&k, &c) in dt.iter().zip(dc) {
-                s += c as f32 * scratch.bhat[k as usize];
-                scratch.cumulative.push(s);
+            if d != cached_doc {
+                cached_doc = d;
+                let (topics, counts) = frozen.doc_topics.row(d);
+                dt = topics;
+                // Element-wise product over the document's non-zeros (Alg. 2 lines 4–7), into a
+                // preallocated prefix-sum buffer (a row never has more than K non-zeros).
+                s = 0.0;
+                for ((slot, &k), &c) in scratch.cumulative.iter_mut().zip(topics).zip(counts) {
+                    s += c as f32 * bhat[k as usize];
+                    *slot = s;
+                }
             }
             let mut rng = CounterRng::from_generator(
                 gen,
@@ -140,7 +150,7 @@ pub fn sweep_partition(
             let x = rng.next_f32() * (s + q);
             // Alg. 2 line 8: choose the branch.
             let k = if x < s {
-                dt[search_prefix_f32(&scratch.cumulative, x)]
+                dt[search_prefix_f32(&scratch.cumulative[..dt.len()], x)]
             } else if x - s < word_total && !wt.is_empty() {
                 wt[scratch.word_tree.sample(rng.next_f32())]
             } else {
