@@ -134,7 +134,7 @@ impl Scratch {
             nonzeros: Vec::new(),
             word_tree: SumTree::default(),
             weights: vec![0.0; k],
-            cumulative: Vec::new(),
+            cumulative: vec![0.0; k],
         }
     }
 }
@@ -203,14 +203,15 @@ pub fn sweep_partition(
                     .set(o, alpha * scratch.word_row[o] as f64 * s[o]);
             }
 
-            // p₁ over the document's non-zeros.
+            // p₁ over the document's non-zeros, into a preallocated prefix-sum buffer.
             let (dt, dc) = docs.row(d);
-            scratch.cumulative.clear();
+            let word_row = &scratch.word_row[..];
+            let cumulative = &mut scratch.cumulative[..dt.len()];
             let mut p1 = 0.0f64;
-            for (&k, &c) in dt.iter().zip(dc) {
+            for ((slot, &k), &c) in cumulative.iter_mut().zip(dt).zip(dc) {
                 let k = k as usize;
-                p1 += c as f64 * (scratch.word_row[k] as f64 + beta) * s[k];
-                scratch.cumulative.push(p1);
+                p1 += c as f64 * (word_row[k] as f64 + beta) * s[k];
+                *slot = p1;
             }
             let word_total = if use_tree {
                 scratch.word_tree.total()
@@ -230,7 +231,7 @@ pub fn sweep_partition(
             );
             let x = rng.next_f64() * (p1 + word_total + smooth_total);
             let new = if x < p1 {
-                dt[search_prefix_f64(&scratch.cumulative, x)]
+                dt[search_prefix_f64(&scratch.cumulative[..dt.len()], x)]
             } else if x - p1 < word_total {
                 let y = x - p1;
                 if use_tree {
