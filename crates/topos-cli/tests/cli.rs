@@ -475,8 +475,9 @@ fn esca_and_cgs_reach_the_same_heldout_likelihood_on_a_real_corpus() {
         "kos K=20, 100 iterations: held-out LL esca {:.4}, cgs {:.4}",
         ll[0], ll[1]
     );
-    // Tolerance: 0.03 nats per token (about 3% in perplexity); different samplers' chains differ
-    // by about 0.01 at this point, a broken sampler by 0.3 or more.
+    // Tolerance: 0.03 nats per token (about 3% in perplexity). Measured: esca −7.5681, cgs
+    // −7.5648 (2026-11-21); training itself moves the log-likelihood by more than 0.5 nats per
+    // token (topos-train's sampler tests), so a sampler that learns nothing falls far outside.
     assert!(
         (ll[0] - ll[1]).abs() < 0.03,
         "esca {} vs cgs {}",

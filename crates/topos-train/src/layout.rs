@@ -35,14 +35,6 @@ impl Partition {
     pub fn word_range(&self, i: usize) -> std::ops::Range<usize> {
         self.word_starts[i] as usize..self.word_starts[i + 1] as usize
     }
-
-    /// Entries of word `w` (empty if the word does not occur in this partition).
-    pub fn find_word(&self, w: u32) -> std::ops::Range<usize> {
-        match self.words.binary_search(&w) {
-            Ok(i) => self.word_range(i),
-            Err(_) => 0..0,
-        }
-    }
 }
 
 /// All partitions of a corpus.

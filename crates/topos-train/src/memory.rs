@@ -2,6 +2,7 @@
 //! that would not fit is refused with the numbers instead of thrashing (DESIGN.md, "Memory is the
 //! budget").
 
+use crate::Algorithm;
 use std::fmt;
 
 /// Estimated peak memory of a training run, by array.
@@ -28,15 +29,15 @@ impl MemoryEstimate {
 }
 
 /// Estimates the memory of training `tokens` tokens in `docs` documents over `words` words with
-/// `k` topics on `threads` threads and `partitions` partitions (the corpus itself is memory-mapped
-/// and counted by the page cache, not here).
+/// `k` topics on `threads` threads with `algorithm` (the corpus itself is memory-mapped and
+/// counted by the page cache, not here).
 pub fn estimate(
+    algorithm: Algorithm,
     tokens: u64,
     docs: u64,
     words: u64,
     k: u64,
     threads: u64,
-    partitions: u64,
 ) -> MemoryEstimate {
     let nnz_doc = tokens; // at most one non-zero per token
     let nnz_word = tokens.min(words * k);
@@ -56,26 +57,17 @@ pub fn estimate(
         ),
         ("per-thread scratch", threads.max(1) * k * 40),
         (
-            "per-partition CGS doc rows",
-            6 * tokens.min(partitions * tokens),
-        ),
-        (
             "dense word-topic matrix for the model file (4 B × V × K)",
             4 * words * k,
         ),
     ];
+    items.push(("φ for held-out evaluation (4 B × V × K)", 4 * words * k));
+    if algorithm == Algorithm::Cgs {
+        // Every partition being sampled holds updatable rows for its documents.
+        items.push(("CGS document rows (6 B/token)", 6 * tokens));
+    }
     items.sort_by_key(|i| std::cmp::Reverse(i.1));
     MemoryEstimate { items }
-}
-
-/// Memory available to a new allocation on this machine (Linux `MemAvailable`), if known.
-pub fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    info.lines()
-        .find(|l| l.starts_with("MemAvailable:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map(|kb| kb * 1024)
 }
 
 /// A byte count formatted as B / KiB / MiB / GiB.
@@ -104,8 +96,10 @@ mod tests {
 
     #[test]
     fn estimate_grows_with_k_and_formats() {
-        let small = estimate(1_000_000, 1000, 10_000, 100, 2, 4);
-        let large = estimate(1_000_000, 1000, 10_000, 10_000, 2, 4);
+        let small = estimate(Algorithm::Esca, 1_000_000, 1000, 10_000, 100, 2);
+        let large = estimate(Algorithm::Esca, 1_000_000, 1000, 10_000, 10_000, 2);
+        let cgs = estimate(Algorithm::Cgs, 1_000_000, 1000, 10_000, 100, 2);
+        assert!(cgs.total() > small.total());
         assert!(large.total() > small.total());
         assert!(large.total() >= 4 * 10_000 * 10_000);
         assert_eq!(Bytes(1536).to_string(), "1.5 KiB");

@@ -144,7 +144,7 @@ pub fn generate_parallel(spec: &SyntheticSpec) -> OwnedDocs {
     let topic_cum: Vec<Vec<f64>> = topics.chunks(spec.num_words).map(cumulative).collect();
     drop(topics);
     const CHUNK: usize = 4096;
-    let chunks: Vec<Vec<(usize, Vec<u32>)>> = (0..spec.num_docs.div_ceil(CHUNK))
+    let chunks: Vec<Vec<Vec<u32>>> = (0..spec.num_docs.div_ceil(CHUNK))
         .into_par_iter()
         .map(|c| {
             let mut words = Vec::new();
@@ -152,14 +152,14 @@ pub fn generate_parallel(spec: &SyntheticSpec) -> OwnedDocs {
                 .map(|d| {
                     words.clear();
                     draw_doc(spec, &topic_cum, d, &mut words);
-                    (d, words.clone())
+                    words.clone()
                 })
                 .collect()
         })
         .collect();
     let mut docs = OwnedDocs::new();
     for chunk in chunks {
-        for (_, w) in chunk {
+        for w in chunk {
             docs.push(&w);
         }
     }

@@ -316,11 +316,6 @@ impl<'a> Trainer<'a> {
         self.pool.current_num_threads()
     }
 
-    /// The settings (with the partition count resolved).
-    pub fn options(&self) -> &TrainOptions {
-        &self.opts
-    }
-
     /// The state for `--resume`.
     pub fn checkpoint(&self) -> Checkpoint {
         let h = self.opts.hyper;

@@ -196,3 +196,23 @@ fn large_k_runs_with_sparse_counts() {
         assert!(t.log_likelihood().is_finite());
     }
 }
+
+#[test]
+fn training_likelihood_matches_the_model_crates_dense_computation() {
+    // The trainer's sparse, PDOW-ordered log-likelihood and topos-model's dense one over φ must
+    // be the same quantity (they differ only by f32 rounding of φ).
+    let s = spec(9);
+    let corpus = generate(&s);
+    let docs = corpus.docs.view();
+    let t = train(docs, s.num_words, options(Algorithm::Esca, 8, 2, None), 5);
+    let vocab = topos_corpus::Vocabulary::new((0..s.num_words).map(|i| format!("w{i}")).collect());
+    let model = t.model(vocab);
+    let phi = topos_model::Phi::from_model(&model).unwrap();
+    let dense =
+        topos_model::log_likelihood_per_token(&phi, &model.hyper, docs, t.doc_topics()).unwrap();
+    let sparse = t.log_likelihood();
+    assert!(
+        (dense - sparse).abs() < 1e-4,
+        "dense {dense} vs sparse {sparse}"
+    );
+}

@@ -77,7 +77,6 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     ));
     let corpus = Corpus::open(&corpus_path)?;
     let targs = train::Args {
-        corpus: corpus_path.clone(),
         topics: args.topics,
         iters: args.iters,
         output: Some(dir.join("arxiv.tmod")),
@@ -85,15 +84,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         threads: args.threads,
         seed: args.seed,
         alpha: Some(args.alpha),
-        beta: 0.01,
-        partitions: None,
-        eval_every: 10,
-        heldout_every: None,
-        log: None,
-        checkpoint_every: 0,
-        checkpoint: None,
-        resume: false,
-        doc_topics: false,
+        ..train::Args::for_corpus(corpus_path.clone())
     };
     let summary = train::train_corpus(&corpus, &targs, ui)?;
     let model = topos_model::TopicModel::read(&targs.output_path())?;

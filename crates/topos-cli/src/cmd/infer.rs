@@ -4,7 +4,8 @@ use crate::ui::Ui;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use topos_corpus::readers::{ByteCounter, LineReader};
 use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
 use topos_model::{doc_to_ids, infer, InferOptions, Phi, TopicModel, TopicWeight};
 
@@ -44,33 +45,28 @@ struct Row<'a> {
     topics: &'a [TopicWeight],
 }
 
-fn read_lines(input: &PathBuf) -> Result<Vec<String>> {
-    let reader: Box<dyn BufRead> = if input.as_os_str() == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        let f = std::fs::File::open(input)
-            .with_context(|| format!("cannot open {}", input.display()))?;
-        if input.extension().is_some_and(|e| e == "gz") {
-            Box::new(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(
-                f,
-            )))
-        } else {
-            Box::new(std::io::BufReader::new(f))
-        }
-    };
-    reader
-        .lines()
-        .enumerate()
-        .map(|(i, l)| {
-            l.with_context(|| {
-                format!(
-                    "{}: cannot read line {} (is it UTF-8 text?)",
-                    input.display(),
-                    i + 1
-                )
+/// The documents of `input`, one per line; `-` reads stdin. Files go through the corpus
+/// crate's line reader (gzip recognised by its magic bytes, line numbers in errors).
+fn read_lines(input: &Path) -> Result<Vec<String>> {
+    if input.as_os_str() == "-" {
+        return std::io::stdin()
+            .lock()
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                l.with_context(|| format!("stdin: cannot read line {} (is it UTF-8 text?)", i + 1))
             })
-        })
-        .collect()
+            .collect();
+    }
+    let mut reader = LineReader::open(input, &ByteCounter::default())?;
+    let mut lines = Vec::new();
+    let mut buf = Vec::new();
+    while reader.next_line(&mut buf)? {
+        let line = String::from_utf8(std::mem::take(&mut buf))
+            .map_err(|_| reader.error("is not valid UTF-8"))?;
+        lines.push(line);
+    }
+    Ok(lines)
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {

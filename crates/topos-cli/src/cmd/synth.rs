@@ -4,7 +4,7 @@
 //! permutation of a Zipf profile), so a sampler that learns nothing cannot look good on it.
 
 use crate::ui::Ui;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 use std::path::PathBuf;
 use topos_corpus::{Corpus, OwnedDocs, Vocabulary};
@@ -87,12 +87,9 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     let docs = generate_parallel(&spec);
     let mut words: Vec<String> = match &args.words {
         Some(p) => {
-            let text = read_words(p)?;
-            text.lines()
-                .map(|l| l.trim().to_string())
-                .filter(|l| !l.is_empty())
-                .take(args.vocab)
-                .collect()
+            let mut w = topos_corpus::readers::read_vocab_file(p)?;
+            w.truncate(args.vocab);
+            w
         }
         None => Vec::new(),
     };
@@ -125,17 +122,4 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             r.output, r.train_docs, r.train_tokens, r.heldout_docs, r.heldout_tokens, r.vocab, r.seconds
         )
     })
-}
-
-fn read_words(p: &PathBuf) -> Result<String> {
-    use std::io::Read;
-    let f = std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
-    let mut s = String::new();
-    if p.extension().is_some_and(|e| e == "gz") {
-        flate2::read::MultiGzDecoder::new(f).read_to_string(&mut s)
-    } else {
-        std::io::BufReader::new(f).read_to_string(&mut s)
-    }
-    .with_context(|| format!("cannot read {} as UTF-8 text", p.display()))?;
-    Ok(s)
 }

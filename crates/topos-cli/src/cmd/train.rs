@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use topos_corpus::Corpus;
 use topos_model::Hyperparameters;
 use topos_train::memory::{self, Bytes};
-use topos_train::{default_partitions, Algorithm, Checkpoint, TrainOptions, Trainer};
+use topos_train::{Algorithm, Checkpoint, TrainOptions, Trainer};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -97,6 +97,19 @@ pub struct Summary {
 }
 
 impl Args {
+    /// What `topos train CORPUS` gets: clap's declared defaults are the only copy of them.
+    pub fn for_corpus(corpus: PathBuf) -> Self {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            args: Args,
+        }
+        Command::try_parse_from([std::ffi::OsString::from("train"), corpus.into_os_string()])
+            .expect("train's defaults parse")
+            .args
+    }
+
     pub fn output_path(&self) -> PathBuf {
         self.output
             .clone()
@@ -144,9 +157,6 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
     } else {
         args.threads
     };
-    let partitions = args
-        .partitions
-        .unwrap_or_else(|| default_partitions(algorithm, docs.num_tokens(), threads));
 
     let ckpt_path = args.checkpoint_path();
     let checkpoint = if args.resume {
@@ -157,12 +167,12 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
 
     // Memory first: refuse rather than thrash.
     let estimate = memory::estimate(
+        algorithm,
         docs.num_tokens(),
         docs.len() as u64,
         corpus.vocab().len() as u64,
         u64::from(args.topics),
         threads as u64,
-        partitions as u64,
     );
     ui.info(format!(
         "corpus: {} documents, {} tokens, {} words; K = {}, alpha = {}, beta = {}; {} on {} threads",
@@ -180,7 +190,7 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         Bytes(estimate.total()),
         estimate.describe()
     ));
-    if let Some(avail) = memory::available_memory() {
+    if let Some(avail) = topos_model::mem::available_memory() {
         if estimate.total() > avail {
             bail!(
                 "this run needs about {} but only {} is available; use fewer topics (-k) or a smaller corpus",
@@ -243,6 +253,8 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
     let mut train_seconds = 0.0;
     let mut sampled_tokens = 0u64;
     let mut last_ll = None;
+    // Held-out LL of the final iteration, when the schedule already computed it.
+    let mut final_heldout = None;
     while trainer.iteration() < args.iters {
         let stats = trainer.step();
         train_seconds += stats.seconds;
@@ -265,6 +277,9 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         };
         if let Some(ll) = train_ll {
             last_ll = Some(ll);
+        }
+        if is_last {
+            final_heldout = heldout_ll;
         }
         bar.set_message(format!(
             "{:.2}M tok/s{}",
@@ -300,12 +315,12 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         Some(l) => l,
         None => trainer.log_likelihood(),
     };
-    let (heldout_ll, heldout_perplexity) = if has_heldout {
-        let (ll, _) = crate::cmd::eval::heldout_ll(&model, corpus, args.seed)?;
-        (Some(ll), Some((-ll).exp()))
-    } else {
-        None.unzip()
+    let heldout_ll = match final_heldout {
+        Some(ll) => Some(ll),
+        None if has_heldout => Some(crate::cmd::eval::heldout_ll(&model, corpus, args.seed)?.0),
+        None => None,
     };
+    let heldout_perplexity = heldout_ll.map(|ll: f64| (-ll).exp());
     Ok(Summary {
         model: output.display().to_string(),
         algorithm: algorithm.name().to_string(),
