@@ -98,6 +98,22 @@ impl CounterRng {
         }
     }
 
+    /// The first [`CounterRng::next_f64`] of the stream for `index`, without building the stream:
+    /// the one-draw-per-token hot loops call this, and it stays inlined there (the general
+    /// `next_u32` path with its buffer does not).
+    #[inline(always)]
+    pub fn first_f64(gen: &Philox4x32, stream: Stream, iteration: u32, index: u64) -> f64 {
+        let b = gen.block([
+            index as u32,
+            (index >> 32) as u32,
+            iteration,
+            (stream as u32) << 24,
+        ]);
+        let hi = u64::from(b[0] >> 5);
+        let lo = u64::from(b[1] >> 6);
+        ((hi << 26) | lo) as f64 * (1.0 / 9_007_199_254_740_992.0)
+    }
+
     /// The next uniform 32-bit word.
     #[inline]
     pub fn next_u32(&mut self) -> u32 {
@@ -193,6 +209,18 @@ mod tests {
             pi.block([0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344]),
             [0xd16c_fe09, 0x94fd_cceb, 0x5001_e420, 0x2412_6ea1]
         );
+    }
+
+    #[test]
+    fn first_f64_is_the_streams_first_draw() {
+        let gen = Philox4x32::new(77);
+        for index in [0u64, 1, 1 << 33, u64::MAX] {
+            let mut r = CounterRng::from_generator(gen, Stream::Train, 9, index);
+            assert_eq!(
+                CounterRng::first_f64(&gen, Stream::Train, 9, index),
+                r.next_f64()
+            );
+        }
     }
 
     #[test]

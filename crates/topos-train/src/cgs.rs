@@ -11,14 +11,16 @@
 //!
 //! This is the bucket decomposition of SparseLDA (Yao et al. 2009) in the form of CuLDA_CGS §6.1
 //! (Eq. 6–8: p₁ over the non-zeros of the document row, p₂ = α·p*(k) from a tree for the word).
-//! Unlike ESCA, the counts change after every token, so the trees are *updatable* sum trees
-//! (F+ trees, Yu et al. 2015): after a token moves from topic k_old to k_new only the weights at
-//! those two topics change, each an O(log K) update.
+//! Unlike ESCA, the counts change after every token, so the K-sized branches are *updatable*:
+//! after a token moves from topic k_old to k_new only the weights at those two topics change.
+//! They are kept as blocked running sums ([`BlockedSums`]: O(1) per update, O(K/32 + 32) per
+//! draw) rather than F+ trees (O(log K) per update), because most tokens are drawn from p₁ and the
+//! updates, not the draws, dominate.
 //!
 //! Tokens are visited in PDOW order (by word within a partition): all changes while a word is being
-//! processed are to that word's row, so one dense scratch row for B_v, one tree for its word part
-//! and one tree for the smoothing part (over all K) are enough, and exact. Words with few tokens in
-//! the partition skip the O(K) word tree and scan the row's non-zeros instead.
+//! processed are to that word's row, so one dense scratch row for B_v, one structure for its word
+//! part and one for the smoothing part (over all K) are enough, and exact. Words with few tokens in
+//! the partition skip the O(K) dense branch and scan the row's non-zeros instead.
 //!
 //! **Parallelism (AD-LDA, Newman et al. 2009).** Documents are cut into a fixed number of
 //! partitions; each runs the exact sampler above against the word-topic counts of the start of
@@ -28,12 +30,16 @@
 
 use crate::counts::WordTopics;
 use crate::layout::Partition;
-use topos_sampling::{discrete::search_prefix_f64, CounterRng, Philox4x32, Stream, SumTree};
+use topos_sampling::{BlockedSums, CounterRng, Philox4x32, Stream};
 
 /// Sparse, updatable document-topic rows of one partition: row `d` has capacity min(|d|, K).
+///
+/// A row's start and length sit side by side (`meta[d]`) so that finding a row is one cache
+/// line; in word order the rows are visited in scattered order and their first touch is the
+/// sampler's largest single cost, which [`DocRows::prefetch`] hides.
 struct DocRows {
-    start: Vec<u32>,
-    len: Vec<u32>,
+    /// (start, len) of every row.
+    meta: Vec<[u32; 2]>,
     topic: Vec<u16>,
     count: Vec<u32>,
 }
@@ -41,25 +47,22 @@ struct DocRows {
 impl DocRows {
     fn build(p: &Partition, doc_starts: &[u64], z_part: &[u16], k: usize) -> Self {
         let n = p.docs.len();
-        let mut start = Vec::with_capacity(n + 1);
-        let mut len = vec![0u32; n];
+        let mut meta = Vec::with_capacity(n);
         let mut acc = 0u32;
         for d in 0..n {
-            start.push(acc);
             let dl = (doc_starts[p.docs.start + d + 1] - doc_starts[p.docs.start + d]) as usize;
+            meta.push([acc, 0]);
             acc += dl.min(k) as u32;
         }
-        start.push(acc);
         let mut rows = Self {
-            start,
-            len: Vec::new(),
+            meta,
             topic: vec![0; acc as usize],
             count: vec![0; acc as usize],
         };
-        for (d, l) in len.iter_mut().enumerate() {
+        for d in 0..n {
             let a = (doc_starts[p.docs.start + d] - p.token_start) as usize;
             let b = (doc_starts[p.docs.start + d + 1] - p.token_start) as usize;
-            let s = rows.start[d] as usize;
+            let s = rows.meta[d][0] as usize;
             let mut n_nz = 0usize;
             for &kk in &z_part[a..b] {
                 let row = &mut rows.topic[s..s + n_nz];
@@ -71,59 +74,121 @@ impl DocRows {
                     n_nz += 1;
                 }
             }
-            *l = n_nz as u32;
+            rows.meta[d][1] = n_nz as u32;
         }
-        rows.len = len;
         rows
     }
 
     #[inline]
     fn row(&self, d: usize) -> (&[u16], &[u32]) {
-        let s = self.start[d] as usize;
-        let e = s + self.len[d] as usize;
+        let [s, n] = self.meta[d];
+        let (s, e) = (s as usize, (s + n) as usize);
         (&self.topic[s..e], &self.count[s..e])
+    }
+
+    /// Asks the cache for row `d`'s entries (its `meta` should already be cached).
+    #[inline]
+    fn prefetch(&self, d: usize) {
+        let s = self.meta[d][0] as usize;
+        prefetch(&self.topic, s);
+        prefetch(&self.count, s);
     }
 
     #[inline]
     fn decrement(&mut self, d: usize, k: u16) {
-        let s = self.start[d] as usize;
-        let n = self.len[d] as usize;
-        let i = s + self.topic[s..s + n]
-            .iter()
-            .position(|&t| t == k)
+        let [s, n] = self.meta[d];
+        let (s, n) = (s as usize, n as usize);
+        let i = s + find_topic(&self.topic[s..s + n], k)
             .expect("token's topic missing from its document row");
         self.count[i] -= 1;
         if self.count[i] == 0 {
             let last = s + n - 1;
             self.topic[i] = self.topic[last];
             self.count[i] = self.count[last];
-            self.len[d] -= 1;
+            self.meta[d][1] -= 1;
         }
+    }
+
+    /// Adds one to the `i`-th entry of row `d` (a topic drawn from the row itself).
+    #[inline]
+    fn increment_at(&mut self, d: usize, i: usize) {
+        self.count[self.meta[d][0] as usize + i] += 1;
     }
 
     #[inline]
     fn increment(&mut self, d: usize, k: u16) {
-        let s = self.start[d] as usize;
-        let n = self.len[d] as usize;
-        if let Some(i) = self.topic[s..s + n].iter().position(|&t| t == k) {
+        let [s, n] = self.meta[d];
+        let (s, n) = (s as usize, n as usize);
+        if let Some(i) = find_topic(&self.topic[s..s + n], k) {
             self.count[s + i] += 1;
         } else {
-            debug_assert!(s + n < self.start[d + 1] as usize);
             self.topic[s + n] = k;
             self.count[s + n] = 1;
-            self.len[d] += 1;
+            self.meta[d][1] += 1;
         }
     }
 }
+
+/// Position of topic `k` in a document row. SSE2 (part of the x86_64 baseline) compares eight
+/// topics per instruction; rows are short but scanned twice per token, so this matters.
+#[inline(always)]
+fn find_topic(row: &[u16], k: u16) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let mut chunks = row.chunks_exact(8);
+        // SAFETY: SSE2 is always present on x86_64; loads are unaligned loads of 8 u16 that lie
+        // inside `chunk`.
+        unsafe {
+            let needle = _mm_set1_epi16(k as i16);
+            for (c, chunk) in (&mut chunks).enumerate() {
+                let v = _mm_loadu_si128(chunk.as_ptr() as *const __m128i);
+                let mask = _mm_movemask_epi8(_mm_cmpeq_epi16(v, needle)) as u32;
+                if mask != 0 {
+                    return Some(c * 8 + (mask.trailing_zeros() / 2) as usize);
+                }
+            }
+        }
+        let base = row.len() - chunks.remainder().len();
+        chunks
+            .remainder()
+            .iter()
+            .position(|&t| t == k)
+            .map(|i| base + i)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    row.iter().position(|&t| t == k)
+}
+
+/// A hint to bring `slice[i]` into the cache; never faults (an address past the end is ignored).
+#[inline(always)]
+fn prefetch<T>(slice: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ptr = slice.as_ptr().wrapping_add(i) as *const i8;
+        // SAFETY: prefetching is a hint; it does not dereference the pointer, and SSE is part of
+        // the x86_64 baseline.
+        unsafe { std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}
+
+/// How many tokens ahead the sweep asks for document rows (the row's `meta` twice as far ahead).
+const PREFETCH_AHEAD: usize = 4;
 
 /// Reusable per-partition buffers.
 pub struct Scratch {
     word_row: Vec<u32>,
     in_nonzeros: Vec<bool>,
     nonzeros: Vec<u16>,
-    word_tree: SumTree,
+    /// For a word with a dense branch: `q[k] = (B_vk + β)·s_k`, the p*(k) of CuLDA_CGS §6.1.3 that
+    /// every token of the word multiplies by A_dk.
+    q: Vec<f64>,
+    word_part: BlockedSums,
     weights: Vec<f64>,
-    cumulative: Vec<f64>,
+    /// p₁'s terms for the current token.
+    terms: Vec<f64>,
 }
 
 impl Scratch {
@@ -132,9 +197,10 @@ impl Scratch {
             word_row: vec![0; k],
             in_nonzeros: vec![false; k],
             nonzeros: Vec::new(),
-            word_tree: SumTree::default(),
+            q: vec![0.0; k],
+            word_part: BlockedSums::default(),
             weights: vec![0.0; k],
-            cumulative: vec![0.0; k],
+            terms: vec![0.0; k],
         }
     }
 }
@@ -165,8 +231,12 @@ pub fn sweep_partition(
     let mut nk: Vec<i64> = b.totals.iter().map(|&n| n as i64).collect();
     let mut s: Vec<f64> = nk.iter().map(|&n| 1.0 / (n as f64 + v_beta)).collect();
     let mut smoothing =
-        SumTree::from_weights(&s.iter().map(|&x| alpha * beta * x).collect::<Vec<_>>());
+        BlockedSums::from_weights(&s.iter().map(|&x| alpha * beta * x).collect::<Vec<_>>());
     let gen = Philox4x32::new(seed);
+    let n_entries = p.token_doc.len();
+    for e in 0..(2 * PREFETCH_AHEAD).min(n_entries) {
+        prefetch(&docs.meta, p.token_doc[e] as usize);
+    }
 
     for (wi, &w) in p.words.iter().enumerate() {
         let range = p.word_range(wi);
@@ -177,44 +247,60 @@ pub fn sweep_partition(
             scratch.in_nonzeros[k as usize] = true;
             scratch.nonzeros.push(k);
         }
-        // Tree for the word part when its O(K) build pays for itself over the word's tokens.
-        let use_tree = (range.len() as f64) * (wt.len() as f64) > 2.0 * k_topics as f64;
-        if use_tree {
-            for ((wgt, &c), &sk) in scratch.weights.iter_mut().zip(&scratch.word_row).zip(&s) {
+        // Dense branch (p*(k) cache and O(1)-update word part) when its O(K) build pays for
+        // itself over the word's tokens; otherwise both are computed from the row's non-zeros.
+        let dense = (range.len() as f64) * (wt.len() as f64) > 2.0 * k_topics as f64;
+        if dense {
+            for (((q, wgt), &c), &sk) in scratch
+                .q
+                .iter_mut()
+                .zip(scratch.weights.iter_mut())
+                .zip(&scratch.word_row)
+                .zip(&s)
+            {
+                *q = (c as f64 + beta) * sk;
                 *wgt = alpha * c as f64 * sk;
             }
-            scratch.word_tree.rebuild(&scratch.weights[..k_topics]);
+            scratch.word_part.rebuild(&scratch.weights[..k_topics]);
         }
 
         for e in range {
+            // Rows two and one prefetch distances ahead: their meta, then their entries.
+            if e + 2 * PREFETCH_AHEAD < n_entries {
+                prefetch(&docs.meta, p.token_doc[e + 2 * PREFETCH_AHEAD] as usize);
+                prefetch(z_part, p.token_src[e + 2 * PREFETCH_AHEAD] as usize);
+            }
+            if e + PREFETCH_AHEAD < n_entries {
+                docs.prefetch(p.token_doc[e + PREFETCH_AHEAD] as usize);
+            }
             let src = p.token_src[e] as usize;
             let d = p.token_doc[e] as usize;
+            // Remove the token from every count (the ¬ in the conditional).
             let old = z_part[src];
             let o = old as usize;
-            // Remove the token from every count (the ¬ in the conditional).
             docs.decrement(d, old);
             scratch.word_row[o] -= 1;
             nk[o] -= 1;
             s[o] = 1.0 / (nk[o] as f64 + v_beta);
             smoothing.set(o, alpha * beta * s[o]);
-            if use_tree {
-                scratch
-                    .word_tree
-                    .set(o, alpha * scratch.word_row[o] as f64 * s[o]);
+            if dense {
+                let c = scratch.word_row[o] as f64;
+                scratch.q[o] = (c + beta) * s[o];
+                scratch.word_part.set(o, alpha * c * s[o]);
             }
 
-            // p₁ over the document's non-zeros, into a preallocated prefix-sum buffer.
+            // p₁ over the document's non-zeros, into a preallocated buffer.
             let (dt, dc) = docs.row(d);
-            let word_row = &scratch.word_row[..];
-            let cumulative = &mut scratch.cumulative[..dt.len()];
-            let mut p1 = 0.0f64;
-            for ((slot, &k), &c) in cumulative.iter_mut().zip(dt).zip(dc) {
-                let k = k as usize;
-                p1 += c as f64 * (word_row[k] as f64 + beta) * s[k];
-                *slot = p1;
-            }
-            let word_total = if use_tree {
-                scratch.word_tree.total()
+            let terms = &mut scratch.terms[..dt.len()];
+            let p1 = if dense {
+                let q = &scratch.q[..k_topics];
+                p1_terms(terms, dt, dc, |k| q[k])
+            } else {
+                let word_row = &scratch.word_row[..];
+                p1_terms(terms, dt, dc, |k| (word_row[k] as f64 + beta) * s[k])
+            };
+            let word_total = if dense {
+                scratch.word_part.total()
             } else {
                 scratch
                     .nonzeros
@@ -223,19 +309,18 @@ pub fn sweep_partition(
                     .sum()
             };
             let smooth_total = smoothing.total();
-            let mut rng = CounterRng::from_generator(
-                gen,
-                Stream::Train,
-                iteration,
-                p.token_start + src as u64,
-            );
-            let x = rng.next_f64() * (p1 + word_total + smooth_total);
+            let u =
+                CounterRng::first_f64(&gen, Stream::Train, iteration, p.token_start + src as u64);
+            let x = u * (p1 + word_total + smooth_total);
+            let mut row_index = None;
             let new = if x < p1 {
-                dt[search_prefix_f64(&scratch.cumulative[..dt.len()], x)]
+                let i = pick_term(&scratch.terms[..dt.len()], x);
+                row_index = Some(i);
+                dt[i]
             } else if x - p1 < word_total {
                 let y = x - p1;
-                if use_tree {
-                    scratch.word_tree.sample((y / word_total).min(1.0 - 1e-16)) as u16
+                if dense {
+                    scratch.word_part.sample(y) as u16
                 } else {
                     let mut acc = 0.0;
                     let mut pick = None;
@@ -252,12 +337,15 @@ pub fn sweep_partition(
                     pick.expect("word part has positive mass")
                 }
             } else {
-                smoothing.sample(((x - p1 - word_total) / smooth_total).min(1.0 - 1e-16)) as u16
+                smoothing.sample((x - p1 - word_total).min(smooth_total)) as u16
             };
 
             // Add the token back under its new topic.
             let n = new as usize;
-            docs.increment(d, new);
+            match row_index {
+                Some(i) => docs.increment_at(d, i),
+                None => docs.increment(d, new),
+            }
             if scratch.word_row[n] == 0 && !scratch.in_nonzeros[n] {
                 scratch.in_nonzeros[n] = true;
                 scratch.nonzeros.push(new);
@@ -266,10 +354,10 @@ pub fn sweep_partition(
             nk[n] += 1;
             s[n] = 1.0 / (nk[n] as f64 + v_beta);
             smoothing.set(n, alpha * beta * s[n]);
-            if use_tree {
-                scratch
-                    .word_tree
-                    .set(n, alpha * scratch.word_row[n] as f64 * s[n]);
+            if dense {
+                let c = scratch.word_row[n] as f64;
+                scratch.q[n] = (c + beta) * s[n];
+                scratch.word_part.set(n, alpha * c * s[n]);
             }
             z_part[src] = new;
         }
@@ -277,5 +365,69 @@ pub fn sweep_partition(
             scratch.word_row[k as usize] = 0;
             scratch.in_nonzeros[k as usize] = false;
         }
+    }
+}
+
+/// Writes `A_dk · q(k)` for every non-zero of a document row into `terms` and returns their sum:
+/// the p₁ branch of CuLDA_CGS Eq. 7. The products are independent, so four partial sums keep the
+/// additions from forming one long dependency chain; the rarer search walks the terms only as far
+/// as the draw needs ([`pick_term`]).
+#[inline(always)]
+fn p1_terms(terms: &mut [f64], topics: &[u16], counts: &[u32], q: impl Fn(usize) -> f64) -> f64 {
+    for ((t, &k), &c) in terms.iter_mut().zip(topics).zip(counts) {
+        *t = c as f64 * q(k as usize);
+    }
+    let mut acc = [0.0f64; 4];
+    let mut chunks = terms.chunks_exact(4);
+    for c in &mut chunks {
+        for (a, &t) in acc.iter_mut().zip(c) {
+            *a += t;
+        }
+    }
+    let tail: f64 = chunks.remainder().iter().sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+/// The index `i` where the running sum of `terms` first exceeds `x` (the last one if rounding
+/// leaves `x` beyond the sum).
+#[inline(always)]
+fn pick_term(terms: &[f64], mut x: f64) -> usize {
+    for (i, &t) in terms.iter().enumerate() {
+        if x < t {
+            return i;
+        }
+        x -= t;
+    }
+    terms.len() - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_topic_agrees_with_a_scan_for_every_length_and_position() {
+        for len in 0..40u16 {
+            let row: Vec<u16> = (0..len).map(|i| (i * 7 + 3) % 1000).collect();
+            for k in 0..1000u16 {
+                assert_eq!(find_topic(&row, k), row.iter().position(|&t| t == k));
+            }
+        }
+    }
+
+    #[test]
+    fn p1_terms_sum_and_pick() {
+        let q = [0.5, 2.0, 1.0, 4.0, 0.25];
+        let topics = [4u16, 0, 3, 1, 2];
+        let counts = [4u32, 2, 1, 1, 3];
+        let mut terms = [0.0; 5];
+        let p1 = p1_terms(&mut terms, &topics, &counts, |k| q[k]);
+        assert_eq!(terms, [1.0, 1.0, 4.0, 2.0, 3.0]);
+        assert_eq!(p1, 11.0);
+        assert_eq!(pick_term(&terms, 0.0), 0);
+        assert_eq!(pick_term(&terms, 1.5), 1);
+        assert_eq!(pick_term(&terms, 5.99), 2);
+        assert_eq!(pick_term(&terms, 10.99), 4);
+        assert_eq!(pick_term(&terms, 11.5), 4);
     }
 }

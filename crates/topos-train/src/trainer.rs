@@ -6,6 +6,7 @@ use crate::counts::{count_doc_topics, count_word_topics, WordTopics};
 use crate::layout::Layout;
 use crate::{cgs, esca, loglik};
 use rayon::prelude::*;
+use std::sync::OnceLock;
 use std::time::Instant;
 use topos_corpus::{Docs, Vocabulary};
 use topos_model::{DocTopics, Hyperparameters, Provenance, TopicModel};
@@ -98,7 +99,10 @@ pub struct Trainer<'a> {
     layout: Layout,
     z: Vec<u16>,
     iteration: u32,
-    doc_topics: DocTopics,
+    /// Document-topic counts of the current assignments. ESCA samples from them, so it rebuilds
+    /// them every iteration; CGS keeps its own per-partition rows and rebuilds these only when
+    /// asked (log-likelihood, model output), which saves a pass over the corpus per iteration.
+    doc_topics: OnceLock<DocTopics>,
     word_topics: WordTopics,
     pool: rayon::ThreadPool,
 }
@@ -192,12 +196,12 @@ impl<'a> Trainer<'a> {
             .partitions
             .unwrap_or_else(|| default_partitions(opts.algorithm, docs.num_tokens(), threads));
         let k = opts.hyper.num_topics;
-        let (layout, doc_topics, word_topics) = pool.install(|| {
+        let (layout, word_topics) = pool.install(|| {
             let layout = Layout::build(docs, partitions);
-            let a = count_doc_topics(docs, &z, k);
             let b = count_word_topics(&layout, &z, num_words, k);
-            (layout, a, b)
+            (layout, b)
         });
+        let doc_topics = OnceLock::new();
         let mut opts = opts;
         opts.partitions = Some(layout.partitions.len());
         Ok(Self {
@@ -231,10 +235,14 @@ impl<'a> Trainer<'a> {
             ..
         } = self;
         pool.install(|| {
+            if opts.algorithm == Algorithm::Esca {
+                doc_topics.get_or_init(|| count_doc_topics(*docs, z, h.num_topics));
+            }
             let slices = split_by_partition(z, layout);
             match opts.algorithm {
                 Algorithm::Esca => {
-                    let frozen = esca::Frozen::new(doc_topics, word_topics, h.alpha, h.beta);
+                    let a = doc_topics.get().expect("built above");
+                    let frozen = esca::Frozen::new(a, word_topics, h.alpha, h.beta);
                     slices
                         .into_par_iter()
                         .zip(layout.partitions.par_iter())
@@ -259,7 +267,10 @@ impl<'a> Trainer<'a> {
                         });
                 }
             }
-            *doc_topics = count_doc_topics(*docs, z, h.num_topics);
+            *doc_topics = OnceLock::new();
+            if opts.algorithm == Algorithm::Esca {
+                let _ = doc_topics.set(count_doc_topics(*docs, z, h.num_topics));
+            }
             *word_topics = count_word_topics(layout, z, *num_words, h.num_topics);
         });
         self.iteration = next;
@@ -278,7 +289,7 @@ impl<'a> Trainer<'a> {
             loglik::log_likelihood_per_token(
                 self.docs,
                 &self.layout,
-                &self.doc_topics,
+                self.doc_topics(),
                 &self.word_topics,
                 h.alpha,
                 h.beta,
@@ -303,7 +314,10 @@ impl<'a> Trainer<'a> {
 
     /// Current document-topic counts of the training documents.
     pub fn doc_topics(&self) -> &DocTopics {
-        &self.doc_topics
+        self.doc_topics.get_or_init(|| {
+            self.pool
+                .install(|| count_doc_topics(self.docs, &self.z, self.opts.hyper.num_topics))
+        })
     }
 
     /// Number of partitions in use.
