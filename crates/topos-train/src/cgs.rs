@@ -59,20 +59,24 @@ impl DocRows {
             topic: vec![0; acc as usize],
             count: vec![0; acc as usize],
         };
+        // Counted through a dense row and a touched list: O(|d| + non-zeros) per document.
+        let mut dense = vec![0u32; k];
         for d in 0..n {
             let a = (doc_starts[p.docs.start + d] - p.token_start) as usize;
             let b = (doc_starts[p.docs.start + d + 1] - p.token_start) as usize;
             let s = rows.meta[d][0] as usize;
             let mut n_nz = 0usize;
             for &kk in &z_part[a..b] {
-                let row = &mut rows.topic[s..s + n_nz];
-                if let Some(i) = row.iter().position(|&t| t == kk) {
-                    rows.count[s + i] += 1;
-                } else {
+                if dense[kk as usize] == 0 {
                     rows.topic[s + n_nz] = kk;
-                    rows.count[s + n_nz] = 1;
                     n_nz += 1;
                 }
+                dense[kk as usize] += 1;
+            }
+            for i in s..s + n_nz {
+                let t = rows.topic[i] as usize;
+                rows.count[i] = dense[t];
+                dense[t] = 0;
             }
             rows.meta[d][1] = n_nz as u32;
         }
