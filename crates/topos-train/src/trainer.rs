@@ -70,12 +70,12 @@ pub enum TrainError {
 }
 
 /// Partition count for a corpus. CGS results depend on it (AD-LDA merges partitions once per
-/// iteration), so it is a function of the corpus alone: about one partition per 250K tokens, at
-/// most 64. ESCA results do not depend on it at all; ESCA uses enough partitions to keep every
-/// thread busy.
+/// iteration), so it is a function of the corpus alone: about one partition per 250K tokens,
+/// rounded up to a multiple of 4 (so that 2 and 4 threads get equal shares), at most 64. ESCA
+/// results do not depend on it at all; ESCA uses enough partitions to keep every thread busy.
 pub fn default_partitions(algorithm: Algorithm, num_tokens: u64, threads: usize) -> usize {
     match algorithm {
-        Algorithm::Cgs => (num_tokens / 250_000).clamp(1, 64) as usize,
+        Algorithm::Cgs => ((num_tokens / 250_000).clamp(1, 64) as usize).next_multiple_of(4),
         Algorithm::Esca => (threads * 4).max(1),
     }
 }
