@@ -4,7 +4,7 @@
 //! The exact collapsed Gibbs sampler changes two weights of each of its K-sized branches after
 //! every token but samples from a branch only when the uniform lands in it, which for the smoothing
 //! branch (α·β/(n_k + Vβ)) and the word branch of a converged model is a few percent of tokens.
-//! An F+ tree ([`crate::SumTree`]) pays O(log₂ K) on *every* update to make those rare draws
+//! An F+ tree (Yu et al. 2015) pays O(log₂ K) on *every* update to make those rare draws
 //! O(log₂ K); here updates are two additions and the rare draw scans the block sums and then one
 //! block. Running sums accumulate rounding error, so they are recomputed from the weights after
 //! every `K + 4096` updates (amortized O(1)); between recomputations the relative error of a sum

@@ -6,8 +6,6 @@
 //!   any number of threads (DESIGN.md, "Deterministic by design").
 //! * [`wary_tree`]: SaberLDA's W-ary sampling tree (§3.2.4, Fig. 6) with W = 32: built once per word
 //!   per iteration, sampled in O(log₃₂ K).
-//! * [`sum_tree`]: an updatable binary sum tree (the F+ tree of F+LDA): point updates and sampling
-//!   in O(log₂ K), used by the exact collapsed Gibbs sampler where weights change after every token.
 //! * [`blocked_sums`]: weights in blocks of 32 with running sums: O(1) updates and
 //!   O(K/32 + 32) draws, for branches that change on every token but are drawn from rarely.
 //! * [`alias`]: Walker/Vose alias tables, O(1) sampling after an O(K) build.
@@ -17,11 +15,9 @@ pub mod alias;
 pub mod blocked_sums;
 pub mod discrete;
 pub mod rng;
-pub mod sum_tree;
 pub mod wary_tree;
 
 pub use alias::AliasTable;
 pub use blocked_sums::BlockedSums;
 pub use rng::{CounterRng, Philox4x32, Stream};
-pub use sum_tree::SumTree;
 pub use wary_tree::WaryTree;
