@@ -1,0 +1,69 @@
+//! Why a privacy operation was refused. Every message is one line, fit to print as the whole error.
+
+use std::path::PathBuf;
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivacyError {
+    /// A privacy parameter (ε, a sensitivity, a stability constant) that is not a positive,
+    /// finite number.
+    #[error("{what} must be a positive finite number, got {value}")]
+    NotPositive { what: &'static str, value: f64 },
+
+    /// A noise scale outside what the exact samplers represent (integers below 2^100).
+    #[error("{0}")]
+    Unsupported(String),
+
+    /// No ledger yet: queries need a total budget set first.
+    #[error("no privacy budget is set for {corpus}; set one with `topos privacy budget {corpus} --total EPSILON`")]
+    NoLedger { corpus: String },
+
+    /// The ledger is for another corpus (same file name, different content).
+    #[error("{ledger} belongs to a different corpus (checksum {found:016x}, this corpus is {expected:016x}); a ledger is never reused for other data: move it away deliberately if the corpus was replaced")]
+    WrongCorpus {
+        ledger: String,
+        found: u64,
+        expected: u64,
+    },
+
+    /// The query would exceed the total budget; nothing was charged or released.
+    #[error("privacy budget exceeded: spent ε = {spent}, remaining ε = {remaining}, this query asks ε = {asked} (total ε = {total}); nothing was released")]
+    OverBudget {
+        spent: f64,
+        remaining: f64,
+        asked: f64,
+        total: f64,
+    },
+
+    /// A new total below what is already spent.
+    #[error("cannot set the total to ε = {total}: ε = {spent} is already spent")]
+    TotalBelowSpent { total: f64, spent: f64 },
+
+    /// Another process holds the ledger.
+    #[error("{0} exists: another topos process is using the ledger (if none is running, a crashed one left the lock; remove it)")]
+    Locked(PathBuf),
+
+    /// An unreadable ledger file.
+    #[error("{path}: malformed privacy ledger: {what}")]
+    BadLedger { path: String, what: String },
+
+    /// A malformed `budget.toml` or constraint.
+    #[error("{0}")]
+    BadSpec(String),
+
+    /// The allocation problem has no solution the solver could find.
+    #[error("{0}")]
+    Infeasible(String),
+
+    /// A malformed query.
+    #[error("{0}")]
+    BadQuery(String),
+
+    /// The operating system's random source failed.
+    #[error("the operating system's random number source failed: {0}")]
+    Entropy(String),
+
+    /// File I/O.
+    #[error(transparent)]
+    Io(#[from] topos_io::FormatError),
+}

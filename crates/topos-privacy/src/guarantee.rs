@@ -1,0 +1,154 @@
+//! What a private release promises, in a form a model file can record and commands can print.
+
+use crate::Composition;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How the noise was drawn.
+pub const SAMPLER: &str = "exact discrete Laplace (Canonne-Kamath-Steinke 2020, Alg. 1-2) on integer counts and on a 2^k lattice for reals, ChaCha20 keyed from the OS";
+
+/// The noise distribution of a release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// Two-sided geometric noise on integers ([`crate::DiscreteLaplace`]).
+    DiscreteLaplace,
+    /// Laplace noise for reals, snapped to a power-of-two lattice ([`crate::LaplaceMechanism`]).
+    SnappedLaplace,
+}
+
+/// Which inputs count as neighbours (Definition 3.2.1, d(A, B) = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Neighbours {
+    /// A and B differ by one whole document added or removed: what one person's document
+    /// reveals is protected.
+    AddRemoveDocument,
+}
+
+/// How the total ε was accounted over the releases it covers.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Accountant {
+    /// Sum (Theorem 3) or max over disjoint parts (Theorem 4).
+    pub composition: Composition,
+    /// Number of noisy releases composed (e.g. training iterations whose counts were noised).
+    pub releases: u64,
+}
+
+/// A differential-privacy guarantee: (ε, δ) over `neighbours`, how it was obtained, and the
+/// contribution bound it depends on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Guarantee {
+    /// The total ε of everything released.
+    pub epsilon: f64,
+    /// δ of (ε, δ)-privacy; `None` for pure ε-privacy (all mechanisms of this crate).
+    pub delta: Option<f64>,
+    /// The noise distribution.
+    pub mechanism: Mechanism,
+    /// How the releases compose into `epsilon`.
+    pub accountant: Accountant,
+    /// The neighbouring relation the guarantee is over.
+    pub neighbours: Neighbours,
+    /// The L1 sensitivity each release was calibrated to, when there is one.
+    pub sensitivity: Option<f64>,
+    /// Documents were truncated to at most this many tokens, which is what bounds a document's
+    /// influence on word-topic counts (the sensitivity of private training).
+    pub max_doc_tokens: Option<u32>,
+    /// How the noise was drawn ([`SAMPLER`]).
+    pub sampler: String,
+}
+
+impl Guarantee {
+    /// Pure ε-privacy by discrete Laplace noise over `releases` releases of sensitivity
+    /// `sensitivity` each, composed by `composition`.
+    pub fn discrete_laplace(
+        epsilon: f64,
+        composition: Composition,
+        releases: u64,
+        sensitivity: f64,
+    ) -> Self {
+        Guarantee {
+            epsilon,
+            delta: None,
+            mechanism: Mechanism::DiscreteLaplace,
+            accountant: Accountant {
+                composition,
+                releases,
+            },
+            neighbours: Neighbours::AddRemoveDocument,
+            sensitivity: Some(sensitivity),
+            max_doc_tokens: None,
+            sampler: SAMPLER.to_string(),
+        }
+    }
+
+    /// The same guarantee with documents capped at `tokens` tokens.
+    pub fn with_max_doc_tokens(mut self, tokens: u32) -> Self {
+        self.max_doc_tokens = Some(tokens);
+        self
+    }
+}
+
+impl fmt::Display for Guarantee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.delta {
+            None | Some(0.0) => write!(f, "ε = {}-differential privacy", self.epsilon)?,
+            Some(d) => write!(f, "(ε = {}, δ = {d:e})-differential privacy", self.epsilon)?,
+        }
+        f.write_str(match self.neighbours {
+            Neighbours::AddRemoveDocument => " per document (added or removed)",
+        })?;
+        f.write_str(match self.mechanism {
+            Mechanism::DiscreteLaplace => ", discrete Laplace noise",
+            Mechanism::SnappedLaplace => ", snapped Laplace noise",
+        })?;
+        let a = &self.accountant;
+        write!(
+            f,
+            ", {} release{} composed {}",
+            a.releases,
+            if a.releases == 1 { "" } else { "s" },
+            match a.composition {
+                Composition::Sequential => "sequentially",
+                Composition::Parallel => "in parallel (disjoint parts)",
+            }
+        )?;
+        if let Some(s) = self.sensitivity {
+            write!(f, ", sensitivity {s} each")?;
+        }
+        if let Some(t) = self.max_doc_tokens {
+            write!(f, ", documents capped at {t} tokens")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_reads_well() {
+        let g = Guarantee::discrete_laplace(1.0, Composition::Sequential, 200, 500.0)
+            .with_max_doc_tokens(500);
+        let json = serde_json::to_string(&g).unwrap();
+        assert!(
+            json.contains("\"mechanism\":\"discrete-laplace\""),
+            "{json}"
+        );
+        assert!(
+            json.contains("\"neighbours\":\"add-remove-document\""),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Guarantee>(&json).unwrap(), g);
+        let s = g.to_string();
+        assert!(
+            s.starts_with("ε = 1-differential privacy per document"),
+            "{s}"
+        );
+        assert!(
+            s.contains("200 releases composed sequentially") && s.contains("capped at 500"),
+            "{s}"
+        );
+    }
+}
