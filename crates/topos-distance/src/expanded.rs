@@ -1,0 +1,382 @@
+//! Expanded forms (paper §2.1–2.2, §3.4, Table 1 "Expansion"): one sparse dot product over the
+//! intersection of non-zero columns (the ordinary ×/+ semiring, whose product is annihilated by
+//! zeros) plus per-row norms, combined element-wise. Dice, Jaccard and Russell–Rao are the same
+//! with the rows read as 0/1 indicator vectors: their "dot product" is the intersection count c
+//! and their "norms" the non-zero counts, so they are exact integer arithmetic.
+
+use crate::csr::Row;
+use crate::kernel::{gamma, sum, sum_sq, IndexView, Kernel, QueryView, RowAgg};
+use crate::union::union_fold;
+
+#[inline]
+fn prod(a: f32, b: f32) -> f64 {
+    f64::from(a) * f64::from(b)
+}
+
+/// x·y, a similarity: key = −x·y so that the nearest (largest) sorts first.
+pub struct DotProduct;
+
+impl Kernel for DotProduct {
+    fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
+        RowAgg {
+            nnz: row.nnz() as u32,
+            ..RowAgg::default()
+        }
+    }
+    #[inline]
+    fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
+        prod(a, b)
+    }
+    #[inline]
+    fn finish(&self, acc: f64, _c: u32, _q: &QueryView, _ix: &IndexView, _r: usize) -> (f64, f64) {
+        (-acc, 0.0)
+    }
+    fn untouched_rank(&self, _agg: &RowAgg) -> f64 {
+        0.0
+    }
+    fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
+        let mut s = 0.0;
+        union_fold(q.row, ix.csr.row(r), |a, b| s += a * b);
+        -s
+    }
+    #[inline]
+    fn distance(&self, key: f64) -> f64 {
+        -key
+    }
+}
+
+/// 1 − x·y/(‖x‖‖y‖), clamped to [0, 2] like SciPy; NaN against a zero row (SciPy: 0/0).
+/// Aggregates: a = ‖x‖, b = 1/‖x‖. Exact form: ½‖x/‖x‖ − y/‖y‖‖², which equals 1 − cos without
+/// the cancellation of 1 − cos for near-parallel rows.
+pub struct Cosine;
+
+impl Kernel for Cosine {
+    fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
+        let norm = sum_sq(row).sqrt();
+        RowAgg {
+            nnz: row.nnz() as u32,
+            a: norm,
+            b: 1.0 / norm,
+            c: 0.0,
+        }
+    }
+    #[inline]
+    fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
+        prod(a, b)
+    }
+    #[inline]
+    fn finish(&self, acc: f64, _c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
+        let ra = &ix.aggs[r];
+        if q.agg.a == 0.0 || ra.a == 0.0 {
+            return (f64::NAN, 0.0);
+        }
+        let key = (1.0 - acc * q.agg.b * ra.b).clamp(0.0, 2.0);
+        (key, 2.0 * gamma(q.agg.nnz + ra.nnz))
+    }
+    #[inline]
+    fn max_error(&self, q: &QueryView, ix: &IndexView) -> f64 {
+        2.0 * gamma(q.agg.nnz + ix.stats.max_nnz)
+    }
+    fn untouched_rank(&self, agg: &RowAgg) -> f64 {
+        // Key 1 against any non-zero query; NaN (every query) for a zero row.
+        if agg.a == 0.0 {
+            f64::NAN
+        } else {
+            0.0
+        }
+    }
+    fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
+        let (sx, sy) = (q.agg.b, ix.aggs[r].b);
+        let mut s = 0.0;
+        union_fold(q.row, ix.csr.row(r), |a, b| {
+            let t = a * sx - b * sy;
+            s += t * t;
+        });
+        (0.5 * s).clamp(0.0, 2.0)
+    }
+}
+
+/// 1 − (x−x̄)·(y−ȳ)/(‖x−x̄‖‖y−ȳ‖) with x̄ the mean over all n columns, clamped to [0, 2]; NaN if
+/// either row is constant (SciPy: 0/0). Expansion: (x−x̄)·(y−ȳ) = x·y − n·x̄·ȳ. Aggregates:
+/// a = x̄, b = ‖x−x̄‖ computed without cancellation as (Σ_nz (xᵢ−x̄)² + (n−nnz)·x̄²)^½ (so a
+/// constant row gets exactly 0), c = ‖x‖ (for the error bound). Exact form: ½‖x̂ − ŷ‖² over
+/// the centred, normalised rows, which are dense: the union's columns plus (n − |union|)
+/// columns where both are −mean/norm.
+pub struct Correlation;
+
+impl Kernel for Correlation {
+    fn aggregate(&self, row: Row, n: usize) -> RowAgg {
+        let n = n as f64;
+        let mean = if n > 0.0 { sum(row) / n } else { 0.0 };
+        let centred: f64 = row
+            .values
+            .iter()
+            .map(|&v| (f64::from(v) - mean).powi(2))
+            .sum::<f64>()
+            + (n - row.nnz() as f64) * mean * mean;
+        RowAgg {
+            nnz: row.nnz() as u32,
+            a: mean,
+            b: centred.sqrt(),
+            c: sum_sq(row).sqrt(),
+        }
+    }
+    #[inline]
+    fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
+        prod(a, b)
+    }
+    #[inline]
+    fn finish(&self, acc: f64, _c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
+        let (qa, ra) = (&q.agg, &ix.aggs[r]);
+        if qa.b == 0.0 || ra.b == 0.0 {
+            return (f64::NAN, 0.0);
+        }
+        let n = ix.n_cols() as f64;
+        let centre = n * qa.a * ra.a;
+        let denom = qa.b * ra.b;
+        let key = (1.0 - (acc - centre) / denom).clamp(0.0, 2.0);
+        let err = 2.0 * gamma(qa.nnz + ra.nnz) * (qa.c * ra.c + centre.abs()) / denom;
+        (key, err)
+    }
+    fn bound_terms(&self, agg: &RowAgg) -> [f64; 2] {
+        [agg.c / agg.b, agg.a.abs() / agg.b]
+    }
+    #[inline]
+    fn max_error(&self, q: &QueryView, ix: &IndexView) -> f64 {
+        let n = ix.n_cols() as f64;
+        let [c_over_b, mean_over_b] = ix.stats.max_terms;
+        2.0 * gamma(q.agg.nnz + ix.stats.max_nnz)
+            * (q.agg.c / q.agg.b * c_over_b + n * q.agg.a.abs() / q.agg.b * mean_over_b)
+    }
+    fn untouched_rank(&self, agg: &RowAgg) -> f64 {
+        // Key 1 + n·x̄·(ȳ/‖y−ȳ‖)/‖x−x̄‖: monotone in ȳ/‖y−ȳ‖, with the sign of x̄.
+        if agg.b == 0.0 {
+            f64::NAN
+        } else {
+            agg.a / agg.b
+        }
+    }
+    #[inline]
+    fn untouched_descending(&self, q: &QueryView) -> bool {
+        q.agg.a < 0.0
+    }
+    fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
+        let (qa, ra) = (&q.agg, &ix.aggs[r]);
+        let (mx, sx, my, sy) = (qa.a, 1.0 / qa.b, ra.a, 1.0 / ra.b);
+        let mut s = 0.0;
+        let union = union_fold(q.row, ix.csr.row(r), |a, b| {
+            let t = (a - mx) * sx - (b - my) * sy;
+            s += t * t;
+        });
+        let rest = (ix.n_cols() - union) as f64;
+        let t = -mx * sx + my * sy;
+        s += rest * t * t;
+        (0.5 * s).clamp(0.0, 2.0)
+    }
+}
+
+/// (Σ(xᵢ−yᵢ)²)^½; key d² = ‖x‖² + ‖y‖² − 2x·y (aggregate a = ‖x‖²), exact form Σ∪(a−b)².
+/// Identical rows give exactly 0 (their norm and dot product add the same terms in the same
+/// order, and the refinement confirms it).
+pub struct Euclidean;
+
+impl Kernel for Euclidean {
+    fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
+        RowAgg {
+            nnz: row.nnz() as u32,
+            a: sum_sq(row),
+            ..RowAgg::default()
+        }
+    }
+    #[inline]
+    fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
+        prod(a, b)
+    }
+    #[inline]
+    fn finish(&self, acc: f64, _c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
+        let ra = &ix.aggs[r];
+        let key = (q.agg.a + ra.a - 2.0 * acc).max(0.0);
+        let err = gamma(q.agg.nnz + ra.nnz) * (q.agg.a + ra.a + 2.0 * acc.abs());
+        (key, err)
+    }
+    fn bound_terms(&self, agg: &RowAgg) -> [f64; 2] {
+        [agg.a, 0.0]
+    }
+    #[inline]
+    fn max_error(&self, q: &QueryView, ix: &IndexView) -> f64 {
+        let m = ix.stats.max_terms[0];
+        // |x·y| ≤ ‖x‖‖y‖ (Cauchy–Schwarz).
+        gamma(q.agg.nnz + ix.stats.max_nnz) * (q.agg.a + m + 2.0 * (q.agg.a * m).sqrt())
+    }
+    fn untouched_rank(&self, agg: &RowAgg) -> f64 {
+        agg.a
+    }
+    fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
+        let mut s = 0.0;
+        union_fold(q.row, ix.csr.row(r), |a, b| s += (a - b) * (a - b));
+        s
+    }
+    #[inline]
+    fn distance(&self, key: f64) -> f64 {
+        key.sqrt()
+    }
+}
+
+/// (½Σ(√xᵢ−√yᵢ)²)^½ for non-negative rows; key = (Σx + Σy)/2 − Σ∩√(xy) (aggregate a = Σx),
+/// which for probability vectors is RAFT's 1 − Σ√(xy) and stays a distance for rows that do not
+/// sum to 1. Exact form ½Σ∪(√a−√b)².
+pub struct Hellinger;
+
+impl Kernel for Hellinger {
+    fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
+        RowAgg {
+            nnz: row.nnz() as u32,
+            a: sum(row),
+            ..RowAgg::default()
+        }
+    }
+    #[inline]
+    fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
+        prod(a, b).sqrt()
+    }
+    #[inline]
+    fn finish(&self, acc: f64, _c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
+        let ra = &ix.aggs[r];
+        let key = (0.5 * (q.agg.a + ra.a) - acc).max(0.0);
+        (key, 2.0 * gamma(q.agg.nnz + ra.nnz) * (q.agg.a + ra.a))
+    }
+    fn bound_terms(&self, agg: &RowAgg) -> [f64; 2] {
+        [agg.a, 0.0]
+    }
+    #[inline]
+    fn max_error(&self, q: &QueryView, ix: &IndexView) -> f64 {
+        2.0 * gamma(q.agg.nnz + ix.stats.max_nnz) * (q.agg.a + ix.stats.max_terms[0])
+    }
+    fn untouched_rank(&self, agg: &RowAgg) -> f64 {
+        agg.a
+    }
+    fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
+        let mut s = 0.0;
+        union_fold(q.row, ix.csr.row(r), |a, b| {
+            let t = a.sqrt() - b.sqrt();
+            s += t * t;
+        });
+        0.5 * s
+    }
+    #[inline]
+    fn distance(&self, key: f64) -> f64 {
+        key.sqrt()
+    }
+}
+
+/// Dice–Sørensen on non-zero patterns, (nx + ny − 2c)/(nx + ny) (SciPy's boolean `dice`, as
+/// `cdist` computes it): the dot product of indicator vectors is the intersection count c.
+pub struct Dice;
+
+impl Kernel for Dice {
+    const NEEDS_ACC: bool = false;
+    const NEEDS_COUNT: bool = true;
+    fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
+        RowAgg {
+            nnz: row.nnz() as u32,
+            ..RowAgg::default()
+        }
+    }
+    #[inline]
+    fn product(&self, _a: f32, _b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
+        1.0
+    }
+    #[inline]
+    fn finish(&self, _acc: f64, c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
+        let total = f64::from(q.agg.nnz) + f64::from(ix.aggs[r].nnz);
+        ((total - 2.0 * f64::from(c)) / total, 0.0)
+    }
+    fn untouched_rank(&self, agg: &RowAgg) -> f64 {
+        // Key 1, or NaN for an empty row against an empty query: empty rows last.
+        f64::from(u8::from(agg.nnz == 0))
+    }
+    fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
+        let mut c = 0u32;
+        union_fold(q.row, ix.csr.row(r), |a, b| {
+            c += u32::from(a != 0.0 && b != 0.0)
+        });
+        self.finish(0.0, c, q, ix, r).0
+    }
+}
+
+/// Russell–Rao on non-zero patterns, (n − c)/n (SciPy's boolean `russellrao`): a row against
+/// itself gives (n − nnz)/n, not 0 — no diagonal is forced.
+pub struct RussellRao;
+
+impl Kernel for RussellRao {
+    const NEEDS_ACC: bool = false;
+    const NEEDS_COUNT: bool = true;
+    fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
+        RowAgg {
+            nnz: row.nnz() as u32,
+            ..RowAgg::default()
+        }
+    }
+    #[inline]
+    fn product(&self, _a: f32, _b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
+        1.0
+    }
+    #[inline]
+    fn finish(&self, _acc: f64, c: u32, _q: &QueryView, ix: &IndexView, _r: usize) -> (f64, f64) {
+        let n = ix.n_cols() as f64;
+        ((n - f64::from(c)) / n, 0.0)
+    }
+    fn untouched_rank(&self, _agg: &RowAgg) -> f64 {
+        0.0
+    }
+    fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
+        let mut c = 0u32;
+        union_fold(q.row, ix.csr.row(r), |a, b| {
+            c += u32::from(a != 0.0 && b != 0.0)
+        });
+        self.finish(0.0, c, q, ix, r).0
+    }
+}
+
+/// Jaccard on non-zero patterns, (nx + ny − 2c)/(nx + ny − c), and 0 when both rows are empty
+/// (SciPy's `jaccard`, which reads its inputs as booleans).
+pub struct Jaccard;
+
+impl Kernel for Jaccard {
+    const NEEDS_ACC: bool = false;
+    const NEEDS_COUNT: bool = true;
+    fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
+        RowAgg {
+            nnz: row.nnz() as u32,
+            ..RowAgg::default()
+        }
+    }
+    #[inline]
+    fn product(&self, _a: f32, _b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
+        1.0
+    }
+    #[inline]
+    fn finish(&self, _acc: f64, c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
+        let (nx, ny, c) = (
+            f64::from(q.agg.nnz),
+            f64::from(ix.aggs[r].nnz),
+            f64::from(c),
+        );
+        let union = nx + ny - c;
+        if union == 0.0 {
+            return (0.0, 0.0);
+        }
+        ((union - c) / union, 0.0)
+    }
+    fn untouched_rank(&self, agg: &RowAgg) -> f64 {
+        // Key 1, or 0 for an empty row against an empty query: empty rows first.
+        f64::from(u8::from(agg.nnz > 0))
+    }
+    fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
+        let mut c = 0u32;
+        union_fold(q.row, ix.csr.row(r), |a, b| {
+            c += u32::from(a != 0.0 && b != 0.0)
+        });
+        self.finish(0.0, c, q, ix, r).0
+    }
+}
