@@ -42,6 +42,12 @@ enum Command {
     Export(cmd::export::Args),
     /// Turn another system's word-topic counts into a model file (for evaluating it like ours).
     Import(cmd::import::Args),
+    /// The k nearest documents of every document over bag-of-words rows (15 distances).
+    Knn(cmd::knn::Args),
+    /// The training documents nearest to a document or a text by topic mixture.
+    Similar(cmd::similar::Args),
+    /// Differential privacy: budgets, private count queries, optimal budget allocation.
+    Privacy(cmd::privacy::Args),
 }
 
 fn main() {
@@ -60,6 +66,9 @@ fn main() {
         Command::Synth(a) => cmd::synth::run(a, ui),
         Command::Export(a) => cmd::export::run(a, ui),
         Command::Import(a) => cmd::import::run(a, ui),
+        Command::Knn(a) => cmd::knn::run(a, ui),
+        Command::Similar(a) => cmd::similar::run(a, ui),
+        Command::Privacy(a) => cmd::privacy::run(a, ui),
     };
     if let Err(e) = result {
         // `{:#}` joins the context chain into one line.

@@ -51,6 +51,8 @@ pub struct Evaluation {
     pub coherence_per_topic: Vec<f64>,
     /// The fold-in chain used.
     pub foldin: FoldInOptions,
+    /// The differential-privacy guarantee of the model evaluated (`null` for an ordinary model).
+    pub privacy: Option<topos_privacy::Guarantee>,
 }
 
 /// Evaluates `model` (with its `phi`) on `heldout` documents; coherence is counted in the `train`
@@ -80,6 +82,7 @@ pub fn evaluate(
         coherence_mean: coherence.mean,
         coherence_per_topic: coherence.per_topic,
         foldin: opts.foldin,
+        privacy: model.privacy.clone(),
     })
 }
 

@@ -3,7 +3,7 @@
 //! Both are `topos_io` files (magic, version, payload length, XXH3 checksum; written atomically).
 //! All integers are little-endian.
 //!
-//! **`.tmod`, version 1** (magic `TOPOSMOD`), payload:
+//! **`.tmod`, version 2** (magic `TOPOSMOD`; the version written), payload:
 //!
 //! ```text
 //! hyperparameters  u32 K, f64 α, f64 β
@@ -12,7 +12,19 @@
 //! vocabulary       u32 V, then V × str                    (str = u32 byte length ‖ UTF-8)
 //! word-topic B     u64 Σ_vk B_vk, then for each word v = 0..V:
 //!                  u32 nnz, then nnz × (u16 topic, u32 count), topics strictly increasing
+//! privacy          u8 0 (no guarantee) or 1, then str: the differential-privacy
+//!                  guarantee (`topos_privacy::Guarantee`) as compact JSON
 //! ```
+//!
+//! **Version 1** is the same without the privacy section; it is still read (as a model without
+//! a guarantee), and `tests/fixtures/v1.tmod` keeps it so. The guarantee is JSON because it is
+//! a small record of named fields and enums that will grow (δ, other accountants); it must be
+//! exactly what `serde_json` writes for the parsed value (a canonical form), so that the file
+//! stays a pure function of the model, and it is validated like the rest (ε positive and
+//! finite, δ in [0, 1), at least one release, a positive token cap). A private model's counts
+//! are the last noisy release of training (`topos train --private`), never the training counts;
+//! its provenance withholds what would identify the data: seed, corpus checksum, and document
+//! and token counts are 0.
 //!
 //! B is stored sparsely because at large K most of V × K is zero (a word occurs in few topics;
 //! CuLDA_CGS §6.1.3 and EZLDA's hybrid storage make the same observation). The stored total lets
@@ -43,13 +55,13 @@ use topos_corpus::Vocabulary;
 use topos_io::{ByteReader, ByteWriter, FormatError, Kind};
 
 /// The model file's current format version.
-pub const MODEL_VERSION: u32 = 1;
+pub const MODEL_VERSION: u32 = 2;
 
 /// The model file kind.
 pub const MODEL_KIND: Kind = Kind {
     name: "Topos model",
     magic: *b"TOPOSMOD",
-    supported: &[1],
+    supported: &[1, 2],
     version_hint: "read it with the topos release that wrote it, or re-train the model",
 };
 
@@ -112,6 +124,9 @@ impl TopicModel {
                 ));
             }
         }
+        if let Some(g) = &self.privacy {
+            validate_guarantee(g)?;
+        }
         Ok(())
     }
 
@@ -163,6 +178,13 @@ impl TopicModel {
         for c in chunks {
             w.buf.extend_from_slice(&c);
         }
+        match &self.privacy {
+            None => w.u8(0),
+            Some(g) => {
+                w.u8(1);
+                w.str(&serde_json::to_string(g).expect("a guarantee serializes"));
+            }
+        }
         Ok(w.buf)
     }
 
@@ -196,15 +218,45 @@ impl TopicModel {
             what,
         };
         match checked.version {
-            1 => decode_model_v1(checked.payload, &malformed),
+            v @ (1 | 2) => decode_model(checked.payload, v, &malformed),
             v => Err(malformed(format!("no decoder for version {v}")).into()),
         }
     }
 }
 
-/// Decodes a version-1 model payload.
-fn decode_model_v1(
+/// The rules a recorded guarantee must satisfy, on writing and on reading.
+fn validate_guarantee(g: &topos_privacy::Guarantee) -> Result<(), String> {
+    if !(g.epsilon.is_finite() && g.epsilon > 0.0) {
+        return Err(format!(
+            "privacy guarantee: ε = {} is not a positive finite number",
+            g.epsilon
+        ));
+    }
+    if let Some(d) = g.delta {
+        if !(0.0..1.0).contains(&d) {
+            return Err(format!("privacy guarantee: δ = {d} is not in [0, 1)"));
+        }
+    }
+    if g.accountant.releases == 0 {
+        return Err("privacy guarantee: zero releases".into());
+    }
+    if let Some(s) = g.sensitivity {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(format!(
+                "privacy guarantee: sensitivity {s} is not a positive finite number"
+            ));
+        }
+    }
+    if g.max_doc_tokens == Some(0) {
+        return Err("privacy guarantee: documents capped at 0 tokens".into());
+    }
+    Ok(())
+}
+
+/// Decodes a version-1 or version-2 model payload (version 2 adds the privacy section).
+fn decode_model(
     payload: &[u8],
+    version: u32,
     malformed: &dyn Fn(String) -> FormatError,
 ) -> Result<TopicModel, ModelError> {
     let mut r = ByteReader::new(payload);
@@ -301,10 +353,35 @@ fn decode_model_v1(
             "word-topic counts sum to {total} but the file records {stored_total}"
         )));
     }
+    let privacy = if version >= 2 {
+        match r.u8("privacy section flag").map_err(bad)? {
+            0 => None,
+            1 => {
+                let json = r.str("privacy guarantee").map_err(bad)?;
+                let g: topos_privacy::Guarantee = serde_json::from_str(json)
+                    .map_err(|e| bad(format!("privacy guarantee: {e}")))?;
+                if serde_json::to_string(&g).ok().as_deref() != Some(json) {
+                    return Err(bad(
+                        "privacy guarantee is not in its canonical encoding".into()
+                    ));
+                }
+                validate_guarantee(&g).map_err(bad)?;
+                Some(g)
+            }
+            f => return Err(bad(format!("privacy section flag is {f}, expected 0 or 1"))),
+        }
+    } else {
+        None
+    };
     if r.remaining() != 0 {
         return Err(bad(format!(
-            "{} unexpected bytes after the word-topic counts",
-            r.remaining()
+            "{} unexpected bytes after the {}",
+            r.remaining(),
+            if version >= 2 {
+                "privacy section"
+            } else {
+                "word-topic counts"
+            }
         )));
     }
     Ok(TopicModel {
@@ -313,6 +390,7 @@ fn decode_model_v1(
         word_topic,
         topic_totals,
         provenance,
+        privacy,
     })
 }
 
@@ -445,7 +523,7 @@ mod tests {
         assert_eq!(m.to_file_bytes().unwrap(), first);
         // Sparse: 4 words × (4-byte nnz) + 5 non-zeros × 6 bytes, after the fixed part.
         let fixed = 32 + 4 + 8 + 8 + (4 + 3) + 4 + 8 * 4 + 4 + (4 * 4 + 5 + 4 + 5 + 5) + 8;
-        assert_eq!(first.len(), fixed + 4 * 4 + 5 * 6);
+        assert_eq!(first.len(), fixed + 4 * 4 + 5 * 6 + 1);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! * [`model`]: the in-memory model (word-topic counts B, hyperparameters, provenance) and the
 //!   document-topic counts A of the training documents.
-//! * [`mod@file`]: the `.tmod` model file and the `.doctopics` side file.
+//! * [`mod@file`]: the `.tmod` model file (version 2 records the differential-privacy
+//!   [`Guarantee`] of a privately trained model) and the `.doctopics` side file.
 //! * [`phi`]: B̂ = (B + β) / (n_k + Vβ) (SaberLDA Eq. 2) as a dense matrix, the form every
 //!   evaluation and inference routine reads.
 //! * [`topics`]: what a topic is about: top words and topic sizes.
@@ -39,6 +40,8 @@ pub use foldin::{FoldIn, FoldInOptions, FoldedDoc};
 pub use heldout::{heldout_log_likelihood, HeldOut};
 pub use infer::{doc_to_ids, infer, infer_dense, DocTheta, InferOptions, TopicWeight};
 pub use likelihood::log_likelihood_per_token;
+pub use model::privacy_line;
 pub use model::{DocTopics, HyperparameterError, Hyperparameters, Provenance, TopicModel};
 pub use phi::Phi;
 pub use topics::{summarize, top_word_ids, topic_sizes, TopWord, TopicSummary, TopicsReport};
+pub use topos_privacy::Guarantee;

@@ -87,6 +87,10 @@ pub struct TopicModel {
     /// `topic_totals[k]` = Σ_v word_topic[v, k].
     pub topic_totals: Vec<u64>,
     pub provenance: Provenance,
+    /// The differential-privacy guarantee of a model trained with `topos train --private`
+    /// (its counts are then a noisy release, not the training counts); `None` for an ordinary
+    /// model, which carries no privacy guarantee at all.
+    pub privacy: Option<topos_privacy::Guarantee>,
 }
 
 impl TopicModel {
@@ -118,7 +122,14 @@ impl TopicModel {
             word_topic,
             topic_totals,
             provenance,
+            privacy: None,
         }
+    }
+
+    /// The same model, recording the privacy guarantee its counts were released under.
+    pub fn with_privacy(mut self, guarantee: topos_privacy::Guarantee) -> Self {
+        self.privacy = Some(guarantee);
+        self
     }
 
     /// Number of topics K.
@@ -266,6 +277,16 @@ impl DocTopics {
             }
         }
         Ok(())
+    }
+}
+
+/// The one line every command that reads a model shows about its privacy: the guarantee of a
+/// model trained with `topos train --private`, or that there is none.
+pub fn privacy_line(guarantee: Option<&topos_privacy::Guarantee>) -> String {
+    match guarantee {
+        Some(g) => format!("privacy: {g}"),
+        None => "privacy: none (trained without --private; the counts are the training data's)"
+            .to_string(),
     }
 }
 

@@ -42,6 +42,8 @@ pub struct TopicsReport {
     pub hyperparameters: Hyperparameters,
     pub provenance: Provenance,
     pub num_words: usize,
+    /// The differential-privacy guarantee of a privately trained model (`null` otherwise).
+    pub privacy: Option<topos_privacy::Guarantee>,
     pub topics: Vec<TopicSummary>,
 }
 
@@ -184,6 +186,7 @@ pub fn summarize(model: &TopicModel, top: usize) -> TopicsReport {
         hyperparameters: model.hyper,
         provenance: model.provenance.clone(),
         num_words: model.num_words(),
+        privacy: model.privacy.clone(),
         topics,
     }
 }

@@ -7,9 +7,10 @@ use topos_corpus::Vocabulary;
 use topos_io::ByteWriter;
 use topos_model::file::{DOC_TOPICS_VERSION, MODEL_VERSION};
 use topos_model::{
-    doc_topics_path, DocTopics, Hyperparameters, Provenance, TopicModel, DOC_TOPICS_KIND,
-    MODEL_KIND,
+    doc_topics_path, DocTopics, Guarantee, Hyperparameters, Provenance, TopicModel,
+    DOC_TOPICS_KIND, MODEL_KIND,
 };
+use topos_privacy::Composition;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -58,16 +59,21 @@ fn fixture_doc_topics() -> DocTopics {
     a
 }
 
+/// The guarantee recorded in `tests/fixtures/v2-private.tmod`.
+fn fixture_guarantee() -> Guarantee {
+    Guarantee::discrete_laplace(1.0, Composition::Sequential, 101, 200.0).with_max_doc_tokens(200)
+}
+
 /// Rewrites the fixtures of the current version. A released version's fixture must never change:
 /// run this only when adding the fixture of a new version (then keep the old files).
 #[test]
 #[ignore = "writes tests/fixtures; run with --ignored only when adding a format version"]
-fn regenerate_v1_fixtures() {
-    assert_eq!(MODEL_VERSION, 1, "the writer no longer writes version 1");
-    let model = fixture("v1.tmod");
-    fixture_model().write(&model).unwrap();
-    fixture_doc_topics()
-        .write(&doc_topics_path(&model))
+fn regenerate_v2_fixtures() {
+    assert_eq!(MODEL_VERSION, 2, "the writer no longer writes version 2");
+    fixture_model().write(&fixture("v2.tmod")).unwrap();
+    fixture_model()
+        .with_privacy(fixture_guarantee())
+        .write(&fixture("v2-private.tmod"))
         .unwrap();
 }
 
@@ -85,23 +91,112 @@ fn reads_the_checked_in_v1_model() {
     assert_eq!(m.topic_totals, vec![21, 12, 17]);
     assert_eq!(m.provenance.algorithm, "cgs");
     assert_eq!(m.provenance.corpus_checksum, 0x0123_4567_89ab_cdef);
+    assert_eq!(m.privacy, None);
 
     let a = DocTopics::read(&doc_topics_path(&path)).unwrap();
     assert_eq!(a, fixture_doc_topics());
     assert_eq!(a.row(3), (&[1u16, 2][..], &[2u32, 12][..]));
 }
 
-/// While version 1 is the version written, the writer must reproduce the fixture byte for byte:
+/// While version 2 is the version written, the writer must reproduce its fixtures byte for byte:
 /// a change to these bytes is a format change and needs a new version (then this assertion moves
-/// to the new version's fixture and the v1 fixture keeps only the read test above).
+/// to the new version's fixtures and the v2 fixtures keep only the read tests).
 #[test]
 fn current_writer_reproduces_the_fixture_bytes() {
-    assert_eq!(MODEL_VERSION, 1);
+    assert_eq!(MODEL_VERSION, 2);
     assert_eq!(DOC_TOPICS_VERSION, 1);
-    let on_disk = std::fs::read(fixture("v1.tmod")).unwrap();
+    let on_disk = std::fs::read(fixture("v2.tmod")).unwrap();
     assert_eq!(fixture_model().to_file_bytes().unwrap(), on_disk);
+    let on_disk = std::fs::read(fixture("v2-private.tmod")).unwrap();
+    assert_eq!(
+        fixture_model()
+            .with_privacy(fixture_guarantee())
+            .to_file_bytes()
+            .unwrap(),
+        on_disk
+    );
     let on_disk = std::fs::read(fixture("v1.tmod.doctopics")).unwrap();
     assert_eq!(fixture_doc_topics().to_file_bytes().unwrap(), on_disk);
+}
+
+/// Version 2 is version 1 plus the privacy section: the same counts, with or without a
+/// guarantee, and a v1 file is read as a model without one.
+#[test]
+fn reads_the_checked_in_v2_models() {
+    let v1 = TopicModel::read(&fixture("v1.tmod")).unwrap();
+    let plain = TopicModel::read(&fixture("v2.tmod")).unwrap();
+    assert_eq!(plain, v1);
+    assert_eq!(plain.privacy, None);
+    let private = TopicModel::read(&fixture("v2-private.tmod")).unwrap();
+    assert_eq!(private.word_topic, v1.word_topic);
+    let g = private.privacy.clone().expect("the guarantee is read back");
+    assert_eq!(g, fixture_guarantee());
+    assert_eq!(
+        (g.epsilon, g.delta, g.max_doc_tokens),
+        (1.0, None, Some(200))
+    );
+    assert_eq!(g.accountant.releases, 101);
+    let line = topos_model::privacy_line(private.privacy.as_ref());
+    assert!(
+        line.starts_with("privacy: ε = 1-differential privacy"),
+        "{line}"
+    );
+    assert!(line.contains("capped at 200 tokens"), "{line}");
+    assert!(topos_model::privacy_line(None).contains("none"));
+    // Written again, it is byte-identical.
+    let dir = tempfile::tempdir().unwrap();
+    private.write(&dir.path().join("p.tmod")).unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join("p.tmod")).unwrap(),
+        std::fs::read(fixture("v2-private.tmod")).unwrap()
+    );
+}
+
+/// The privacy section is checked like the rest of the payload.
+#[test]
+fn refuses_a_bad_privacy_section() {
+    let good = std::fs::read(fixture("v2.tmod")).unwrap();
+    let base = &good[topos_io::HEADER_LEN..good.len() - 1];
+    let with = |tail: &[u8]| {
+        let mut p = base.to_vec();
+        p.extend_from_slice(tail);
+        rewrap(&MODEL_KIND, 2, &p)
+    };
+    let section = |json: &str| {
+        let mut w = ByteWriter::new();
+        w.u8(1);
+        w.str(json);
+        w.buf
+    };
+    let ok = serde_json::to_string(&fixture_guarantee()).unwrap();
+    assert!(TopicModel::from_file_bytes(&with(&section(&ok)), Path::new("ok.tmod")).is_ok());
+    let negative = ok.replace("\"epsilon\":1.0", "\"epsilon\":-1.0");
+    assert_ne!(negative, ok);
+    let zero = ok.replace("\"releases\":101", "\"releases\":0");
+    let cap = ok.replace("\"max_doc_tokens\":200", "\"max_doc_tokens\":0");
+    let spaced = ok.replace(',', ", ");
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (with(&[]), "privacy section flag needs 1 bytes"),
+        (with(&[2]), "privacy section flag is 2"),
+        (with(&section("{}")), "privacy guarantee: missing field"),
+        (with(&section(&negative)), "ε = -1 is not a positive"),
+        (with(&section(&zero)), "zero releases"),
+        (with(&section(&cap)), "capped at 0 tokens"),
+        (with(&section(&spaced)), "canonical"),
+        (with(&[0, 0]), "unexpected bytes after the privacy section"),
+    ];
+    for (bytes, expected) in cases {
+        let msg = model_error(&bytes);
+        assert!(msg.contains(expected), "expected {expected:?} in: {msg}");
+    }
+    // A guarantee that could not be read back is not written either.
+    let mut bad = fixture_guarantee();
+    bad.epsilon = f64::NAN;
+    let e = fixture_model()
+        .with_privacy(bad)
+        .to_file_bytes()
+        .unwrap_err();
+    assert!(e.to_string().contains("not a positive finite"), "{e}");
 }
 
 #[test]
@@ -145,9 +240,14 @@ fn doc_topics_error(bytes: &[u8]) -> String {
 
 #[test]
 fn refuses_other_versions_naming_them() {
-    for name in ["v1.tmod", "v1.tmod.doctopics"] {
+    for name in ["v1.tmod", "v2-private.tmod", "v1.tmod.doctopics"] {
         let good = std::fs::read(fixture(name)).unwrap();
-        for version in [0u32, 2, 77] {
+        let (future, reads) = if name.ends_with(".tmod") {
+            (3u32, "reads versions 1, 2")
+        } else {
+            (2, "reads versions 1")
+        };
+        for version in [0u32, future, 77] {
             let mut bytes = good.clone();
             bytes[8..12].copy_from_slice(&version.to_le_bytes());
             let msg = if name.ends_with(".tmod") {
@@ -156,7 +256,7 @@ fn refuses_other_versions_naming_them() {
                 doc_topics_error(&bytes)
             };
             assert!(msg.contains(&format!("version {version}")), "{msg}");
-            assert!(msg.contains("reads versions 1"), "{msg}");
+            assert!(msg.contains(reads), "{msg}");
         }
     }
 }
@@ -366,8 +466,8 @@ fn refuses_invalid_doc_topics_with_a_good_checksum() {
 }
 
 /// Re-wraps a damaged payload with a correct header, so the parser itself meets the damage.
-fn rewrap(kind: &topos_io::Kind, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = topos_io::header(kind, 1, payload).to_vec();
+fn rewrap(kind: &topos_io::Kind, version: u32, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = topos_io::header(kind, version, payload).to_vec();
     bytes.extend_from_slice(payload);
     bytes
 }
@@ -377,46 +477,57 @@ fn rewrap(kind: &topos_io::Kind, payload: &[u8]) -> Vec<u8> {
 /// panic, and what they accept must pass validation and re-encode to the same bytes.
 #[test]
 fn no_damage_to_the_payload_makes_a_reader_panic() {
-    let model = std::fs::read(fixture("v1.tmod")).unwrap();
-    let payload = &model[topos_io::HEADER_LEN..];
     let path = Path::new("damaged.tmod");
-    let mut accepted = 0;
-    for cut in 0..payload.len() {
-        let bytes = rewrap(&MODEL_KIND, &payload[..cut]);
-        let msg = TopicModel::from_file_bytes(&bytes, path)
-            .unwrap_err()
-            .to_string();
-        assert!(!msg.contains('\n'), "{msg}");
-    }
-    for i in 0..payload.len() {
-        for bit in 0..8 {
-            let mut damaged = payload.to_vec();
-            damaged[i] ^= 1 << bit;
-            let bytes = rewrap(&MODEL_KIND, &damaged);
-            if let Ok(m) = TopicModel::from_file_bytes(&bytes, path) {
-                m.validate().unwrap();
-                assert_eq!(m.to_file_bytes().unwrap(), bytes);
-                accepted += 1;
+    for (name, version) in [("v1.tmod", 1u32), ("v2-private.tmod", 2)] {
+        let model = std::fs::read(fixture(name)).unwrap();
+        let payload = &model[topos_io::HEADER_LEN..];
+        let mut accepted = 0;
+        for cut in 0..payload.len() {
+            let bytes = rewrap(&MODEL_KIND, version, &payload[..cut]);
+            let msg = TopicModel::from_file_bytes(&bytes, path)
+                .unwrap_err()
+                .to_string();
+            assert!(!msg.contains('\n'), "{msg}");
+        }
+        for i in 0..payload.len() {
+            for bit in 0..8 {
+                let mut damaged = payload.to_vec();
+                damaged[i] ^= 1 << bit;
+                let bytes = rewrap(&MODEL_KIND, version, &damaged);
+                if let Ok(m) = TopicModel::from_file_bytes(&bytes, path) {
+                    m.validate().unwrap();
+                    // The writer writes version 2: a v1 payload gains the empty privacy section.
+                    let mut expected = damaged.clone();
+                    if version == 1 {
+                        expected.push(0);
+                    }
+                    assert_eq!(
+                        &m.to_file_bytes().unwrap()[topos_io::HEADER_LEN..],
+                        &expected[..]
+                    );
+                    accepted += 1;
+                }
             }
         }
+        // Flips in α, β, provenance, word spellings and the guarantee's text are legitimate
+        // models; most flips are not.
+        assert!(
+            accepted > 0 && accepted < payload.len() * 8 / 2,
+            "{name}: {accepted}"
+        );
     }
-    // Flips in α, β, provenance and word spellings are legitimate models; most flips are not.
-    assert!(
-        accepted > 0 && accepted < payload.len() * 8 / 2,
-        "{accepted}"
-    );
 
     let side = std::fs::read(fixture("v1.tmod.doctopics")).unwrap();
     let payload = &side[topos_io::HEADER_LEN..];
     for cut in 0..payload.len() {
-        let bytes = rewrap(&DOC_TOPICS_KIND, &payload[..cut]);
+        let bytes = rewrap(&DOC_TOPICS_KIND, 1, &payload[..cut]);
         assert!(DocTopics::from_file_bytes(&bytes, path).is_err());
     }
     for i in 0..payload.len() {
         for bit in 0..8 {
             let mut damaged = payload.to_vec();
             damaged[i] ^= 1 << bit;
-            let bytes = rewrap(&DOC_TOPICS_KIND, &damaged);
+            let bytes = rewrap(&DOC_TOPICS_KIND, 1, &damaged);
             if let Ok(a) = DocTopics::from_file_bytes(&bytes, path) {
                 a.validate().unwrap();
             }

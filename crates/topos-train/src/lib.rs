@@ -7,6 +7,8 @@
 //!   partition, AD-LDA across partitions: the reference.
 //! * [`counts`]: the M-step, counts rebuilt from the assignments.
 //! * [`trainer`]: the loop that ties them together; [`checkpoint`]: resumable state.
+//! * [`private`]: differentially private training (`--private`): capped documents, every
+//!   iteration sampling from a noisy release of the word-topic counts; proof sketch there.
 //! * [`synthetic`]: corpora drawn from the LDA generative model with known topics.
 
 pub mod cgs;
@@ -17,10 +19,12 @@ pub mod fixed_sum;
 pub mod layout;
 pub mod loglik;
 pub mod memory;
+pub mod private;
 pub mod synthetic;
 pub mod trainer;
 
 pub use checkpoint::Checkpoint;
+pub use private::{PrivateOptions, Releases};
 pub use trainer::{
     default_partitions, Algorithm, IterationStats, TrainError, TrainOptions, Trainer,
 };

@@ -4,6 +4,7 @@
 use crate::checkpoint::Checkpoint;
 use crate::counts::{count_doc_topics, count_word_topics, WordTopics};
 use crate::layout::Layout;
+use crate::private::{longest_document, PrivateOptions, Releases};
 use crate::{cgs, esca, loglik};
 use rayon::prelude::*;
 use std::sync::OnceLock;
@@ -67,6 +68,12 @@ pub enum TrainError {
     CheckpointMismatch(String),
     #[error("could not start {0} worker threads: {1}")]
     ThreadPool(usize, String),
+    #[error("private training needs the esca sampler: cgs changes counts token by token inside a partition, so documents influence each other without a noisy release")]
+    PrivateNeedsEsca,
+    #[error("a training document has {found} tokens but private training was promised at most {cap} per document; cap the documents first")]
+    DocumentOverCap { found: usize, cap: u32 },
+    #[error("{0}")]
+    Privacy(#[from] topos_privacy::PrivacyError),
 }
 
 /// Partition count for a corpus. CGS results depend on it (AD-LDA merges partitions once per
@@ -105,6 +112,8 @@ pub struct Trainer<'a> {
     doc_topics: OnceLock<DocTopics>,
     word_topics: WordTopics,
     pool: rayon::ThreadPool,
+    /// Private runs only: the noisy releases, the only counts the sampler reads.
+    private: Option<Releases>,
 }
 
 impl<'a> Trainer<'a> {
@@ -214,7 +223,55 @@ impl<'a> Trainer<'a> {
             doc_topics,
             word_topics,
             pool,
+            private: None,
         })
+    }
+
+    /// Starts a differentially private run (see [`crate::private`]): ESCA only, every document
+    /// of `docs` at most `private.max_doc_tokens` tokens (cap them with
+    /// [`crate::private::cap_documents`]), every iteration sampling from a noisy release of the
+    /// word-topic counts, and the model the last release. The seed of `opts` is ignored: the
+    /// sampling key is drawn from `source` and never revealed, so runs are not reproducible.
+    pub fn new_private(
+        docs: Docs<'a>,
+        num_words: usize,
+        mut opts: TrainOptions,
+        private: PrivateOptions,
+        mut source: topos_privacy::NoiseSource,
+    ) -> Result<Self, TrainError> {
+        if opts.algorithm != Algorithm::Esca {
+            return Err(TrainError::PrivateNeedsEsca);
+        }
+        let longest = longest_document(docs);
+        if longest > private.max_doc_tokens as usize {
+            return Err(TrainError::DocumentOverCap {
+                found: longest,
+                cap: private.max_doc_tokens,
+            });
+        }
+        opts.seed = source.next_u64();
+        let releases = Releases::new(private, source)?;
+        let mut t = Self::new(docs, num_words, opts)?;
+        t.private = Some(releases);
+        if private.iterations == 0 {
+            t.release_final();
+        }
+        Ok(t)
+    }
+
+    /// The final release (of the current assignments), which becomes the model.
+    fn release_final(&mut self) {
+        if let Some(p) = self.private.as_mut() {
+            let b = &self.word_topics;
+            self.pool.install(|| {
+                p.release(b);
+            });
+        }
+    }
+
+    /// The releases of a private run; `None` for an ordinary run.
+    pub fn privacy(&self) -> Option<&Releases> {
+        self.private.as_ref()
     }
 
     /// Runs one iteration: the E-step over all partitions in parallel, then the M-step.
@@ -232,6 +289,7 @@ impl<'a> Trainer<'a> {
             pool,
             num_words,
             opts,
+            private,
             ..
         } = self;
         pool.install(|| {
@@ -242,7 +300,13 @@ impl<'a> Trainer<'a> {
             match opts.algorithm {
                 Algorithm::Esca => {
                     let a = doc_topics.get().expect("built above");
-                    let frozen = esca::Frozen::new(a, word_topics, h.alpha, h.beta);
+                    // A private run samples from a noisy release of B (with totals summed from
+                    // the release), never from B itself.
+                    let b: &WordTopics = match private.as_mut() {
+                        Some(p) => p.release(word_topics),
+                        None => word_topics,
+                    };
+                    let frozen = esca::Frozen::new(a, b, h.alpha, h.beta);
                     slices
                         .into_par_iter()
                         .zip(layout.partitions.par_iter())
@@ -274,6 +338,13 @@ impl<'a> Trainer<'a> {
             *word_topics = count_word_topics(layout, z, *num_words, h.num_topics);
         });
         self.iteration = next;
+        if self
+            .private
+            .as_ref()
+            .is_some_and(|p| p.options().iterations == next)
+        {
+            self.release_final();
+        }
         let seconds = start.elapsed().as_secs_f64();
         IterationStats {
             iteration: next,
@@ -282,7 +353,8 @@ impl<'a> Trainer<'a> {
         }
     }
 
-    /// Training log-likelihood per token under the current counts.
+    /// Training log-likelihood per token under the current counts (the true ones: for a private
+    /// run this is not private, and `topos train --private` does not compute it).
     pub fn log_likelihood(&self) -> f64 {
         let h = self.opts.hyper;
         self.pool.install(|| {
@@ -331,7 +403,14 @@ impl<'a> Trainer<'a> {
     }
 
     /// The state for `--resume`.
+    ///
+    /// # Panics
+    /// For a private run: a checkpoint holds the true assignments, which are never written.
     pub fn checkpoint(&self) -> Checkpoint {
+        assert!(
+            self.private.is_none(),
+            "a private run's assignments are private data: no checkpoint"
+        );
         let h = self.opts.hyper;
         Checkpoint {
             algorithm: self.opts.algorithm.name().to_string(),
@@ -346,13 +425,37 @@ impl<'a> Trainer<'a> {
         }
     }
 
-    /// The model as it stands.
+    /// The model as it stands. For a private run: the latest noisy release (after the last
+    /// iteration, the final one), never the true counts, with the run's guarantee and a
+    /// provenance that withholds seed, corpus checksum and document and token counts (all 0);
+    /// before the first iteration, all-zero counts (nothing released yet). No new noise is
+    /// drawn, so calling it costs no privacy.
     pub fn model(&self, vocab: Vocabulary) -> TopicModel {
         assert_eq!(
             vocab.len(),
             self.num_words,
             "vocabulary does not match the corpus"
         );
+        if let Some(p) = &self.private {
+            let dense = match p.latest() {
+                Some(b) => self.pool.install(|| b.to_dense()),
+                None => vec![0; self.num_words * self.opts.hyper.k()],
+            };
+            return TopicModel::from_counts(
+                vocab,
+                self.opts.hyper,
+                dense,
+                Provenance {
+                    algorithm: self.opts.algorithm.name().to_string(),
+                    iterations: self.iteration,
+                    seed: 0,
+                    corpus_checksum: 0,
+                    num_docs: 0,
+                    num_tokens: 0,
+                },
+            )
+            .with_privacy(p.guarantee());
+        }
         let dense = self.pool.install(|| self.word_topics.to_dense());
         TopicModel::from_counts(
             vocab,

@@ -78,6 +78,8 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         bail!("the corpus has no held-out documents; prepare it with --holdout (e.g. 0.1)");
     }
     let phi = Phi::from_model(&model)?;
+    // A private model never has the side file (it is per-document private state); without it
+    // the training log-likelihood is simply not reported.
     let doc_topics_file = topos_model::doc_topics_path(&args.model);
     let doc_topics = if doc_topics_file.exists() {
         Some(DocTopics::read(&doc_topics_file)?)
@@ -102,6 +104,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     )
     .context("evaluation failed")?;
     ui.result(&e, || {
+        println!("{}", topos_model::privacy_line(e.privacy.as_ref()));
         println!(
             "held-out log-likelihood per token: {:.4} (perplexity {:.1}) over {} documents, {} scored tokens",
             e.heldout_ll_per_token, e.perplexity, e.heldout_docs, e.heldout_tokens_scored

@@ -71,6 +71,8 @@ fn read_lines(input: &Path) -> Result<Vec<String>> {
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     let model = TopicModel::read(&args.model)?;
+    // On stderr, so the documents' rows on stdout stay one format.
+    ui.info(topos_model::privacy_line(model.privacy.as_ref()));
     let tokenizer = Tokenizer::new(&TokenizerOptions {
         stem: args.stem,
         ..TokenizerOptions::default()

@@ -27,19 +27,27 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     }
     ui.result(&report, || {
         let p = &report.provenance;
+        let run = if report.privacy.is_some() {
+            // A private model withholds its seed (secret) and the corpus's sizes (data).
+            format!(
+                "{} for {} iterations (secret seed; document and token counts withheld)",
+                p.algorithm, p.iterations
+            )
+        } else {
+            format!(
+                "{} for {} iterations (seed {}) on {} documents, {} tokens",
+                p.algorithm, p.iterations, p.seed, p.num_docs, p.num_tokens
+            )
+        };
         println!(
-            "{}: {} topics over {} words; {} for {} iterations (seed {}) on {} documents, {} tokens; alpha = {}, beta = {}",
+            "{}: {} topics over {} words; {run}; alpha = {}, beta = {}",
             args.model.display(),
             report.hyperparameters.num_topics,
             report.num_words,
-            p.algorithm,
-            p.iterations,
-            p.seed,
-            p.num_docs,
-            p.num_tokens,
             report.hyperparameters.alpha,
             report.hyperparameters.beta
         );
+        println!("{}", topos_model::privacy_line(report.privacy.as_ref()));
         print_report(&report);
     })
 }

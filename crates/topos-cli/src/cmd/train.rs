@@ -63,6 +63,28 @@ pub struct Args {
     /// Also save the training documents' topic counts beside the model.
     #[arg(long)]
     pub doc_topics: bool,
+    /// Differentially private training: the model file is ε-differentially private with
+    /// respect to adding or removing one training document.
+    ///
+    /// Every training document is cut to its first --max-doc-tokens tokens (in memory; the
+    /// corpus file is untouched). Before every iteration the word-topic counts are released with
+    /// discrete Laplace noise of scale L·(T+1)/ε (L the cap, T the iterations) and the ESCA
+    /// sampler reads only that release; the model written is one more release after the last
+    /// iteration: T + 1 releases at ε/(T+1) each, composed sequentially. The guarantee is
+    /// recorded in the model and shown by topics, eval and infer. Requires --epsilon,
+    /// --max-doc-tokens and --algo esca; refuses --checkpoint-every, --resume and --doc-topics
+    /// (they would write per-document private state). NOT reproducible: noise and the sampling
+    /// key come from the operating system, and --seed is ignored. If the corpus has a privacy
+    /// budget (`topos privacy budget`), ε is charged to it first and an over-budget run is
+    /// refused; without one the run is not charged anywhere. Expect little utility at small ε.
+    #[arg(long, verbatim_doc_comment)]
+    pub private: bool,
+    /// Total ε of a --private run.
+    #[arg(long)]
+    pub epsilon: Option<f64>,
+    /// Per-document token cap L of a --private run (documents keep their first L tokens).
+    #[arg(long)]
+    pub max_doc_tokens: Option<u32>,
 }
 
 /// One evaluation point, as written to `--log`.
@@ -90,10 +112,102 @@ pub struct Summary {
     pub train_tokens: u64,
     pub seconds: f64,
     pub tokens_per_second: f64,
-    pub train_ll: f64,
+    /// Training log-likelihood per token (not computed for a private run: it reads the true
+    /// assignments).
+    pub train_ll: Option<f64>,
     pub heldout_ll: Option<f64>,
     pub heldout_perplexity: Option<f64>,
     pub estimated_memory_bytes: u64,
+    /// The guarantee of a `--private` run (`null` otherwise).
+    pub privacy: Option<topos_model::Guarantee>,
+    /// Noise scale per count of every release of a `--private` run, L·(T+1)/ε.
+    pub noise_scale: Option<f64>,
+    /// How a `--private` run was accounted against the corpus's privacy budget.
+    pub ledger: Option<LedgerStatus>,
+}
+
+/// Where a private run's ε was charged.
+#[derive(Serialize, Debug, Clone)]
+pub struct LedgerStatus {
+    /// The ledger file, or `null` when the corpus has no budget (nothing was charged).
+    pub path: Option<String>,
+    pub charged: bool,
+    pub spent: Option<f64>,
+    pub remaining: Option<f64>,
+    pub total: Option<f64>,
+}
+
+/// The checked settings of a private run.
+struct PrivateRun {
+    options: topos_train::PrivateOptions,
+}
+
+/// Refuses what a private run cannot do, each with one line.
+fn check_private(args: &Args, algorithm: Algorithm) -> Result<Option<PrivateRun>> {
+    if !args.private {
+        if args.epsilon.is_some() || args.max_doc_tokens.is_some() {
+            bail!("--epsilon and --max-doc-tokens belong to --private training; add --private");
+        }
+        return Ok(None);
+    }
+    if algorithm != Algorithm::Esca {
+        bail!("--private needs --algo esca: cgs changes counts token by token inside a partition, so documents influence each other without a noisy release");
+    }
+    let Some(eps) = args.epsilon else {
+        bail!("--private needs --epsilon (the total privacy budget of the run, e.g. 1.0)");
+    };
+    let epsilon = topos_privacy::Epsilon::new(eps)
+        .map_err(|_| anyhow::anyhow!("--epsilon must be a positive finite number, got {eps}"))?;
+    let cap = match args.max_doc_tokens {
+        None => bail!("--private needs --max-doc-tokens (the per-document token cap L, e.g. 500)"),
+        Some(0) => bail!("--max-doc-tokens must be at least 1, got 0"),
+        Some(l) => l,
+    };
+    if args.checkpoint_every > 0 || args.resume {
+        bail!("--private cannot write or resume checkpoints: they hold every token's true topic, which is private data");
+    }
+    if args.doc_topics {
+        bail!("--private cannot write --doc-topics: the training documents' topic counts are private data");
+    }
+    let options = topos_train::PrivateOptions {
+        epsilon,
+        max_doc_tokens: cap,
+        iterations: args.iters,
+    };
+    // Calibrate now, so an ε the exact sampler cannot represent is refused before anything.
+    topos_train::Releases::new(options, topos_privacy::NoiseSource::insecure_seeded(0))?;
+    Ok(Some(PrivateRun { options }))
+}
+
+/// Charges a private run to the corpus's ledger if it has one (refusing an over-budget run);
+/// without a ledger nothing is charged.
+fn charge_ledger(args: &Args, corpus: &Corpus, run: &PrivateRun) -> Result<LedgerStatus> {
+    let path = topos_privacy::ledger::ledger_path(&args.corpus);
+    if !path.exists() {
+        return Ok(LedgerStatus {
+            path: None,
+            charged: false,
+            spent: None,
+            remaining: None,
+            total: None,
+        });
+    }
+    let o = &run.options;
+    let query = format!(
+        "train --private -k {} --iters {} --epsilon {} --max-doc-tokens {}",
+        args.topics,
+        o.iterations,
+        o.epsilon.get(),
+        o.max_doc_tokens
+    );
+    let ledger = topos_privacy::Ledger::charge(&args.corpus, corpus.checksum(), &query, o.epsilon)?;
+    Ok(LedgerStatus {
+        path: Some(ledger.path().display().to_string()),
+        charged: true,
+        spent: Some(ledger.spent()),
+        remaining: Some(ledger.remaining()),
+        total: Some(ledger.total()),
+    })
 }
 
 impl Args {
@@ -138,10 +252,31 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             summary.seconds,
             summary.tokens_per_second / 1e6
         );
-        print!("training log-likelihood per token {:.4}", summary.train_ll);
-        match (summary.heldout_ll, summary.heldout_perplexity) {
-            (Some(ll), Some(p)) => println!("; held-out {ll:.4} (perplexity {p:.1})"),
-            _ => println!(),
+        let mut parts = Vec::new();
+        if let Some(ll) = summary.train_ll {
+            parts.push(format!("training log-likelihood per token {ll:.4}"));
+        }
+        if let (Some(ll), Some(p)) = (summary.heldout_ll, summary.heldout_perplexity) {
+            parts.push(format!("held-out {ll:.4} (perplexity {p:.1})"));
+        }
+        if !parts.is_empty() {
+            println!("{}", parts.join("; "));
+        }
+        if let Some(g) = &summary.privacy {
+            println!("{}", topos_model::privacy_line(Some(g)));
+            if let Some(b) = summary.noise_scale {
+                println!("noise: discrete Laplace of scale {b:.4} added to every word-topic count of every release");
+            }
+            match &summary.ledger {
+                Some(LedgerStatus {
+                    path: Some(p),
+                    spent: Some(s),
+                    remaining: Some(r),
+                    total: Some(t),
+                    ..
+                }) => println!("charged to {p}: spent ε = {s} of {t}, remaining ε = {r}"),
+                _ => println!("no privacy budget is set for this corpus: nothing was charged (set one with `topos privacy budget`)"),
+            }
         }
     })
 }
@@ -150,7 +285,12 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
 pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
     let algorithm = Algorithm::from_name(&args.algo).context("unknown algorithm")?;
     let hyper = Hyperparameters::new(args.topics, args.alpha, Some(args.beta))?;
-    let docs = corpus.train();
+    let private = check_private(args, algorithm)?;
+    // A private run trains on the documents cut to the cap (built in memory).
+    let capped = private
+        .as_ref()
+        .map(|p| topos_train::private::cap_documents(corpus.train(), p.options.max_doc_tokens));
+    let docs = capped.as_ref().map_or_else(|| corpus.train(), |c| c.view());
     let output = args.output_path();
     let threads = if args.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -185,16 +325,29 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         algorithm.name(),
         threads
     ));
+    // A private run also holds each release: a dense V × K copy to add noise to (4 bytes a
+    // cell) and the noisy counts as sparse rows (6 bytes a non-zero; noise fills most cells).
+    let private_bytes = if private.is_some() {
+        corpus.vocab().len() as u64 * u64::from(args.topics) * 10
+    } else {
+        0
+    };
+    let needed = estimate.total() + private_bytes;
     ui.info(format!(
-        "memory needed: about {} ({})",
-        Bytes(estimate.total()),
-        estimate.describe()
+        "memory needed: about {} ({}{})",
+        Bytes(needed),
+        estimate.describe(),
+        if private_bytes > 0 {
+            format!(", noisy releases {}", Bytes(private_bytes))
+        } else {
+            String::new()
+        }
     ));
     if let Some(avail) = topos_model::mem::available_memory() {
-        if estimate.total() > avail {
+        if needed > avail {
             bail!(
                 "this run needs about {} but only {} is available; use fewer topics (-k) or a smaller corpus",
-                Bytes(estimate.total()),
+                Bytes(needed),
                 Bytes(avail)
             );
         }
@@ -208,7 +361,27 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         partitions: args.partitions,
         corpus_checksum: corpus.checksum(),
     };
-    let mut trainer = if let Some(ckpt) = checkpoint {
+    let ledger = match &private {
+        Some(p) => Some(charge_ledger(args, corpus, p)?),
+        None => None,
+    };
+    let mut trainer = if let Some(p) = &private {
+        let source = topos_privacy::NoiseSource::from_os()?;
+        let o = &p.options;
+        ui.info(format!(
+            "private: ε = {} over {} releases (ε = {:.6} each), documents capped at {} tokens, noise scale {:.3} per count; {}",
+            o.epsilon.get(),
+            o.releases(),
+            o.epsilon_per_release(),
+            o.max_doc_tokens,
+            f64::from(o.max_doc_tokens) / o.epsilon_per_release(),
+            match &ledger {
+                Some(LedgerStatus { path: Some(path), .. }) => format!("charged to {path}"),
+                _ => "no privacy budget set for this corpus, nothing charged".to_string(),
+            }
+        ));
+        Trainer::new_private(docs, corpus.vocab().len(), opts, p.options, source)?
+    } else if let Some(ckpt) = checkpoint {
         let t = Trainer::resume(docs, corpus.vocab().len(), opts, ckpt)?;
         ui.info(format!(
             "resuming from {} at iteration {}",
@@ -262,7 +435,9 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         let it = stats.iteration;
         let is_last = it == args.iters;
         let due = |every: u32| every > 0 && it % every == 0;
-        let train_ll = (due(args.eval_every) || is_last).then(|| trainer.log_likelihood());
+        // The training log-likelihood reads the true assignments: never for a private run.
+        let train_ll = (private.is_none() && (due(args.eval_every) || is_last))
+            .then(|| trainer.log_likelihood());
         let heldout_ll = if has_heldout && due(heldout_every) {
             Some(
                 crate::cmd::eval::heldout_ll(
@@ -312,8 +487,9 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
             .write(&topos_model::doc_topics_path(&output))?;
     }
     let train_ll = match last_ll {
-        Some(l) => l,
-        None => trainer.log_likelihood(),
+        Some(l) => Some(l),
+        None if private.is_none() => Some(trainer.log_likelihood()),
+        None => None,
     };
     let heldout_ll = match final_heldout {
         Some(ll) => Some(ll),
@@ -340,6 +516,9 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         train_ll,
         heldout_ll,
         heldout_perplexity,
-        estimated_memory_bytes: estimate.total(),
+        estimated_memory_bytes: needed,
+        privacy: model.privacy.clone(),
+        noise_scale: trainer.privacy().map(|p| p.scale()),
+        ledger,
     })
 }

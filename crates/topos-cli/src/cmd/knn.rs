@@ -1,0 +1,445 @@
+//! `topos knn`: every document's k nearest documents over bag-of-words rows of a corpus file
+//! (counts, TF-IDF or binary, optionally L1- or L2-normalized), by any of the 15 distances of
+//! `topos-distance`. Also the shared plumbing of `topos similar`: metric and device options, the
+//! thread pool, batched search with a progress bar, and JSONL/CSV output written atomically.
+
+use crate::ui::Ui;
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::io::Write;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use topos_corpus::{Corpus, Docs};
+use topos_distance::{backend, CsrMatrix, Device, Metric, PreparedIndex, RowNorm};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Corpus file: its training documents are the index (and the queries, unless --queries or
+    /// --heldout).
+    pub corpus: PathBuf,
+    /// Search for the documents of this corpus (its training documents, or its held-out ones
+    /// with --heldout); words are matched to the index corpus's vocabulary by spelling.
+    #[arg(long)]
+    pub queries: Option<PathBuf>,
+    /// Use held-out documents as queries (of --queries if given, else of CORPUS).
+    #[arg(long)]
+    pub heldout: bool,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Row values: counts, tfidf (count × (ln((1 + N)/(1 + df)) + 1), df over the index
+    /// documents) or binary.
+    #[arg(long, default_value = "counts", value_parser = ["counts", "tfidf", "binary"])]
+    pub weighting: String,
+    /// Row normalization after weighting: none, l1 (rows sum to 1) or l2 (unit length).
+    #[arg(long, default_value = "none", value_parser = ["none", "l1", "l2"])]
+    pub norm: String,
+    /// Keep each document as a candidate for itself (by default a document is not its own
+    /// neighbour when the queries are the index documents).
+    #[arg(long)]
+    pub include_self: bool,
+}
+
+/// Options shared by `knn` and `similar`.
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// Neighbours per query.
+    #[arg(short, default_value_t = 10)]
+    pub k: usize,
+    /// Distance: correlation, cosine, dice, dot-product, euclidean, canberra, chebyshev,
+    /// hamming, hellinger, jaccard, jensen-shannon, kl-divergence, manhattan, minkowski (with
+    /// --p), russell-rao.
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// Minkowski's exponent p (≥ 1).
+    #[arg(long)]
+    pub p: Option<f64>,
+    /// Where to compute: cpu (or cuda, which this build does not have yet).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Worker threads (0 = all cores); results do not depend on it.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Queries per batch (memory is bounded by the batch, never by queries × documents).
+    #[arg(long, default_value_t = 1024)]
+    pub batch: usize,
+    /// Output format: jsonl (one line per query) or csv (one line per neighbour).
+    #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "csv"])]
+    pub format: String,
+    /// Write here (atomically) instead of stdout.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+impl SearchArgs {
+    /// The metric from --metric and --p (`default` when --metric is absent).
+    pub fn metric(&self, default: Metric) -> Result<Metric> {
+        let metric = match (&self.metric, self.p) {
+            (None, None) => default,
+            (None, Some(_)) => bail!("--p is Minkowski's exponent: use it with --metric minkowski"),
+            (Some(name), Some(p)) if name.trim().eq_ignore_ascii_case("minkowski") => {
+                Metric::minkowski(p)?
+            }
+            (Some(_), Some(_)) => {
+                bail!("--p is Minkowski's exponent: use it with --metric minkowski")
+            }
+            (Some(name), None) => name.parse()?,
+        };
+        Ok(metric)
+    }
+
+    /// Checks what can be checked before loading anything: k, batch, device.
+    pub fn validate(&self) -> Result<Device> {
+        if self.k == 0 {
+            bail!("-k must be at least 1");
+        }
+        if self.batch == 0 {
+            bail!("--batch must be at least 1");
+        }
+        let device: Device = self.device.parse()?;
+        backend(device)?;
+        Ok(device)
+    }
+}
+
+/// One neighbour in the output.
+#[derive(Serialize)]
+pub struct Neighbour {
+    pub doc: u64,
+    pub distance: f32,
+}
+
+/// Where results go: a file written atomically or stdout, as JSONL or CSV.
+pub struct Output {
+    file: Option<topos_io::AtomicFile>,
+    csv: bool,
+    buf: Vec<u8>,
+}
+
+impl Output {
+    pub fn open(path: Option<&Path>, format: &str) -> Result<Output> {
+        let file = match path {
+            Some(p) => Some(
+                topos_io::AtomicFile::create(p)
+                    .with_context(|| format!("cannot write {}", p.display()))?,
+            ),
+            None => None,
+        };
+        let mut out = Output {
+            file,
+            csv: format == "csv",
+            buf: Vec::new(),
+        };
+        if out.csv {
+            writeln!(out.buf, "query,rank,neighbor,distance")?;
+        }
+        Ok(out)
+    }
+
+    /// Appends one query's neighbours; `query` is a document id or a label (JSON value).
+    pub fn push(&mut self, query: &serde_json::Value, neighbours: &[Neighbour]) -> Result<()> {
+        if self.csv {
+            let q = match query {
+                serde_json::Value::String(s) => format!("\"{}\"", s.replace('"', "\"\"")),
+                other => other.to_string(),
+            };
+            for (rank, n) in neighbours.iter().enumerate() {
+                writeln!(self.buf, "{q},{},{},{}", rank + 1, n.doc, n.distance)?;
+            }
+        } else {
+            #[derive(Serialize)]
+            struct Line<'a> {
+                query: &'a serde_json::Value,
+                neighbors: &'a [Neighbour],
+            }
+            serde_json::to_writer(
+                &mut self.buf,
+                &Line {
+                    query,
+                    neighbors: neighbours,
+                },
+            )?;
+            self.buf.push(b'\n');
+        }
+        Ok(())
+    }
+
+    /// Writes what is buffered (called once per batch, so memory stays bounded).
+    pub fn flush(&mut self) -> Result<()> {
+        match &mut self.file {
+            Some(f) => f.write_all(&self.buf)?,
+            None => std::io::stdout().lock().write_all(&self.buf)?,
+        }
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Flushes and, for a file, renames it into place.
+    pub fn finish(mut self) -> Result<()> {
+        self.flush()?;
+        if let Some(f) = self.file.take() {
+            f.commit()?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `f` on a pool of `threads` workers (0: all cores).
+pub fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    let mut b = rayon::ThreadPoolBuilder::new();
+    if threads > 0 {
+        b = b.num_threads(threads);
+    }
+    b.build().context("cannot start worker threads")?.install(f)
+}
+
+/// Searches the rows `rows` of `queries` in batches against a prepared index, with a progress
+/// bar, and writes each query's neighbours (`index_ids[row]` as document ids) to `out`.
+/// `query_label(i)` names query row i in the output; `exclude_self` skips index row i for
+/// query row i.
+#[allow(clippy::too_many_arguments)]
+pub fn search(
+    prepared: &dyn PreparedIndex,
+    queries: &CsrMatrix,
+    rows: Range<usize>,
+    k: usize,
+    batch: usize,
+    exclude_self: bool,
+    index_ids: &[u64],
+    query_label: impl Fn(usize) -> serde_json::Value,
+    out: &mut Output,
+    ui: Ui,
+) -> Result<()> {
+    let bar = ui.bar(
+        rows.len() as u64,
+        "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} queries ({per_sec}, eta {eta})",
+    );
+    let mut start = rows.start;
+    while start < rows.end {
+        let end = (start + batch).min(rows.end);
+        let nn = prepared.knn(queries, start..end, k, exclude_self)?;
+        for i in 0..nn.len() {
+            let (idx, dist) = nn.row(i);
+            let list: Vec<Neighbour> = idx
+                .iter()
+                .zip(dist)
+                .map(|(&r, &d)| Neighbour {
+                    doc: index_ids[r as usize],
+                    distance: d,
+                })
+                .collect();
+            out.push(&query_label(start + i), &list)?;
+        }
+        out.flush()?;
+        bar.set_position((end - rows.start) as u64);
+        start = end;
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// Bag-of-words rows of `docs` (word ids below `n_words`): counts of each word, columns sorted.
+/// `map` translates the documents' word ids into the index vocabulary (None: dropped).
+pub fn bag_of_words(
+    docs: Docs,
+    n_words: usize,
+    map: Option<&[Option<u32>]>,
+) -> Result<(CsrMatrix, u64)> {
+    let mut offsets = Vec::with_capacity(docs.len() + 1);
+    offsets.push(0u64);
+    let (mut indices, mut values) = (Vec::new(), Vec::new());
+    let mut dropped = 0u64;
+    let mut ids: Vec<u32> = Vec::new();
+    for doc in docs.iter() {
+        ids.clear();
+        match map {
+            Some(m) => {
+                for &w in doc {
+                    match m.get(w as usize).copied().flatten() {
+                        Some(v) => ids.push(v),
+                        None => dropped += 1,
+                    }
+                }
+            }
+            None => ids.extend_from_slice(doc),
+        }
+        ids.sort_unstable();
+        let mut i = 0;
+        while i < ids.len() {
+            let w = ids[i];
+            let mut j = i;
+            while j < ids.len() && ids[j] == w {
+                j += 1;
+            }
+            if w as usize >= n_words {
+                bail!("word id {w} is outside the vocabulary of {n_words} words");
+            }
+            indices.push(w);
+            values.push((j - i) as f32);
+            i = j;
+        }
+        offsets.push(indices.len() as u64);
+    }
+    Ok((CsrMatrix::new(n_words, offsets, indices, values)?, dropped))
+}
+
+/// Applies the weighting (idf from `index`'s document frequencies) and normalization in place.
+fn weight(m: CsrMatrix, idf: Option<&[f32]>, binary: bool, norm: &str) -> Result<CsrMatrix> {
+    let (n_cols, offsets, indices, mut values) = m.into_parts();
+    if binary {
+        values.iter_mut().for_each(|v| *v = 1.0);
+    }
+    if let Some(idf) = idf {
+        for (v, &c) in values.iter_mut().zip(&indices) {
+            *v *= idf[c as usize];
+        }
+    }
+    let mut m = CsrMatrix::new(n_cols, offsets, indices, values)?;
+    match norm {
+        "l1" => m.normalize_rows(RowNorm::L1),
+        "l2" => m.normalize_rows(RowNorm::L2),
+        _ => {}
+    }
+    Ok(m)
+}
+
+/// Smoothed inverse document frequency over the rows of `m`: ln((1 + N)/(1 + df)) + 1 (> 0,
+/// so no weight becomes a stored zero).
+fn idf(m: &CsrMatrix) -> Vec<f32> {
+    let mut df = vec![0u64; m.n_cols()];
+    for &c in m.indices() {
+        df[c as usize] += 1;
+    }
+    let n = m.n_rows() as f64;
+    df.iter()
+        .map(|&d| (((1.0 + n) / (1.0 + d as f64)).ln() + 1.0) as f32)
+        .collect()
+}
+
+pub fn run(args: Args, ui: Ui) -> Result<()> {
+    let device = args.search.validate()?;
+    let metric = args.search.metric(Metric::Cosine)?;
+    let t0 = Instant::now();
+    let corpus = Corpus::open(&args.corpus)?;
+    let n_words = corpus.vocab().len();
+    let (counts, _) = bag_of_words(corpus.train(), n_words, None)?;
+    if counts.n_rows() == 0 {
+        bail!(
+            "{} has no training documents to search",
+            args.corpus.display()
+        );
+    }
+    let other = match &args.queries {
+        Some(p) => Some(Corpus::open(p)?),
+        None => None,
+    };
+    let same_docs = other.is_none() && !args.heldout;
+    let (query_counts, query_ids, dropped) = if same_docs {
+        (None, corpus.train_ids().to_vec(), 0)
+    } else {
+        let qc = other.as_ref().unwrap_or(&corpus);
+        let (docs, ids) = if args.heldout {
+            (qc.heldout(), qc.heldout_ids())
+        } else {
+            (qc.train(), qc.train_ids())
+        };
+        if docs.is_empty() {
+            bail!(
+                "no {} documents to use as queries",
+                if args.heldout { "held-out" } else { "training" }
+            );
+        }
+        let map: Option<Vec<Option<u32>>> = other.as_ref().map(|o| {
+            o.vocab()
+                .words()
+                .iter()
+                .map(|w| corpus.vocab().id(w))
+                .collect()
+        });
+        let (m, dropped) = bag_of_words(docs, n_words, map.as_deref())?;
+        (Some(m), ids.to_vec(), dropped)
+    };
+    let idf_w = (args.weighting == "tfidf").then(|| idf(&counts));
+    let binary = args.weighting == "binary";
+    let index = weight(counts, idf_w.as_deref(), binary, &args.norm)?;
+    let queries = match query_counts {
+        Some(q) => weight(q, idf_w.as_deref(), binary, &args.norm)?,
+        None => index.clone(),
+    };
+    let exclude_self = same_docs && !args.include_self;
+    ui.info(format!(
+        "{} queries x {} documents, {} words, {} non-zeros; {metric}, {} weighting, norm {}{}",
+        queries.n_rows(),
+        index.n_rows(),
+        n_words,
+        index.nnz(),
+        args.weighting,
+        args.norm,
+        if dropped > 0 {
+            format!("; {dropped} query tokens not in the index vocabulary dropped")
+        } else {
+            String::new()
+        }
+    ));
+    let k = args.search.k;
+    let max = index.n_rows() - usize::from(exclude_self);
+    if k > max {
+        bail!(
+            "-k {k} is more than the {max} candidate documents{}",
+            if exclude_self {
+                " (a document is not its own neighbour; --include-self counts it)"
+            } else {
+                ""
+            }
+        );
+    }
+    let mut out = Output::open(args.search.output.as_deref(), &args.search.format)?;
+    let index_ids = corpus.train_ids();
+    with_threads(args.search.threads, || {
+        let engine = backend(device)?;
+        let prepared = engine.prepare(&index, metric)?;
+        search(
+            prepared.as_ref(),
+            &queries,
+            0..queries.n_rows(),
+            k,
+            args.search.batch,
+            exclude_self,
+            index_ids,
+            |i| serde_json::Value::from(query_ids[i]),
+            &mut out,
+            ui,
+        )
+    })?;
+    out.finish()?;
+    let secs = t0.elapsed().as_secs_f64();
+    #[derive(Serialize)]
+    struct Summary<'a> {
+        queries: usize,
+        documents: usize,
+        k: usize,
+        metric: String,
+        seconds: f64,
+        output: Option<&'a Path>,
+    }
+    let summary = Summary {
+        queries: queries.n_rows(),
+        documents: index.n_rows(),
+        k,
+        metric: metric.to_string(),
+        seconds: secs,
+        output: args.search.output.as_deref(),
+    };
+    if let Some(p) = &args.search.output {
+        ui.result(&summary, || {
+            println!(
+                "{} queries x {k} neighbours ({metric}) in {secs:.2} s -> {}",
+                summary.queries,
+                p.display()
+            )
+        })?;
+    } else {
+        ui.info(format!("{} queries in {secs:.2} s", summary.queries));
+    }
+    Ok(())
+}

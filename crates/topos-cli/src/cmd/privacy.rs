@@ -1,0 +1,299 @@
+//! `topos privacy`: differential privacy on a corpus (thesis chapter 3, `topos-privacy`).
+//!
+//! * `budget CORPUS --total E` sets the total ε of a corpus (its ledger, `CORPUS.ledger`);
+//! * `ledger CORPUS` shows what is spent and left;
+//! * `query CORPUS --epsilon E --count-docs-with WORD --histogram doc-length:0,50,200` answers
+//!   count queries with discrete Laplace noise, charging E to the ledger first (refused, with
+//!   nothing released, when it would exceed the total);
+//! * `allocate budget.toml` prints the optimal split of an ε across sub-queries (MDMM).
+
+use crate::ui::Ui;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use topos_corpus::Corpus;
+use topos_privacy::allocate::{Allocation, Problem};
+use topos_privacy::ledger::{Charge, Ledger};
+use topos_privacy::mdmm::MdmmOptions;
+use topos_privacy::query::{self, Answer, CountQuery};
+use topos_privacy::{Composition, Epsilon, Guarantee, NoiseSource};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Sub,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Sub {
+    /// Set the total privacy budget ε of a corpus (creates its ledger, CORPUS.ledger).
+    Budget(BudgetArgs),
+    /// Show a corpus's privacy budget: total, spent, remaining, and every charge.
+    Ledger(LedgerArgs),
+    /// Answer count queries with differential privacy, charging the corpus's budget.
+    Query(QueryArgs),
+    /// Optimal split of ε across sub-queries, with constraints (MDMM), from a budget.toml.
+    Allocate(AllocateArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BudgetArgs {
+    /// Corpus file.
+    pub corpus: PathBuf,
+    /// Total ε every query on this corpus together may spend.
+    #[arg(long, allow_negative_numbers = true)]
+    pub total: f64,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LedgerArgs {
+    /// Corpus file.
+    pub corpus: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct QueryArgs {
+    /// Corpus file.
+    pub corpus: PathBuf,
+    /// ε of this call, split evenly over its sub-queries and charged to the ledger.
+    #[arg(long, allow_negative_numbers = true)]
+    pub epsilon: f64,
+    /// Number of documents containing WORD (repeatable).
+    #[arg(long = "count-docs-with", value_name = "WORD")]
+    pub count_docs_with: Vec<String>,
+    /// Histogram of document lengths in tokens: doc-length:E0,E1,... gives bins [E0,E1), ...,
+    /// [last, ∞) (repeatable).
+    #[arg(long, value_name = "doc-length:EDGES")]
+    pub histogram: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AllocateArgs {
+    /// Budget file (TOML): epsilon, composition, constraints, [[query]] or sensitivities.
+    pub budget: PathBuf,
+    /// MDMM iteration cap.
+    #[arg(long, default_value_t = 200_000)]
+    pub max_iters: usize,
+    /// Sub-queries listed in the human output (all with --json).
+    #[arg(long, default_value_t = 20)]
+    pub show: usize,
+}
+
+pub fn run(args: Args, ui: Ui) -> Result<()> {
+    match args.command {
+        Sub::Budget(a) => budget(a, ui),
+        Sub::Ledger(a) => ledger(a, ui),
+        Sub::Query(a) => query(a, ui),
+        Sub::Allocate(a) => allocate(a, ui),
+    }
+}
+
+fn open_corpus(path: &Path) -> Result<Corpus> {
+    Corpus::open(path).with_context(|| format!("cannot open the corpus {}", path.display()))
+}
+
+fn epsilon(value: f64, flag: &str) -> Result<Epsilon> {
+    Epsilon::new(value).with_context(|| flag.to_string())
+}
+
+#[derive(Serialize)]
+struct LedgerView<'a> {
+    corpus: String,
+    ledger: String,
+    total_epsilon: f64,
+    spent_epsilon: f64,
+    remaining_epsilon: f64,
+    charges: &'a [Charge],
+}
+
+fn view<'a>(corpus: &Path, l: &'a Ledger) -> LedgerView<'a> {
+    LedgerView {
+        corpus: corpus.display().to_string(),
+        ledger: l.path().display().to_string(),
+        total_epsilon: l.total(),
+        spent_epsilon: l.spent(),
+        remaining_epsilon: l.remaining(),
+        charges: l.charges(),
+    }
+}
+
+fn budget(a: BudgetArgs, ui: Ui) -> Result<()> {
+    let total = epsilon(a.total, "--total")?;
+    let corpus = open_corpus(&a.corpus)?;
+    let l = Ledger::set_total(&a.corpus, corpus.checksum(), total)?;
+    let v = view(&a.corpus, &l);
+    ui.result(&v, || {
+        println!(
+            "privacy budget of {}: total ε = {}, spent {}, remaining {} (ledger {})",
+            v.corpus, v.total_epsilon, v.spent_epsilon, v.remaining_epsilon, v.ledger
+        );
+    })
+}
+
+fn ledger(a: LedgerArgs, ui: Ui) -> Result<()> {
+    let corpus = open_corpus(&a.corpus)?;
+    let l = Ledger::open(&a.corpus, corpus.checksum())?;
+    let v = view(&a.corpus, &l);
+    ui.result(&v, || {
+        println!(
+            "{}: total ε = {}, spent {}, remaining {}",
+            v.corpus, v.total_epsilon, v.spent_epsilon, v.remaining_epsilon
+        );
+        for c in v.charges {
+            println!("  {}  ε = {:<10} {}", c.time, c.epsilon, c.query);
+        }
+        if v.charges.is_empty() {
+            println!("  (no queries yet)");
+        }
+    })
+}
+
+#[derive(Serialize)]
+struct QueryOutput<'a> {
+    corpus: String,
+    epsilon: f64,
+    answers: &'a [Answer],
+    guarantee: Guarantee,
+    ledger: LedgerView<'a>,
+}
+
+fn query(a: QueryArgs, ui: Ui) -> Result<()> {
+    let eps = epsilon(a.epsilon, "--epsilon")?;
+    let corpus = open_corpus(&a.corpus)?;
+    // Everything that can fail is checked before the budget is charged.
+    let mut queries = Vec::new();
+    for w in &a.count_docs_with {
+        queries.push(CountQuery::docs_with(w, corpus.vocab())?);
+    }
+    for h in &a.histogram {
+        queries.push(CountQuery::histogram(h)?);
+    }
+    let shares = query::split(eps, &queries)?;
+    let parts = [corpus.train(), corpus.heldout()];
+    let exact: Vec<Vec<u64>> = queries.iter().map(|q| q.exact(&parts)).collect();
+    let mut src = NoiseSource::from_os()?;
+    let description = queries
+        .iter()
+        .map(|q| q.describe())
+        .collect::<Vec<_>>()
+        .join("; ");
+    // The charge is written before any noise is drawn; a refusal releases nothing.
+    let l = Ledger::charge(&a.corpus, corpus.checksum(), &description, eps)?;
+    let answers = query::release(&queries, &shares, &exact, &mut src)?;
+    let out = QueryOutput {
+        corpus: a.corpus.display().to_string(),
+        epsilon: eps.get(),
+        guarantee: Guarantee::discrete_laplace(
+            eps.get(),
+            Composition::Sequential,
+            answers.len() as u64,
+            1.0,
+        ),
+        answers: &answers,
+        ledger: view(&a.corpus, &l),
+    };
+    ui.result(&out, || {
+        for ans in out.answers {
+            if let [v] = ans.values.as_slice() {
+                println!(
+                    "{} (ε = {:.4}): {} ± {} (95%)",
+                    ans.query, ans.epsilon, v.value, ans.ci95_half_width
+                );
+            } else {
+                println!(
+                    "{} (ε = {:.4}, ± {} per bin at 95%):",
+                    ans.query, ans.epsilon, ans.ci95_half_width
+                );
+                for v in &ans.values {
+                    println!("  {:<14} {}", v.label, v.value);
+                }
+            }
+        }
+        println!("{}", out.guarantee);
+        println!(
+            "charged ε = {} to {}: spent {} of {}, remaining {}",
+            out.epsilon,
+            out.ledger.ledger,
+            out.ledger.spent_epsilon,
+            out.ledger.total_epsilon,
+            out.ledger.remaining_epsilon
+        );
+    })
+}
+
+fn allocate(a: AllocateArgs, ui: Ui) -> Result<()> {
+    let text = std::fs::read_to_string(&a.budget)
+        .with_context(|| format!("cannot read {}", a.budget.display()))?;
+    let problem = Problem::from_toml(&text).with_context(|| a.budget.display().to_string())?;
+    let opts = MdmmOptions {
+        max_iters: a.max_iters,
+        ..MdmmOptions::default()
+    };
+    let alloc = problem.solve(&opts)?;
+    ui.result(&alloc, || print_allocation(&alloc, a.show))
+}
+
+fn print_allocation(a: &Allocation, show: usize) {
+    println!(
+        "split of ε = {} over {} sub-queries, {} composition{}",
+        a.total,
+        a.queries.len(),
+        match a.composition {
+            Composition::Sequential => "sequential (Σ ε_i ≤ ε)",
+            Composition::Parallel => "parallel (max ε_i ≤ ε)",
+        },
+        if a.constraints.is_empty() {
+            String::new()
+        } else {
+            format!(", constraints: {}", a.constraints.join(", "))
+        }
+    );
+    let width = a
+        .queries
+        .iter()
+        .take(show)
+        .map(|q| q.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    println!(
+        "  {:>5}  {:<width$}  {:>11}  {:>12}  {:>7}",
+        "#", "name", "sensitivity", "ε_i", "share"
+    );
+    for (i, q) in a.queries.iter().enumerate().take(show) {
+        println!(
+            "  {:>5}  {:<width$}  {:>11}  {:>12.6}  {:>6.2}%",
+            i,
+            q.name,
+            q.sensitivity,
+            q.epsilon,
+            100.0 * q.share
+        );
+    }
+    if a.queries.len() > show {
+        println!(
+            "  … {} more (--show N, or --json for all)",
+            a.queries.len() - show
+        );
+    }
+    println!(
+        "objective Σ S_i²/ε_i² = {:.6} (Eq. 3.6); total Laplace variance 2·Σ S_i²/ε_i² = {:.6}",
+        a.objective, a.total_variance
+    );
+    if let Some(c) = a.closed_form_objective {
+        println!(
+            "closed form {:.6} (relative gap {:.1e}); equal split {:.6}",
+            c,
+            (a.objective - c).abs() / c,
+            a.equal_split_objective
+        );
+    } else {
+        println!("equal split {:.6}", a.equal_split_objective);
+    }
+    println!(
+        "MDMM: {} iterations, {:.1} ms, largest constraint violation {:.1e} of ε",
+        a.iterations,
+        a.seconds * 1e3,
+        a.max_violation
+    );
+}

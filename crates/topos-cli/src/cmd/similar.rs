@@ -1,0 +1,277 @@
+//! `topos similar`: the training documents nearest to a document or a text by topic mixture.
+//!
+//! The index is θ of every training document, θ_dk = (A_dk + α)/(n_d + Kα) from the counts the
+//! trainer saved beside the model (`MODEL.doctopics`, `topos train --doc-topics`): smoothed,
+//! so every row is a full probability vector and Jensen–Shannon (the default), KL divergence and
+//! Hellinger are all finite. Queries are training documents (their own θ), held-out documents
+//! or free text (θ by Gibbs fold-in with the topics fixed, as `topos infer` does).
+
+use super::knn::{search, with_threads, Output, SearchArgs};
+use crate::ui::Ui;
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
+use topos_distance::{backend, CsrMatrix, Metric};
+use topos_model::{doc_to_ids, infer, DocTopics, InferOptions, Phi, TopicModel};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Model file (trained with --doc-topics).
+    pub model: PathBuf,
+    /// Query by a document of the corpus: its id (training or held-out); repeatable.
+    #[arg(long = "doc")]
+    pub docs: Vec<u64>,
+    /// Query by free text (its topics are inferred first); repeatable.
+    #[arg(long = "text")]
+    pub texts: Vec<String>,
+    /// Query with every held-out document of the corpus.
+    #[arg(long)]
+    pub heldout: bool,
+    /// The corpus the model was trained on (default: the model path with the extension .tcorp).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Stem the words of --text (use it if the corpus was prepared with --stem).
+    #[arg(long)]
+    pub stem: bool,
+    /// Fold-in Gibbs sweeps for held-out documents and text.
+    #[arg(long, default_value_t = 50)]
+    pub sweeps: u32,
+    /// Sweeps discarded before averaging.
+    #[arg(long, default_value_t = 10)]
+    pub burn_in: u32,
+    /// Seed of the fold-in.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// θ rows as a CSR matrix over K topic columns (every entry is positive: α > 0).
+fn theta_matrix(rows: impl Iterator<Item = Vec<f32>>, k: usize) -> Result<CsrMatrix> {
+    let mut offsets = vec![0u64];
+    let (mut indices, mut values) = (Vec::new(), Vec::new());
+    for row in rows {
+        for (t, &p) in row.iter().enumerate() {
+            if p != 0.0 {
+                indices.push(t as u32);
+                values.push(p);
+            }
+        }
+        offsets.push(indices.len() as u64);
+    }
+    Ok(CsrMatrix::new(k, offsets, indices, values)?)
+}
+
+/// θ of training document `d` from its topic counts.
+fn train_theta(a: &DocTopics, d: usize, alpha: f64) -> Vec<f32> {
+    let k = a.num_topics as usize;
+    let denom = a.row_total(d) as f64 + k as f64 * alpha;
+    let mut row = vec![(alpha / denom) as f32; k];
+    let (topics, counts) = a.row(d);
+    for (&t, &c) in topics.iter().zip(counts) {
+        row[usize::from(t)] = ((f64::from(c) + alpha) / denom) as f32;
+    }
+    row
+}
+
+/// A query: its label in the output, and either a training row (searched with itself excluded)
+/// or a θ to be inferred from words.
+enum Query {
+    Train {
+        id: u64,
+        row: usize,
+    },
+    Words {
+        label: serde_json::Value,
+        words: Vec<u32>,
+    },
+}
+
+pub fn run(args: Args, ui: Ui) -> Result<()> {
+    let device = args.search.validate()?;
+    let metric = args.search.metric(Metric::JensenShannon)?;
+    let n_modes = usize::from(!args.docs.is_empty())
+        + usize::from(!args.texts.is_empty())
+        + usize::from(args.heldout);
+    if n_modes != 1 {
+        bail!("give exactly one kind of query: --doc ID, --text TEXT or --heldout");
+    }
+    let model = TopicModel::read(&args.model)?;
+    let corpus = super::eval::corpus_for(&args.model, &model, args.corpus.as_deref())?;
+    let dt_path = topos_model::doc_topics_path(&args.model);
+    if !dt_path.exists() {
+        bail!(
+            "{} not found: train the model with --doc-topics to search its documents by topic mixture",
+            dt_path.display()
+        );
+    }
+    let doc_topics = DocTopics::read(&dt_path)?;
+    let n_train = corpus.train().len();
+    if doc_topics.len() != n_train || doc_topics.num_topics as usize != model.num_topics() {
+        bail!(
+            "{} holds {} documents over {} topics, but the corpus has {} training documents and the model {} topics",
+            dt_path.display(),
+            doc_topics.len(),
+            doc_topics.num_topics,
+            n_train,
+            model.num_topics()
+        );
+    }
+    let k_topics = model.num_topics();
+    let alpha = model.hyper.alpha;
+    let index = theta_matrix(
+        (0..n_train).map(|d| train_theta(&doc_topics, d, alpha)),
+        k_topics,
+    )?;
+
+    // The queries.
+    let mut queries: Vec<Query> = Vec::new();
+    for &id in &args.docs {
+        if let Some(row) = corpus.train_ids().iter().position(|&t| t == id) {
+            queries.push(Query::Train { id, row });
+        } else if let Some(h) = corpus.heldout_ids().iter().position(|&t| t == id) {
+            queries.push(Query::Words {
+                label: id.into(),
+                words: corpus.heldout().doc(h).to_vec(),
+            });
+        } else {
+            bail!(
+                "document {id} is not in {} ({} training and {} held-out documents)",
+                args.corpus
+                    .as_ref()
+                    .map_or_else(|| args.model.with_extension("tcorp"), PathBuf::clone)
+                    .display(),
+                n_train,
+                corpus.heldout().len()
+            );
+        }
+    }
+    if args.heldout {
+        if corpus.heldout().is_empty() {
+            bail!("the corpus has no held-out documents");
+        }
+        for (h, &id) in corpus.heldout_ids().iter().enumerate() {
+            queries.push(Query::Words {
+                label: id.into(),
+                words: corpus.heldout().doc(h).to_vec(),
+            });
+        }
+    }
+    if !args.texts.is_empty() {
+        let tokenizer = Tokenizer::new(&TokenizerOptions {
+            stem: args.stem,
+            ..TokenizerOptions::default()
+        })?;
+        for text in &args.texts {
+            let toks = tokenizer.tokens(text);
+            let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
+            let words = doc_to_ids(&model.vocab, &refs);
+            if words.is_empty() {
+                bail!("none of the words of {text:?} is in the model's vocabulary");
+            }
+            queries.push(Query::Words {
+                label: text.as_str().into(),
+                words,
+            });
+        }
+    }
+    let k = args.search.k;
+    let n_words_queries = queries
+        .iter()
+        .filter(|q| matches!(q, Query::Words { .. }))
+        .count();
+    let needs_exclusion = queries.iter().any(|q| matches!(q, Query::Train { .. }));
+    let max = n_train - usize::from(needs_exclusion);
+    if k > max {
+        bail!("-k {k} is more than the {max} candidate training documents");
+    }
+    ui.info(format!(
+        "{} queries ({} to infer) against {} training documents over {} topics; {metric}",
+        queries.len(),
+        n_words_queries,
+        n_train,
+        k_topics
+    ));
+
+    let mut out = Output::open(args.search.output.as_deref(), &args.search.format)?;
+    with_threads(args.search.threads, || {
+        // θ of the queries that need inference, in one parallel fold-in.
+        let mut docs = OwnedDocs::new();
+        for q in &queries {
+            if let Query::Words { words, .. } = q {
+                docs.push(words);
+            }
+        }
+        let inferred = if docs.is_empty() {
+            Vec::new()
+        } else {
+            let phi = Phi::from_model(&model)?;
+            let opts = InferOptions {
+                sweeps: args.sweeps,
+                burn_in: args.burn_in,
+                seed: args.seed,
+            };
+            infer(&phi, &model.hyper, docs.view(), &opts).context("inference failed")?
+        };
+        let engine = backend(device)?;
+        let prepared = engine.prepare(&index, metric)?;
+        let index_ids = corpus.train_ids();
+        let m = theta_matrix(inferred.iter().map(|t| t.dense()), k_topics)?;
+        let labels: Vec<serde_json::Value> = queries
+            .iter()
+            .filter_map(|q| match q {
+                Query::Words { label, .. } => Some(label.clone()),
+                Query::Train { .. } => None,
+            })
+            .collect();
+        // In the order given: a training document searches its own index row with that row
+        // excluded; a run of inferred queries searches rows of `m` in batches.
+        let (mut i, mut w) = (0, 0);
+        while i < queries.len() {
+            match &queries[i] {
+                Query::Train { id, row } => {
+                    let id = *id;
+                    search(
+                        prepared.as_ref(),
+                        &index,
+                        *row..*row + 1,
+                        k,
+                        1,
+                        true,
+                        index_ids,
+                        |_| id.into(),
+                        &mut out,
+                        ui,
+                    )?;
+                    i += 1;
+                }
+                Query::Words { .. } => {
+                    let run = queries[i..]
+                        .iter()
+                        .take_while(|q| matches!(q, Query::Words { .. }))
+                        .count();
+                    search(
+                        prepared.as_ref(),
+                        &m,
+                        w..w + run,
+                        k,
+                        args.search.batch,
+                        false,
+                        index_ids,
+                        |r| labels[r].clone(),
+                        &mut out,
+                        ui,
+                    )?;
+                    w += run;
+                    i += run;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    out.finish()?;
+    if let Some(p) = &args.search.output {
+        ui.info(format!("wrote {}", p.display()));
+    }
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! End-to-end tests of `topos privacy`: budgets, charged queries, refusals that release nothing,
+//! and the allocator on the thesis's worked examples.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn topos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_topos"))
+        .args(args)
+        .output()
+        .expect("run topos")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = topos(args);
+    assert!(
+        out.status.success(),
+        "topos {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let out = ok(&a);
+    assert_eq!(out.trim().lines().count(), 1, "one JSON document: {out}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// Fails with exactly one line of error containing `needle`, and prints nothing on stdout.
+fn fails(args: &[&str], needle: &str) {
+    let out = topos(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "topos {args:?} should fail");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing may be released: {:?}",
+        out.stdout
+    );
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "one line of error for {args:?}: {err}");
+    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
+    assert!(
+        errors[0].to_lowercase().contains(&needle.to_lowercase()),
+        "error for {args:?} should mention {needle:?}: {err}"
+    );
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// 400 documents; "climate" in exactly the 200 with an even index; lengths 5..245.
+fn corpus(dir: &Path, name: &str, docs: usize) -> PathBuf {
+    let words = [
+        "river", "water", "fish", "boat", "lake", "stock", "market", "price", "trade", "bank",
+    ];
+    let mut text = String::new();
+    for i in 0..docs {
+        let len = 5 + (i * 37) % 240;
+        let mut doc: Vec<&str> = (0..len)
+            .map(|j| words[(i * 3 + j * 7) % words.len()])
+            .collect();
+        if i % 2 == 0 {
+            doc[0] = "climate";
+        }
+        text.push_str(&doc.join(" "));
+        text.push('\n');
+    }
+    let input = dir.join(format!("{name}.txt"));
+    std::fs::write(&input, text).unwrap();
+    let out = dir.join(format!("{name}.tcorp"));
+    ok(&[
+        "prepare",
+        s(&input),
+        "-o",
+        s(&out),
+        "--holdout",
+        "0.1",
+        "--max-df",
+        "1.0",
+        "-q",
+    ]);
+    out
+}
+
+fn ledger_of(c: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.ledger", c.display()))
+}
+
+#[test]
+fn budget_query_ledger_and_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path(), "news", 400);
+    let cs = s(&c);
+
+    // No budget yet: refused, and no ledger appears.
+    fails(
+        &[
+            "privacy",
+            "query",
+            cs,
+            "--epsilon",
+            "0.5",
+            "--count-docs-with",
+            "climate",
+        ],
+        "no privacy budget is set",
+    );
+    assert!(!ledger_of(&c).exists());
+
+    let b = json(&["privacy", "budget", cs, "--total", "1.0"]);
+    assert_eq!(b["total_epsilon"], 1.0);
+    assert_eq!(b["remaining_epsilon"], 1.0);
+
+    let q = json(&[
+        "privacy",
+        "query",
+        cs,
+        "--epsilon",
+        "0.5",
+        "--count-docs-with",
+        "Climate",
+        "--histogram",
+        "doc-length:0,50,200",
+    ]);
+    let answers = q["answers"].as_array().unwrap();
+    assert_eq!(answers.len(), 2);
+    // Each sub-query gets ε/2 = 0.25: noise scale 4, |noise| > 60 has probability ~1e-7.
+    assert_eq!(answers[0]["query"], "count-docs-with climate");
+    assert_eq!(answers[0]["epsilon"], 0.25);
+    assert_eq!(answers[0]["noise_scale"], 4.0);
+    let count = answers[0]["values"][0]["value"].as_i64().unwrap();
+    assert!((count - 200).abs() < 60, "{count}");
+    let bins = answers[1]["values"].as_array().unwrap();
+    let labels: Vec<&str> = bins.iter().map(|b| b["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["0-49", "50-199", "200+"]);
+    // Lengths 5 + 37i mod 240: exact bin sizes, each answer within the noise.
+    let mut exact = [0i64; 3];
+    for i in 0..400 {
+        let len = 5 + (i * 37) % 240;
+        exact[if len < 50 {
+            0
+        } else if len < 200 {
+            1
+        } else {
+            2
+        }] += 1;
+    }
+    for (b, e) in bins.iter().zip(exact) {
+        assert!((b["value"].as_i64().unwrap() - e).abs() < 60, "{b} vs {e}");
+    }
+    assert_eq!(q["guarantee"]["epsilon"], 0.5);
+    assert_eq!(q["guarantee"]["mechanism"], "discrete-laplace");
+    assert_eq!(q["ledger"]["spent_epsilon"], 0.5);
+    assert_eq!(q["ledger"]["remaining_epsilon"], 0.5);
+
+    // Over budget: one line naming spent, remaining and asked; nothing released or charged.
+    let before = std::fs::read(ledger_of(&c)).unwrap();
+    fails(
+        &[
+            "privacy",
+            "query",
+            cs,
+            "--epsilon",
+            "0.6",
+            "--count-docs-with",
+            "climate",
+        ],
+        "spent ε = 0.5, remaining ε = 0.5, this query asks ε = 0.6",
+    );
+    // Queries that cannot be answered are refused before anything is charged.
+    fails(
+        &[
+            "privacy",
+            "query",
+            cs,
+            "--epsilon",
+            "0.1",
+            "--count-docs-with",
+            "zebra",
+        ],
+        "not in the corpus vocabulary",
+    );
+    fails(
+        &[
+            "privacy",
+            "query",
+            cs,
+            "--epsilon",
+            "0.1",
+            "--histogram",
+            "doc-length:50,10",
+        ],
+        "strictly increasing",
+    );
+    fails(&["privacy", "query", cs, "--epsilon", "0.1"], "no query");
+    fails(
+        &[
+            "privacy",
+            "query",
+            cs,
+            "--epsilon",
+            "-1",
+            "--count-docs-with",
+            "climate",
+        ],
+        "--epsilon",
+    );
+    fails(
+        &["privacy", "budget", cs, "--total", "0.2"],
+        "already spent",
+    );
+    assert_eq!(std::fs::read(ledger_of(&c)).unwrap(), before);
+
+    // The rest of the budget can be spent exactly, and then nothing more.
+    json(&[
+        "privacy",
+        "query",
+        cs,
+        "--epsilon",
+        "0.3",
+        "--count-docs-with",
+        "climate",
+    ]);
+    json(&[
+        "privacy",
+        "query",
+        cs,
+        "--epsilon",
+        "0.2",
+        "--histogram",
+        "doc-length:0,100",
+    ]);
+    fails(
+        &[
+            "privacy",
+            "query",
+            cs,
+            "--epsilon",
+            "0.001",
+            "--count-docs-with",
+            "climate",
+        ],
+        "budget exceeded",
+    );
+    let l = json(&["privacy", "ledger", cs]);
+    assert_eq!(l["spent_epsilon"], 1.0);
+    assert_eq!(l["remaining_epsilon"], 0.0);
+    let charges = l["charges"].as_array().unwrap();
+    assert_eq!(charges.len(), 3);
+    assert_eq!(
+        charges[0]["query"],
+        "count-docs-with climate; histogram doc-length:0,50,200"
+    );
+    let human = ok(&["privacy", "ledger", cs]);
+    assert!(
+        human.contains("total ε = 1, spent 1, remaining 0"),
+        "{human}"
+    );
+}
+
+#[test]
+fn a_ledger_is_never_reused_for_another_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = corpus(dir.path(), "a", 300);
+    let b = corpus(dir.path(), "b", 320);
+    ok(&["privacy", "budget", s(&a), "--total", "1"]);
+    std::fs::copy(ledger_of(&a), ledger_of(&b)).unwrap();
+    fails(
+        &[
+            "privacy",
+            "query",
+            s(&b),
+            "--epsilon",
+            "0.1",
+            "--count-docs-with",
+            "climate",
+        ],
+        "belongs to a different corpus",
+    );
+    fails(
+        &["privacy", "ledger", s(&b)],
+        "belongs to a different corpus",
+    );
+}
+
+#[test]
+fn allocate_reproduces_the_thesis_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let cases = [
+        ("disjoint.toml", "epsilon = 1.0\ncomposition = \"parallel\"\nsensitivities = [1, 1, 1]\n", 3.0),
+        ("overlap.toml", "epsilon = 1.0\nsensitivities = [1, 1, 1]\n", 27.0),
+        (
+            "juveniles.toml",
+            "epsilon = 1.0\nsensitivities = [1, 1, 1]\nconstraints = [\"eps[0] <= 0.5 * eps[2]\", \"eps[1] <= 0.5 * eps[2]\"]\n",
+            36.0,
+        ),
+    ];
+    for (name, text, want) in cases {
+        let p = write(name, text);
+        let a = json(&["privacy", "allocate", s(&p)]);
+        let got = a["objective"].as_f64().unwrap();
+        assert!((got - want).abs() / want < 1e-3, "{name}: {got} vs {want}");
+        assert_eq!(a["total_variance"].as_f64().unwrap(), 2.0 * got);
+        let human = ok(&["privacy", "allocate", s(&p)]);
+        assert!(human.contains("objective Σ S_i²/ε_i² ="), "{human}");
+    }
+    let p = write(
+        "bad.toml",
+        "epsilon = 1.0\nsensitivities = [1, 1]\nconstraints = [\"eps[5] <= eps[0]\"]\n",
+    );
+    fails(&["privacy", "allocate", s(&p)], "only 2 sub-queries");
+    let p = write("broken.toml", "epsilon = [\n");
+    fails(&["privacy", "allocate", s(&p)], "broken.toml");
+    fails(
+        &["privacy", "allocate", "/nonexistent/budget.toml"],
+        "cannot read",
+    );
+}

@@ -1,0 +1,360 @@
+//! End-to-end tests of `topos train --private`: the guarantee in the model file and on every
+//! command that reads it, noise present but topics kept at a large ε, the corpus ledger, and
+//! one-line refusals that write nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use topos_model::TopicModel;
+
+fn topos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_topos"))
+        .args(args)
+        .output()
+        .expect("run topos")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = topos(args);
+    assert!(
+        out.status.success(),
+        "topos {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let out = ok(&a);
+    assert_eq!(out.trim().lines().count(), 1, "one JSON document: {out}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// Fails with exactly one line of error containing `needle`, and prints nothing on stdout.
+fn fails(args: &[&str], needle: &str) {
+    let out = topos(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "topos {args:?} should fail");
+    assert!(out.stdout.is_empty(), "{:?}", out.stdout);
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "one line of error for {args:?}: {err}");
+    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
+    assert!(
+        errors[0].to_lowercase().contains(&needle.to_lowercase()),
+        "error for {args:?} should mention {needle:?}: {err}"
+    );
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const THEMES: [&str; 3] = [
+    "river water fish boat lake stream flood rain",
+    "stock market price trade money invest profit share",
+    "game team player score match season coach league",
+];
+
+/// 300 documents of 20 tokens, each from one of three disjoint themes.
+fn prepare(dir: &Path) -> PathBuf {
+    let mut text = String::new();
+    for i in 0..300 {
+        let words: Vec<&str> = THEMES[i % 3].split(' ').collect();
+        let doc: Vec<&str> = (0..20)
+            .map(|j| words[(i * 7 + j * 5) % words.len()])
+            .collect();
+        text.push_str(&doc.join(" "));
+        text.push('\n');
+    }
+    let input = dir.join("docs.txt");
+    std::fs::write(&input, text).unwrap();
+    let corpus = dir.join("c.tcorp");
+    ok(&[
+        "prepare",
+        s(&input),
+        "-o",
+        s(&corpus),
+        "--holdout",
+        "0.2",
+        "-q",
+    ]);
+    corpus
+}
+
+fn theme_of(word: &str) -> usize {
+    THEMES
+        .iter()
+        .position(|t| t.split(' ').any(|w| w == word))
+        .unwrap()
+}
+
+#[test]
+fn private_model_records_and_shows_its_guarantee() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    let plain = dir.path().join("plain.tmod");
+    let private = dir.path().join("private.tmod");
+    let plain_summary = json(&[
+        "train",
+        c,
+        "-k",
+        "3",
+        "--iters",
+        "50",
+        "--alpha",
+        "0.1",
+        "-o",
+        s(&plain),
+        "-q",
+    ]);
+    let summary = json(&[
+        "train",
+        c,
+        "-k",
+        "3",
+        "--iters",
+        "50",
+        "--alpha",
+        "0.1",
+        "--private",
+        "--epsilon",
+        "1000",
+        "--max-doc-tokens",
+        "15",
+        "-o",
+        s(&private),
+        "-q",
+    ]);
+    let g = &summary["privacy"];
+    assert_eq!(g["epsilon"], 1000.0);
+    assert_eq!(g["delta"], serde_json::Value::Null);
+    assert_eq!(g["mechanism"], "discrete-laplace");
+    assert_eq!(g["neighbours"], "add-remove-document");
+    assert_eq!(g["accountant"]["composition"], "sequential");
+    assert_eq!(g["accountant"]["releases"], 51);
+    assert_eq!(g["max_doc_tokens"], 15);
+    assert_eq!(g["sensitivity"], 15.0);
+    // Noise scale L·(T+1)/ε = 15·51/1000.
+    let scale = summary["noise_scale"].as_f64().unwrap();
+    assert!((scale - 0.765).abs() < 1e-6, "{scale}");
+    assert_eq!(summary["train_ll"], serde_json::Value::Null);
+    assert_eq!(summary["ledger"]["charged"], false);
+    // Capped: 20-token documents were trained on 15 tokens each.
+    assert_eq!(
+        20 * summary["train_tokens"].as_u64().unwrap(),
+        15 * plain_summary["train_tokens"].as_u64().unwrap()
+    );
+
+    // Nothing per-document is written beside it.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("private"))
+        .collect();
+    assert_eq!(names, vec!["private.tmod".to_string()]);
+
+    // The file: the guarantee, a withheld provenance, noisy counts.
+    let p = TopicModel::read(&private).unwrap();
+    let q = TopicModel::read(&plain).unwrap();
+    assert!(q.privacy.is_none());
+    let pg = p
+        .privacy
+        .clone()
+        .expect("a private model records its guarantee");
+    assert_eq!((pg.epsilon, pg.max_doc_tokens), (1000.0, Some(15)));
+    assert_eq!((p.provenance.seed, p.provenance.corpus_checksum), (0, 0));
+    assert_eq!((p.provenance.num_docs, p.provenance.num_tokens), (0, 0));
+    assert_ne!(
+        p.word_topic, q.word_topic,
+        "no noise in the released counts"
+    );
+    // At this ε the three themes are still three topics.
+    let report = json(&["topics", s(&private), "--top", "4"]);
+    let mut themes: Vec<usize> = report["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let words: Vec<usize> = t["top_words"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| theme_of(w["word"].as_str().unwrap()))
+                .collect();
+            assert!(words.iter().all(|&x| x == words[0]), "mixed topic: {t}");
+            words[0]
+        })
+        .collect();
+    themes.sort_unstable();
+    assert_eq!(themes, vec![0, 1, 2]);
+    assert_eq!(report["privacy"]["epsilon"], 1000.0);
+
+    // Every command that reads the model shows the guarantee.
+    let text = ok(&["topics", s(&private)]);
+    assert!(
+        text.contains("privacy: ε = 1000-differential privacy per document"),
+        "{text}"
+    );
+    assert!(
+        text.contains("51 releases composed sequentially") && text.contains("capped at 15 tokens"),
+        "{text}"
+    );
+    assert!(text.contains("secret seed"), "{text}");
+    assert!(ok(&["topics", s(&plain)]).contains("privacy: none"));
+    let eval = ok(&[
+        "eval",
+        s(&private),
+        "--corpus",
+        c,
+        "--sweeps",
+        "10",
+        "--burn-in",
+        "2",
+    ]);
+    assert!(eval.contains("privacy: ε = 1000-differential"), "{eval}");
+    assert!(!eval.contains("training log-likelihood"), "{eval}");
+    let e = json(&[
+        "eval",
+        s(&private),
+        "--corpus",
+        c,
+        "--sweeps",
+        "10",
+        "--burn-in",
+        "2",
+    ]);
+    assert_eq!(e["privacy"]["accountant"]["releases"], 51);
+    assert!(e["heldout_ll_per_token"].as_f64().unwrap() < 0.0);
+    let input = dir.path().join("new.txt");
+    std::fs::write(&input, "river fish boat\nstock price money\n").unwrap();
+    let out = topos(&["infer", s(&private), s(&input)]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("privacy: ε = 1000-differential"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
+#[test]
+fn private_training_charges_the_ledger_and_refuses_over_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    ok(&["privacy", "budget", c, "--total", "1.5", "-q"]);
+    let out = dir.path().join("m.tmod");
+    let args = |o: &Path| -> Vec<String> {
+        [
+            "train",
+            c,
+            "-k",
+            "3",
+            "--iters",
+            "5",
+            "--private",
+            "--epsilon",
+            "1",
+            "--max-doc-tokens",
+            "10",
+            "-o",
+            s(o),
+            "-q",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let a = args(&out);
+    let summary = json(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(summary["ledger"]["charged"], true);
+    assert_eq!(summary["ledger"]["remaining"], 0.5);
+    let ledger = std::fs::read_to_string(format!("{c}.ledger")).unwrap();
+    assert!(ledger.contains("train --private"), "{ledger}");
+    // Over budget: refused before anything is trained or written.
+    let second = dir.path().join("second.tmod");
+    let a = args(&second);
+    fails(
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        "budget exceeded",
+    );
+    assert!(!second.exists());
+    assert_eq!(
+        std::fs::read_to_string(format!("{c}.ledger")).unwrap(),
+        ledger
+    );
+}
+
+#[test]
+fn private_training_refusals_are_one_line_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    let out = dir.path().join("m.tmod");
+    let o = s(&out);
+    let base = ["train", c, "-k", "3", "--iters", "3", "-o", o, "--private"];
+    let with = |extra: &[&'static str]| -> Vec<&str> {
+        base.iter().copied().chain(extra.iter().copied()).collect()
+    };
+    let good = ["--epsilon", "1", "--max-doc-tokens", "10"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            with(&["--epsilon", "1", "--max-doc-tokens", "10", "--algo", "cgs"]),
+            "--private needs --algo esca",
+        ),
+        (
+            with(&[
+                "--epsilon",
+                "1",
+                "--max-doc-tokens",
+                "10",
+                "--checkpoint-every",
+                "1",
+            ]),
+            "checkpoints",
+        ),
+        (
+            with(&["--epsilon", "1", "--max-doc-tokens", "10", "--resume"]),
+            "checkpoints",
+        ),
+        (
+            with(&["--epsilon", "1", "--max-doc-tokens", "10", "--doc-topics"]),
+            "--doc-topics",
+        ),
+        (
+            with(&["--epsilon", "0", "--max-doc-tokens", "10"]),
+            "--epsilon must be a positive finite number, got 0",
+        ),
+        (
+            with(&["--epsilon=-1", "--max-doc-tokens", "10"]),
+            "--epsilon must be a positive finite number, got -1",
+        ),
+        (
+            with(&["--epsilon", "NaN", "--max-doc-tokens", "10"]),
+            "--epsilon must be a positive finite number",
+        ),
+        (
+            with(&["--epsilon", "1", "--max-doc-tokens", "0"]),
+            "--max-doc-tokens must be at least 1",
+        ),
+        (
+            with(&["--max-doc-tokens", "10"]),
+            "--private needs --epsilon",
+        ),
+        (
+            with(&["--epsilon", "1"]),
+            "--private needs --max-doc-tokens",
+        ),
+        (
+            vec!["train", c, "-k", "3", "-o", o, "--epsilon", "1"],
+            "add --private",
+        ),
+    ];
+    for (args, needle) in cases {
+        fails(&args, needle);
+        assert!(!out.exists(), "{args:?} wrote a model");
+    }
+    // The good settings train (so the refusals above are about what they name).
+    ok(&with(&good));
+    assert!(out.exists());
+    let help = ok(&["train", "--help"]);
+    assert!(help.contains("NOT reproducible"), "{help}");
+}
