@@ -2,47 +2,10 @@
 //! three themes, output formats, thread independence, and bad inputs (one-line error, non-zero
 //! exit, nothing written under the real name).
 
+mod common;
+use common::*;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn topos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_topos"))
-        .args(args)
-        .output()
-        .expect("run topos")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = topos(args);
-    assert!(
-        out.status.success(),
-        "topos {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs a command that must fail with a one-line error containing `needle`.
-fn fails(args: &[&str], needle: &str) {
-    let out = topos(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "topos {args:?} should fail");
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
-    assert_eq!(
-        errors.len(),
-        1,
-        "expected one line of error for {args:?}, got: {err}"
-    );
-    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
-    assert!(
-        errors[0].to_lowercase().contains(&needle.to_lowercase()),
-        "error for {args:?} should mention {needle:?}: {err}"
-    );
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 const THEMES: [&str; 3] = [
     "river water fish boat lake stream bank flood rain water river fish",

@@ -1,56 +1,10 @@
 //! End-to-end tests of `topos privacy`: budgets, charged queries, refusals that release nothing,
 //! and the allocator on the thesis's worked examples.
 
+mod common;
+use common::*;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn topos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_topos"))
-        .args(args)
-        .output()
-        .expect("run topos")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = topos(args);
-    assert!(
-        out.status.success(),
-        "topos {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let mut a = args.to_vec();
-    a.push("--json");
-    let out = ok(&a);
-    assert_eq!(out.trim().lines().count(), 1, "one JSON document: {out}");
-    serde_json::from_str(&out).unwrap()
-}
-
-/// Fails with exactly one line of error containing `needle`, and prints nothing on stdout.
-fn fails(args: &[&str], needle: &str) {
-    let out = topos(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "topos {args:?} should fail");
-    assert!(
-        out.stdout.is_empty(),
-        "nothing may be released: {:?}",
-        out.stdout
-    );
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
-    assert_eq!(errors.len(), 1, "one line of error for {args:?}: {err}");
-    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
-    assert!(
-        errors[0].to_lowercase().contains(&needle.to_lowercase()),
-        "error for {args:?} should mention {needle:?}: {err}"
-    );
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// 400 documents; "climate" in exactly the 200 with an even index; lengths 5..245.
 fn corpus(dir: &Path, name: &str, docs: usize) -> PathBuf {
@@ -97,7 +51,7 @@ fn budget_query_ledger_and_refusals() {
     let cs = s(&c);
 
     // No budget yet: refused, and no ledger appears.
-    fails(
+    fails_releasing_nothing(
         &[
             "privacy",
             "query",
@@ -159,7 +113,7 @@ fn budget_query_ledger_and_refusals() {
 
     // Over budget: one line naming spent, remaining and asked; nothing released or charged.
     let before = std::fs::read(ledger_of(&c)).unwrap();
-    fails(
+    fails_releasing_nothing(
         &[
             "privacy",
             "query",
@@ -172,7 +126,7 @@ fn budget_query_ledger_and_refusals() {
         "spent ε = 0.5, remaining ε = 0.5, this query asks ε = 0.6",
     );
     // Queries that cannot be answered are refused before anything is charged.
-    fails(
+    fails_releasing_nothing(
         &[
             "privacy",
             "query",
@@ -184,7 +138,7 @@ fn budget_query_ledger_and_refusals() {
         ],
         "not in the corpus vocabulary",
     );
-    fails(
+    fails_releasing_nothing(
         &[
             "privacy",
             "query",
@@ -196,8 +150,8 @@ fn budget_query_ledger_and_refusals() {
         ],
         "strictly increasing",
     );
-    fails(&["privacy", "query", cs, "--epsilon", "0.1"], "no query");
-    fails(
+    fails_releasing_nothing(&["privacy", "query", cs, "--epsilon", "0.1"], "no query");
+    fails_releasing_nothing(
         &[
             "privacy",
             "query",
@@ -209,7 +163,7 @@ fn budget_query_ledger_and_refusals() {
         ],
         "--epsilon",
     );
-    fails(
+    fails_releasing_nothing(
         &["privacy", "budget", cs, "--total", "0.2"],
         "already spent",
     );
@@ -234,7 +188,7 @@ fn budget_query_ledger_and_refusals() {
         "--histogram",
         "doc-length:0,100",
     ]);
-    fails(
+    fails_releasing_nothing(
         &[
             "privacy",
             "query",
@@ -269,7 +223,7 @@ fn a_ledger_is_never_reused_for_another_corpus() {
     let b = corpus(dir.path(), "b", 320);
     ok(&["privacy", "budget", s(&a), "--total", "1"]);
     std::fs::copy(ledger_of(&a), ledger_of(&b)).unwrap();
-    fails(
+    fails_releasing_nothing(
         &[
             "privacy",
             "query",
@@ -281,7 +235,7 @@ fn a_ledger_is_never_reused_for_another_corpus() {
         ],
         "belongs to a different corpus",
     );
-    fails(
+    fails_releasing_nothing(
         &["privacy", "ledger", s(&b)],
         "belongs to a different corpus",
     );
@@ -317,10 +271,10 @@ fn allocate_reproduces_the_thesis_examples() {
         "bad.toml",
         "epsilon = 1.0\nsensitivities = [1, 1]\nconstraints = [\"eps[5] <= eps[0]\"]\n",
     );
-    fails(&["privacy", "allocate", s(&p)], "only 2 sub-queries");
+    fails_releasing_nothing(&["privacy", "allocate", s(&p)], "only 2 sub-queries");
     let p = write("broken.toml", "epsilon = [\n");
-    fails(&["privacy", "allocate", s(&p)], "broken.toml");
-    fails(
+    fails_releasing_nothing(&["privacy", "allocate", s(&p)], "broken.toml");
+    fails_releasing_nothing(
         &["privacy", "allocate", "/nonexistent/budget.toml"],
         "cannot read",
     );

@@ -2,53 +2,11 @@
 //! command that reads it, noise present but topics kept at a large ε, the corpus ledger, and
 //! one-line refusals that write nothing.
 
+mod common;
+use common::*;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use topos_model::TopicModel;
-
-fn topos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_topos"))
-        .args(args)
-        .output()
-        .expect("run topos")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = topos(args);
-    assert!(
-        out.status.success(),
-        "topos {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let mut a = args.to_vec();
-    a.push("--json");
-    let out = ok(&a);
-    assert_eq!(out.trim().lines().count(), 1, "one JSON document: {out}");
-    serde_json::from_str(&out).unwrap()
-}
-
-/// Fails with exactly one line of error containing `needle`, and prints nothing on stdout.
-fn fails(args: &[&str], needle: &str) {
-    let out = topos(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "topos {args:?} should fail");
-    assert!(out.stdout.is_empty(), "{:?}", out.stdout);
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
-    assert_eq!(errors.len(), 1, "one line of error for {args:?}: {err}");
-    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
-    assert!(
-        errors[0].to_lowercase().contains(&needle.to_lowercase()),
-        "error for {args:?} should mention {needle:?}: {err}"
-    );
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 const THEMES: [&str; 3] = [
     "river water fish boat lake stream flood rain",
@@ -234,6 +192,8 @@ fn private_model_records_and_shows_its_guarantee() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("privacy: ε = 1000-differential"), "{err}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    // No per-document state to search: said as such, not as a missing side file.
+    fails_releasing_nothing(&["similar", s(&private), "--doc", "0"], "private model");
 }
 
 #[test]
@@ -272,7 +232,7 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     // Over budget: refused before anything is trained or written.
     let second = dir.path().join("second.tmod");
     let a = args(&second);
-    fails(
+    fails_releasing_nothing(
         &a.iter().map(String::as_str).collect::<Vec<_>>(),
         "budget exceeded",
     );
@@ -349,7 +309,7 @@ fn private_training_refusals_are_one_line_and_write_nothing() {
         ),
     ];
     for (args, needle) in cases {
-        fails(&args, needle);
+        fails_releasing_nothing(&args, needle);
         assert!(!out.exists(), "{args:?} wrote a model");
     }
     // The good settings train (so the refusals above are about what they name).

@@ -13,15 +13,40 @@
 //! part is +∞ whenever it is non-empty, so it too needs only the count.
 
 use crate::csr::Row;
-use crate::kernel::{gamma, sum, sum_abs, IndexView, Kernel, QueryView, RowAgg};
+use crate::kernel::{gamma, sum, sum_a_max_error, sum_abs, IndexView, Kernel, QueryView, RowAgg};
 use crate::union::union_fold;
 use std::f64::consts::LN_2;
 
+/// The key a(x) + a(y) − acc of the sum-splitting kernels (Manhattan, Minkowski: aggregate
+/// a = Σ f(|x|, 0)), and its error bound `factor`·γ·(a(x) + a(y)).
 #[inline]
-fn nnz_agg(row: Row) -> RowAgg {
-    RowAgg {
-        nnz: row.nnz() as u32,
-        ..RowAgg::default()
+fn aggregates_minus(factor: f64, acc: f64, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
+    let ra = &ix.aggs[r];
+    let s = q.agg.a + ra.a;
+    ((s - acc).max(0.0), factor * gamma(q.agg.nnz + ra.nnz) * s)
+}
+
+/// Aggregate a = 1/Σx of the kernels that normalise rows to distributions (Jensen–Shannon,
+/// KL); +∞ for a row that sums to 0, whose distances are all NaN.
+#[inline]
+fn inverse_sum_agg(row: Row) -> RowAgg {
+    RowAgg::with_a(row, 1.0 / sum(row))
+}
+
+/// Either row sums to 0 and cannot be normalised (the distance is NaN).
+#[inline]
+fn unnormalisable(x: &RowAgg, y: &RowAgg) -> bool {
+    x.a.is_infinite() || y.a.is_infinite()
+}
+
+/// [`Kernel::untouched_rank`] of the normalising kernels: their empty-intersection key is a
+/// constant (ln 2 or +∞); NaN for a row that sums to 0.
+#[inline]
+fn inverse_sum_rank(agg: &RowAgg) -> f64 {
+    if agg.a.is_infinite() {
+        f64::NAN
+    } else {
+        0.0
     }
 }
 
@@ -30,11 +55,7 @@ pub struct Manhattan;
 
 impl Kernel for Manhattan {
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            a: sum_abs(row),
-            ..RowAgg::default()
-        }
+        RowAgg::with_a(row, sum_abs(row))
     }
     #[inline]
     fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -43,16 +64,14 @@ impl Kernel for Manhattan {
     }
     #[inline]
     fn finish(&self, acc: f64, _c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
-        let ra = &ix.aggs[r];
-        let s = q.agg.a + ra.a;
-        ((s - acc).max(0.0), 2.0 * gamma(q.agg.nnz + ra.nnz) * s)
+        aggregates_minus(2.0, acc, q, ix, r)
     }
     fn bound_terms(&self, agg: &RowAgg) -> [f64; 2] {
         [agg.a, 0.0]
     }
     #[inline]
     fn max_error(&self, q: &QueryView, ix: &IndexView) -> f64 {
-        2.0 * gamma(q.agg.nnz + ix.stats.max_nnz) * (q.agg.a + ix.stats.max_terms[0])
+        sum_a_max_error(2.0, q, ix)
     }
     fn untouched_rank(&self, agg: &RowAgg) -> f64 {
         agg.a
@@ -85,15 +104,13 @@ impl Minkowski {
 
 impl Kernel for Minkowski {
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            a: row
-                .values
+        RowAgg::with_a(
+            row,
+            row.values
                 .iter()
                 .map(|&v| self.pow(f64::from(v).abs()))
                 .sum(),
-            ..RowAgg::default()
-        }
+        )
     }
     #[inline]
     fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -102,16 +119,14 @@ impl Kernel for Minkowski {
     }
     #[inline]
     fn finish(&self, acc: f64, _c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
-        let ra = &ix.aggs[r];
-        let s = q.agg.a + ra.a;
-        ((s - acc).max(0.0), 4.0 * gamma(q.agg.nnz + ra.nnz) * s)
+        aggregates_minus(4.0, acc, q, ix, r)
     }
     fn bound_terms(&self, agg: &RowAgg) -> [f64; 2] {
         [agg.a, 0.0]
     }
     #[inline]
     fn max_error(&self, q: &QueryView, ix: &IndexView) -> f64 {
-        4.0 * gamma(q.agg.nnz + ix.stats.max_nnz) * (q.agg.a + ix.stats.max_terms[0])
+        sum_a_max_error(4.0, q, ix)
     }
     fn untouched_rank(&self, agg: &RowAgg) -> f64 {
         agg.a
@@ -140,7 +155,7 @@ pub struct Canberra;
 impl Kernel for Canberra {
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        nnz_agg(row)
+        RowAgg::nnz_only(row)
     }
     #[inline]
     fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -171,7 +186,7 @@ pub struct Hamming;
 impl Kernel for Hamming {
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        nnz_agg(row)
+        RowAgg::nnz_only(row)
     }
     #[inline]
     fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -217,11 +232,7 @@ impl JensenShannon {
 
 impl Kernel for JensenShannon {
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            a: 1.0 / sum(row),
-            ..RowAgg::default()
-        }
+        inverse_sum_agg(row)
     }
     #[inline]
     fn product(&self, a: f32, b: f32, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
@@ -232,7 +243,7 @@ impl Kernel for JensenShannon {
     #[inline]
     fn finish(&self, acc: f64, _c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
         let ra = &ix.aggs[r];
-        if q.agg.a.is_infinite() || ra.a.is_infinite() {
+        if unnormalisable(&q.agg, ra) {
             return (f64::NAN, 0.0);
         }
         let key = (0.5 * (2.0 * LN_2 - acc)).max(0.0);
@@ -243,18 +254,13 @@ impl Kernel for JensenShannon {
         4.0 * gamma(q.agg.nnz + ix.stats.max_nnz)
     }
     fn untouched_rank(&self, agg: &RowAgg) -> f64 {
-        // A constant key (ln 2 or +∞); NaN for a row that sums to 0.
-        if agg.a.is_infinite() {
-            f64::NAN
-        } else {
-            0.0
-        }
+        inverse_sum_rank(agg)
     }
     fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
-        let (sx, sy) = (q.agg.a, ix.aggs[r].a);
-        if sx.is_infinite() || sy.is_infinite() {
+        if unnormalisable(&q.agg, &ix.aggs[r]) {
             return f64::NAN;
         }
+        let (sx, sy) = (q.agg.a, ix.aggs[r].a);
         let mut s = 0.0;
         union_fold(q.row, ix.csr.row(r), |a, b| {
             s += Self::union_term(a * sx, b * sy)
@@ -277,11 +283,7 @@ pub struct KlDivergence;
 impl Kernel for KlDivergence {
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            a: 1.0 / sum(row),
-            ..RowAgg::default()
-        }
+        inverse_sum_agg(row)
     }
     #[inline]
     fn product(&self, a: f32, b: f32, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
@@ -292,7 +294,7 @@ impl Kernel for KlDivergence {
     #[inline]
     fn finish(&self, acc: f64, c: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64) {
         let ra = &ix.aggs[r];
-        if q.agg.a.is_infinite() || ra.a.is_infinite() {
+        if unnormalisable(&q.agg, ra) {
             return (f64::NAN, 0.0);
         }
         if q.agg.nnz > c {
@@ -301,18 +303,13 @@ impl Kernel for KlDivergence {
         (acc.max(0.0), 0.0)
     }
     fn untouched_rank(&self, agg: &RowAgg) -> f64 {
-        // A constant key (ln 2 or +∞); NaN for a row that sums to 0.
-        if agg.a.is_infinite() {
-            f64::NAN
-        } else {
-            0.0
-        }
+        inverse_sum_rank(agg)
     }
     fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
-        let (sx, sy) = (q.agg.a, ix.aggs[r].a);
-        if sx.is_infinite() || sy.is_infinite() {
+        if unnormalisable(&q.agg, &ix.aggs[r]) {
             return f64::NAN;
         }
+        let (sx, sy) = (q.agg.a, ix.aggs[r].a);
         let mut s = 0.0;
         union_fold(q.row, ix.csr.row(r), |a, b| {
             if a > 0.0 {

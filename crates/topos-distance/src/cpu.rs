@@ -56,7 +56,7 @@ impl Backend for CpuBackend {
         index: &'a CsrMatrix,
         metric: Metric,
     ) -> Result<Box<dyn PreparedIndex + 'a>, DistanceError> {
-        check_domain(index, metric)?;
+        check_domain(index, 0..index.n_rows(), metric)?;
         if index.n_rows() > u32::MAX as usize {
             return Err(DistanceError::InvalidCsr(format!(
                 "{} index rows exceed 2^32 - 1",
@@ -86,11 +86,12 @@ impl Backend for CpuBackend {
     }
 }
 
-/// Refuses values outside the metric's domain (negative values for Hellinger, Jensen–Shannon
-/// and KL divergence, where square roots and logarithms of them are undefined).
-pub(crate) fn check_domain(m: &CsrMatrix, metric: Metric) -> Result<(), DistanceError> {
+/// Refuses values of `rows` of `m` outside the metric's domain (negative values for
+/// Hellinger, Jensen–Shannon and KL divergence, where square roots and logarithms of them are
+/// undefined).
+fn check_domain(m: &CsrMatrix, rows: Range<usize>, metric: Metric) -> Result<(), DistanceError> {
     if metric.requires_non_negative() {
-        if let Some((row, col, value)) = m.first_negative() {
+        if let Some((row, col, value)) = m.first_negative_in(rows) {
             return Err(DistanceError::NegativeValue {
                 metric: metric.name(),
                 row,
@@ -173,8 +174,8 @@ struct Prepared<'a, K: Kernel> {
     by_magnitude: Vec<u32>,
     /// Rows by [`Kernel::untouched_rank`] (ties by index), then the rows whose rank is NaN.
     by_rank: Vec<u32>,
-    /// How many rows at the end of `by_rank` have a NaN rank.
-    undefined: usize,
+    /// How many rows at the start of `by_rank` have a defined (non-NaN) rank.
+    defined: usize,
 }
 
 /// Per-worker buffers.
@@ -258,7 +259,6 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         });
         let defined = by_rank.len();
         by_rank.extend((0..csr.n_rows() as u32).filter(|&r| ranks[r as usize].is_nan()));
-        let undefined = by_rank.len() - defined;
         Box::new(Prepared {
             metric,
             kernel,
@@ -268,7 +268,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             stats,
             by_magnitude,
             by_rank,
-            undefined,
+            defined,
         })
     }
 
@@ -307,23 +307,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
                 queries.n_rows()
             )));
         }
-        if self.metric.requires_non_negative() {
-            let (a, b) = (
-                queries.offsets()[rows.start] as usize,
-                queries.offsets()[rows.end] as usize,
-            );
-            if let Some(p) = queries.values()[a..b].iter().position(|&v| v < 0.0) {
-                let pos = (a + p) as u64;
-                let row = queries.offsets().partition_point(|&o| o <= pos) - 1;
-                return Err(DistanceError::NegativeValue {
-                    metric: self.metric.name(),
-                    row,
-                    col: queries.indices()[a + p],
-                    value: queries.values()[a + p],
-                });
-            }
-        }
-        Ok(())
+        check_domain(queries, rows.clone(), self.metric)
     }
 
     /// One query against every index row: the intersection pass, then the expansion scan.
@@ -411,45 +395,39 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             true
         };
         let mut limit = sink.threshold() + slack;
+        // Offers row r from its accumulator and count, resetting both for the next query.
+        let mut take_and_offer = |r: usize| {
+            let a = std::mem::take(&mut s.acc[r]);
+            let c = if K::NEEDS_COUNT {
+                std::mem::take(&mut s.count[r])
+            } else {
+                0
+            };
+            if skip != Some(r) {
+                offer(r, a, c, sink, &mut limit);
+            }
+        };
         if !sparse {
             for r in 0..self.csr.n_rows() {
-                let a = std::mem::take(&mut s.acc[r]);
-                let c = if K::NEEDS_COUNT {
-                    std::mem::take(&mut s.count[r])
-                } else {
-                    0
-                };
-                if skip != Some(r) {
-                    offer(r, a, c, sink, &mut limit);
-                }
+                take_and_offer(r);
             }
         } else {
             // The rows the query touched, then the others in rank order until one cannot
             // enter (their keys only grow along the order).
             for &r in &s.touched {
-                let r = r as usize;
-                let a = std::mem::take(&mut s.acc[r]);
-                let c = if K::NEEDS_COUNT {
-                    std::mem::take(&mut s.count[r])
-                } else {
-                    0
-                };
-                if skip != Some(r) {
-                    offer(r, a, c, sink, &mut limit);
-                }
+                take_and_offer(r as usize);
             }
             let mut walk = |r: u32| -> bool {
                 let r = r as usize;
                 s.seen[r] || skip == Some(r) || offer(r, 0.0, 0, sink, &mut limit)
             };
             if k.untouched_descending(&q) {
-                let defined = self.by_rank.len() - self.undefined;
-                for &r in self.by_rank[..defined].iter().rev() {
+                for &r in self.by_rank[..self.defined].iter().rev() {
                     if !walk(r) {
                         break;
                     }
                 }
-                for &r in &self.by_rank[defined..] {
+                for &r in &self.by_rank[self.defined..] {
                     walk(r);
                 }
             } else {

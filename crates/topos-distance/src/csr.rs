@@ -11,7 +11,9 @@
 //! zero would change their value. [`CsrMatrix::from_triplets`] and [`CsrMatrix::from_dense`]
 //! drop zeros; [`CsrMatrix::new`] refuses them.
 
+use crate::kernel::{sum_abs, sum_sq};
 use crate::DistanceError;
+use std::ops::Range;
 
 /// A sparse matrix of `f32` values in CSR form with 64-bit offsets.
 #[derive(Clone, Debug, PartialEq)]
@@ -221,7 +223,16 @@ impl CsrMatrix {
 
     /// The first negative value as `(row, column, value)`, if any.
     pub fn first_negative(&self) -> Option<(usize, u32, f32)> {
-        let pos = self.values.iter().position(|&v| v < 0.0)?;
+        self.first_negative_in(0..self.n_rows())
+    }
+
+    /// [`CsrMatrix::first_negative`] among the rows `rows` only.
+    pub(crate) fn first_negative_in(&self, rows: Range<usize>) -> Option<(usize, u32, f32)> {
+        let (a, b) = (
+            self.offsets[rows.start] as usize,
+            self.offsets[rows.end] as usize,
+        );
+        let pos = a + self.values[a..b].iter().position(|&v| v < 0.0)?;
         let row = self.offsets.partition_point(|&o| o <= pos as u64) - 1;
         Some((row, self.indices[pos], self.values[pos]))
     }
@@ -229,16 +240,12 @@ impl CsrMatrix {
     /// Scales every row to unit L1 norm (Σ|x| = 1) or unit L2 norm; empty rows stay empty.
     pub fn normalize_rows(&mut self, norm: RowNorm) {
         for i in 0..self.n_rows() {
+            let n = match norm {
+                RowNorm::L1 => sum_abs(self.row(i)),
+                RowNorm::L2 => sum_sq(self.row(i)).sqrt(),
+            };
             let (a, b) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
             let vals = &mut self.values[a..b];
-            let n: f64 = match norm {
-                RowNorm::L1 => vals.iter().map(|&v| f64::from(v).abs()).sum(),
-                RowNorm::L2 => vals
-                    .iter()
-                    .map(|&v| f64::from(v) * f64::from(v))
-                    .sum::<f64>()
-                    .sqrt(),
-            };
             if n > 0.0 {
                 for v in vals.iter_mut() {
                     // A value can underflow to zero only if it is below 2^-149 times the norm;

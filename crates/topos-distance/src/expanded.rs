@@ -5,8 +5,8 @@
 //! and their "norms" the non-zero counts, so they are exact integer arithmetic.
 
 use crate::csr::Row;
-use crate::kernel::{gamma, sum, sum_sq, IndexView, Kernel, QueryView, RowAgg};
-use crate::union::union_fold;
+use crate::kernel::{gamma, sum, sum_a_max_error, sum_sq, IndexView, Kernel, QueryView, RowAgg};
+use crate::union::{intersection_count, union_fold};
 
 #[inline]
 fn prod(a: f32, b: f32) -> f64 {
@@ -18,10 +18,7 @@ pub struct DotProduct;
 
 impl Kernel for DotProduct {
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            ..RowAgg::default()
-        }
+        RowAgg::nnz_only(row)
     }
     #[inline]
     fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -182,11 +179,7 @@ pub struct Euclidean;
 
 impl Kernel for Euclidean {
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            a: sum_sq(row),
-            ..RowAgg::default()
-        }
+        RowAgg::with_a(row, sum_sq(row))
     }
     #[inline]
     fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -229,11 +222,7 @@ pub struct Hellinger;
 
 impl Kernel for Hellinger {
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            a: sum(row),
-            ..RowAgg::default()
-        }
+        RowAgg::with_a(row, sum(row))
     }
     #[inline]
     fn product(&self, a: f32, b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -250,7 +239,7 @@ impl Kernel for Hellinger {
     }
     #[inline]
     fn max_error(&self, q: &QueryView, ix: &IndexView) -> f64 {
-        2.0 * gamma(q.agg.nnz + ix.stats.max_nnz) * (q.agg.a + ix.stats.max_terms[0])
+        sum_a_max_error(2.0, q, ix)
     }
     fn untouched_rank(&self, agg: &RowAgg) -> f64 {
         agg.a
@@ -277,10 +266,7 @@ impl Kernel for Dice {
     const NEEDS_ACC: bool = false;
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            ..RowAgg::default()
-        }
+        RowAgg::nnz_only(row)
     }
     #[inline]
     fn product(&self, _a: f32, _b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -296,10 +282,7 @@ impl Kernel for Dice {
         f64::from(u8::from(agg.nnz == 0))
     }
     fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
-        let mut c = 0u32;
-        union_fold(q.row, ix.csr.row(r), |a, b| {
-            c += u32::from(a != 0.0 && b != 0.0)
-        });
+        let c = intersection_count(q.row, ix.csr.row(r));
         self.finish(0.0, c, q, ix, r).0
     }
 }
@@ -312,10 +295,7 @@ impl Kernel for RussellRao {
     const NEEDS_ACC: bool = false;
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            ..RowAgg::default()
-        }
+        RowAgg::nnz_only(row)
     }
     #[inline]
     fn product(&self, _a: f32, _b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -330,10 +310,7 @@ impl Kernel for RussellRao {
         0.0
     }
     fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
-        let mut c = 0u32;
-        union_fold(q.row, ix.csr.row(r), |a, b| {
-            c += u32::from(a != 0.0 && b != 0.0)
-        });
+        let c = intersection_count(q.row, ix.csr.row(r));
         self.finish(0.0, c, q, ix, r).0
     }
 }
@@ -346,10 +323,7 @@ impl Kernel for Jaccard {
     const NEEDS_ACC: bool = false;
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            ..RowAgg::default()
-        }
+        RowAgg::nnz_only(row)
     }
     #[inline]
     fn product(&self, _a: f32, _b: f32, _q: &QueryView, _ix: &IndexView, _r: usize) -> f64 {
@@ -373,10 +347,7 @@ impl Kernel for Jaccard {
         f64::from(u8::from(agg.nnz > 0))
     }
     fn exact(&self, q: &QueryView, ix: &IndexView, r: usize) -> f64 {
-        let mut c = 0u32;
-        union_fold(q.row, ix.csr.row(r), |a, b| {
-            c += u32::from(a != 0.0 && b != 0.0)
-        });
+        let c = intersection_count(q.row, ix.csr.row(r));
         self.finish(0.0, c, q, ix, r).0
     }
 }

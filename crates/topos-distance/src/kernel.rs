@@ -45,6 +45,24 @@ pub struct RowAgg {
     pub c: f64,
 }
 
+impl RowAgg {
+    /// Only the non-zero count of `row` (the counting kernels).
+    #[inline]
+    pub(crate) fn nnz_only(row: Row) -> RowAgg {
+        RowAgg::with_a(row, 0.0)
+    }
+
+    /// The non-zero count of `row` and the one aggregate `a` (`b`, `c` unused).
+    #[inline]
+    pub(crate) fn with_a(row: Row, a: f64) -> RowAgg {
+        RowAgg {
+            nnz: row.nnz() as u32,
+            a,
+            ..RowAgg::default()
+        }
+    }
+}
+
 /// The query row with everything the kernels may read about it.
 pub struct QueryView<'a> {
     pub row: Row<'a>,
@@ -104,6 +122,13 @@ impl IndexStats {
 #[inline]
 pub fn gamma(n: u32) -> f64 {
     (f64::from(n) + 4.0) * f64::EPSILON
+}
+
+/// [`Kernel::max_error`] of the kernels whose bound is `factor`·γ·(a(x) + a(y)), with `a` a
+/// non-negative row sum and `bound_terms` = `[a, 0]` (Hellinger, Manhattan, Minkowski).
+#[inline]
+pub(crate) fn sum_a_max_error(factor: f64, q: &QueryView, ix: &IndexView) -> f64 {
+    factor * gamma(q.agg.nnz + ix.stats.max_nnz) * (q.agg.a + ix.stats.max_terms[0])
 }
 
 /// One metric as a semiring plus expansion (see the module documentation).

@@ -46,6 +46,15 @@ pub fn union_fold(x: Row, y: Row, mut f: impl FnMut(f64, f64)) -> usize {
     n + (xi.len() - i) + (yi.len() - j)
 }
 
+/// |x ∩ y|, the columns non-zero in both rows, counted over the union (the counting kernels'
+/// exact form).
+#[inline]
+pub(crate) fn intersection_count(x: Row, y: Row) -> u32 {
+    let mut c = 0u32;
+    union_fold(x, y, |a, b| c += u32::from(a != 0.0 && b != 0.0));
+    c
+}
+
 /// Positions of a row's values by decreasing magnitude (ties: by position, so deterministic).
 pub fn magnitude_order(values: &[f32], out: &mut Vec<u32>) {
     out.clear();
@@ -75,14 +84,12 @@ impl Kernel for Chebyshev {
     const NEEDS_QUERY_ORDER: bool = true;
 
     fn aggregate(&self, row: Row, _n_cols: usize) -> RowAgg {
-        RowAgg {
-            nnz: row.nnz() as u32,
-            a: row
-                .values
+        RowAgg::with_a(
+            row,
+            row.values
                 .iter()
                 .fold(0.0f64, |m, &v| m.max(f64::from(v).abs())),
-            ..RowAgg::default()
-        }
+        )
     }
 
     #[inline]

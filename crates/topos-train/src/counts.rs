@@ -40,6 +40,33 @@ impl WordTopics {
         (&self.topics[a..b], &self.counts[a..b])
     }
 
+    /// The sparse form of a dense V × K matrix (row-major by word), the inverse of
+    /// [`WordTopics::to_dense`].
+    pub fn from_dense(dense: &[u32], num_topics: u32) -> Self {
+        let k = num_topics as usize;
+        let mut offsets = Vec::with_capacity(dense.len() / k.max(1) + 1);
+        offsets.push(0u64);
+        let nnz = dense.iter().filter(|&&c| c > 0).count();
+        let mut topics = Vec::with_capacity(nnz);
+        let mut counts = Vec::with_capacity(nnz);
+        let mut totals = vec![0u64; k];
+        for row in dense.chunks_exact(k.max(1)) {
+            for (t, &c) in row.iter().enumerate().filter(|(_, &c)| c > 0) {
+                topics.push(t as u16);
+                counts.push(c);
+                totals[t] += u64::from(c);
+            }
+            offsets.push(topics.len() as u64);
+        }
+        WordTopics {
+            num_topics,
+            offsets,
+            topics,
+            counts,
+            totals,
+        }
+    }
+
     /// Dense V × K matrix (row-major by word), for the model file.
     pub fn to_dense(&self) -> Vec<u32> {
         let k = self.num_topics as usize;
@@ -227,6 +254,7 @@ mod tests {
             let layout = Layout::build(docs.view(), parts);
             let b = count_word_topics(&layout, &z, 4, k as u32);
             assert_eq!(b.to_dense(), dense_b);
+            assert_eq!(WordTopics::from_dense(&dense_b, k as u32), b);
             assert_eq!(b.totals, vec![4, 3, 3]);
             for v in 0..4 {
                 let (t, c) = b.row(v);

@@ -203,32 +203,9 @@ pub fn noisy_word_topics(
     mechanism: &DiscreteLaplace,
     source: &mut NoiseSource,
 ) -> WordTopics {
-    let k = b.num_topics as usize;
     let mut dense = b.to_dense();
     mechanism.add_to_u32_clamped(&mut dense, source);
-    let mut offsets = Vec::with_capacity(b.num_words() + 1);
-    offsets.push(0u64);
-    let nnz = dense.iter().filter(|&&c| c > 0).count();
-    let mut topics = Vec::with_capacity(nnz);
-    let mut counts = Vec::with_capacity(nnz);
-    let mut totals = vec![0u64; k];
-    for row in dense.chunks_exact(k.max(1)) {
-        for (t, &c) in row.iter().enumerate() {
-            if c > 0 {
-                topics.push(t as u16);
-                counts.push(c);
-                totals[t] += u64::from(c);
-            }
-        }
-        offsets.push(topics.len() as u64);
-    }
-    WordTopics {
-        num_topics: b.num_topics,
-        offsets,
-        topics,
-        counts,
-        totals,
-    }
+    WordTopics::from_dense(&dense, b.num_topics)
 }
 
 #[cfg(test)]

@@ -436,40 +436,30 @@ impl<'a> Trainer<'a> {
             self.num_words,
             "vocabulary does not match the corpus"
         );
-        if let Some(p) = &self.private {
-            let dense = match p.latest() {
-                Some(b) => self.pool.install(|| b.to_dense()),
-                None => vec![0; self.num_words * self.opts.hyper.k()],
-            };
-            return TopicModel::from_counts(
-                vocab,
-                self.opts.hyper,
-                dense,
-                Provenance {
-                    algorithm: self.opts.algorithm.name().to_string(),
-                    iterations: self.iteration,
-                    seed: 0,
-                    corpus_checksum: 0,
-                    num_docs: 0,
-                    num_tokens: 0,
-                },
-            )
-            .with_privacy(p.guarantee());
-        }
-        let dense = self.pool.install(|| self.word_topics.to_dense());
-        TopicModel::from_counts(
-            vocab,
-            self.opts.hyper,
-            dense,
-            Provenance {
-                algorithm: self.opts.algorithm.name().to_string(),
-                iterations: self.iteration,
-                seed: self.opts.seed,
-                corpus_checksum: self.opts.corpus_checksum,
-                num_docs: self.docs.len() as u64,
-                num_tokens: self.docs.num_tokens(),
-            },
-        )
+        let mut provenance = Provenance {
+            algorithm: self.opts.algorithm.name().to_string(),
+            iterations: self.iteration,
+            seed: self.opts.seed,
+            corpus_checksum: self.opts.corpus_checksum,
+            num_docs: self.docs.len() as u64,
+            num_tokens: self.docs.num_tokens(),
+        };
+        let Some(p) = &self.private else {
+            let dense = self.pool.install(|| self.word_topics.to_dense());
+            return TopicModel::from_counts(vocab, self.opts.hyper, dense, provenance);
+        };
+        // A private model is the last noisy release, and withholds every fact that is an exact
+        // function of the data (see `private.rs`).
+        let dense = match p.latest() {
+            Some(b) => self.pool.install(|| b.to_dense()),
+            None => vec![0; self.num_words * self.opts.hyper.k()],
+        };
+        provenance.seed = 0;
+        provenance.corpus_checksum = 0;
+        provenance.num_docs = 0;
+        provenance.num_tokens = 0;
+        TopicModel::from_counts(vocab, self.opts.hyper, dense, provenance)
+            .with_privacy(p.guarantee())
     }
 }
 

@@ -14,18 +14,11 @@ pub struct Args {
     /// The corpus the model was trained on (default: the model path with the extension .tcorp).
     #[arg(long)]
     pub corpus: Option<PathBuf>,
-    /// Fold-in Gibbs sweeps per held-out document.
-    #[arg(long, default_value_t = 50)]
-    pub sweeps: u32,
-    /// Sweeps discarded before averaging θ.
-    #[arg(long, default_value_t = 10)]
-    pub burn_in: u32,
     /// Top words per topic for coherence.
     #[arg(long, default_value_t = 10)]
     pub coherence_words: usize,
-    /// Seed of the fold-in chains.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub foldin: super::foldin::FoldInArgs,
 }
 
 /// Opens the corpus a model was trained on and checks that it is that corpus.
@@ -87,11 +80,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         None
     };
     let opts = EvalOptions {
-        foldin: FoldInOptions {
-            sweeps: args.sweeps,
-            burn_in: args.burn_in,
-            seed: args.seed,
-        },
+        foldin: args.foldin.options(),
         coherence_top_words: args.coherence_words,
     };
     let e = evaluate(

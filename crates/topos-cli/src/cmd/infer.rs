@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use topos_corpus::readers::{ByteCounter, LineReader};
 use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
-use topos_model::{doc_to_ids, infer, InferOptions, Phi, TopicModel, TopicWeight};
+use topos_model::{doc_to_ids, infer, Phi, TopicModel, TopicWeight};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -27,15 +27,8 @@ pub struct Args {
     /// Stem words (use it if the corpus was prepared with --stem).
     #[arg(long)]
     pub stem: bool,
-    /// Fold-in Gibbs sweeps.
-    #[arg(long, default_value_t = 50)]
-    pub sweeps: u32,
-    /// Sweeps discarded before averaging.
-    #[arg(long, default_value_t = 10)]
-    pub burn_in: u32,
-    /// Seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub foldin: super::foldin::FoldInArgs,
 }
 
 #[derive(Serialize)]
@@ -94,12 +87,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         unknown
     ));
     let phi = Phi::from_model(&model)?;
-    let opts = InferOptions {
-        sweeps: args.sweeps,
-        burn_in: args.burn_in,
-        seed: args.seed,
-    };
-    let thetas = infer(&phi, &model.hyper, docs.view(), &opts)?;
+    let thetas = infer(&phi, &model.hyper, docs.view(), &args.foldin.options())?;
     let k = model.num_topics();
     let top = if args.top == 0 { k } else { args.top };
     let mut out: Vec<u8> = Vec::new();

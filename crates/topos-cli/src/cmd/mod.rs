@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod eval;
 pub mod export;
+pub mod foldin;
 pub mod import;
 pub mod infer;
 pub mod knn;

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
 use topos_distance::{backend, CsrMatrix, Metric};
-use topos_model::{doc_to_ids, infer, DocTopics, InferOptions, Phi, TopicModel};
+use topos_model::{doc_to_ids, infer, DocTopics, Phi, TopicModel};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -35,15 +35,9 @@ pub struct Args {
     /// Stem the words of --text (use it if the corpus was prepared with --stem).
     #[arg(long)]
     pub stem: bool,
-    /// Fold-in Gibbs sweeps for held-out documents and text.
-    #[arg(long, default_value_t = 50)]
-    pub sweeps: u32,
-    /// Sweeps discarded before averaging.
-    #[arg(long, default_value_t = 10)]
-    pub burn_in: u32,
-    /// Seed of the fold-in.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// The fold-in of held-out documents and text.
+    #[command(flatten)]
+    pub foldin: super::foldin::FoldInArgs,
 }
 
 /// θ rows as a CSR matrix over K topic columns (every entry is positive: α > 0).
@@ -97,6 +91,13 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         bail!("give exactly one kind of query: --doc ID, --text TEXT or --heldout");
     }
     let model = TopicModel::read(&args.model)?;
+    if model.privacy.is_some() {
+        bail!(
+            "{} is a private model: it has no per-document topic counts to search (they would \
+             break its guarantee); use a non-private model",
+            args.model.display()
+        );
+    }
     let corpus = super::eval::corpus_for(&args.model, &model, args.corpus.as_deref())?;
     let dt_path = topos_model::doc_topics_path(&args.model);
     if !dt_path.exists() {
@@ -206,12 +207,8 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             Vec::new()
         } else {
             let phi = Phi::from_model(&model)?;
-            let opts = InferOptions {
-                sweeps: args.sweeps,
-                burn_in: args.burn_in,
-                seed: args.seed,
-            };
-            infer(&phi, &model.hyper, docs.view(), &opts).context("inference failed")?
+            infer(&phi, &model.hyper, docs.view(), &args.foldin.options())
+                .context("inference failed")?
         };
         let engine = backend(device)?;
         let prepared = engine.prepare(&index, metric)?;

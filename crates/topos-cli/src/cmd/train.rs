@@ -38,7 +38,8 @@ pub struct Args {
     /// Topic-word prior β.
     #[arg(long, default_value_t = 0.01)]
     pub beta: f64,
-    /// Document partitions (cgs results depend on it; default: one per 250K tokens, at most 64).
+    /// Document partitions (cgs results depend on it; default: about one per 250K tokens, a
+    /// multiple of 4, at most 64).
     #[arg(long)]
     pub partitions: Option<usize>,
     /// Compute the training log-likelihood every N iterations (0: only at the end).

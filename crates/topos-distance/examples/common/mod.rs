@@ -16,48 +16,35 @@ pub fn write_raw(m: &CsrMatrix, dir: &Path) -> std::io::Result<()> {
         m.nnz()
     );
     std::fs::write(dir.join("meta.json"), meta)?;
-    let bytes = |v: &[u8]| v.to_vec();
-    std::fs::write(
-        dir.join("offsets.u64"),
-        bytes(
-            &m.offsets()
-                .iter()
-                .flat_map(|x| x.to_le_bytes())
-                .collect::<Vec<u8>>(),
-        ),
-    )?;
-    std::fs::write(
-        dir.join("indices.u32"),
-        m.indices()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect::<Vec<u8>>(),
-    )?;
-    std::fs::write(
-        dir.join("values.f32"),
-        m.values()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect::<Vec<u8>>(),
-    )?;
-    Ok(())
+    write_le(&dir.join("offsets.u64"), m.offsets(), u64::to_le_bytes)?;
+    write_le(&dir.join("indices.u32"), m.indices(), u32::to_le_bytes)?;
+    write_le(&dir.join("values.f32"), m.values(), f32::to_le_bytes)
 }
 
 pub fn read_raw(dir: &Path) -> Result<CsrMatrix, Box<dyn std::error::Error>> {
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json"))?)?;
     let cols = meta["cols"].as_u64().ok_or("meta.json: cols")? as usize;
-    let offsets: Vec<u64> = std::fs::read(dir.join("offsets.u64"))?
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    let indices: Vec<u32> = std::fs::read(dir.join("indices.u32"))?
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    let values: Vec<f32> = std::fs::read(dir.join("values.f32"))?
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let offsets = read_le(&dir.join("offsets.u64"), u64::from_le_bytes)?;
+    let indices = read_le(&dir.join("indices.u32"), u32::from_le_bytes)?;
+    let values = read_le(&dir.join("values.f32"), f32::from_le_bytes)?;
     Ok(CsrMatrix::new(cols, offsets, indices, values)?)
+}
+
+/// Writes `xs` as little-endian words of `N` bytes.
+fn write_le<T: Copy, const N: usize>(
+    path: &Path,
+    xs: &[T],
+    to_le: fn(T) -> [u8; N],
+) -> std::io::Result<()> {
+    let bytes: Vec<u8> = xs.iter().flat_map(|&x| to_le(x)).collect();
+    std::fs::write(path, bytes)
+}
+
+/// Reads a file of little-endian words of `N` bytes (a trailing partial word is ignored).
+fn read_le<T, const N: usize>(path: &Path, from_le: fn([u8; N]) -> T) -> std::io::Result<Vec<T>> {
+    Ok(std::fs::read(path)?
+        .chunks_exact(N)
+        .map(|c| from_le(c.try_into().unwrap()))
+        .collect())
 }

@@ -1,0 +1,70 @@
+//! Helpers shared by the end-to-end tests of the `topos` binary.
+// Each test file compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs the binary under test.
+pub fn topos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_topos"))
+        .args(args)
+        .output()
+        .expect("run topos")
+}
+
+/// Runs a command that must succeed; returns its stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = topos(args);
+    assert!(
+        out.status.success(),
+        "topos {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a command with `--json` that must succeed with one JSON document on stdout.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let out = ok(&a);
+    assert_eq!(out.trim().lines().count(), 1, "one JSON document: {out}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// Runs a command that must fail with a one-line error containing `needle`; returns its output.
+pub fn fails(args: &[&str], needle: &str) -> Output {
+    let out = topos(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "topos {args:?} should fail");
+    // Status lines may come first; the error is one line, the last.
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "expected one line of error for {args:?}, got: {err}"
+    );
+    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
+    assert!(errors[0].starts_with("error: "), "{err}");
+    assert!(
+        errors[0].to_lowercase().contains(&needle.to_lowercase()),
+        "error for {args:?} should mention {needle:?}: {err}"
+    );
+    out
+}
+
+/// [`fails`], and nothing at all was printed on stdout (nothing released).
+pub fn fails_releasing_nothing(args: &[&str], needle: &str) {
+    let out = fails(args, needle);
+    assert!(
+        out.stdout.is_empty(),
+        "nothing may be released: {:?}",
+        out.stdout
+    );
+}
+
+/// A path as the `&str` the binary's arguments take.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
