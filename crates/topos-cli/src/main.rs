@@ -48,6 +48,8 @@ enum Command {
     Similar(cmd::similar::Args),
     /// Differential privacy: budgets, private count queries, optimal budget allocation.
     Privacy(cmd::privacy::Args),
+    /// List the GPUs training can use (memory, compute capability).
+    Devices(cmd::devices::Args),
 }
 
 fn main() {
@@ -69,6 +71,7 @@ fn main() {
         Command::Knn(a) => cmd::knn::run(a, ui),
         Command::Similar(a) => cmd::similar::run(a, ui),
         Command::Privacy(a) => cmd::privacy::run(a, ui),
+        Command::Devices(a) => cmd::devices::run(a, ui),
     };
     if let Err(e) = result {
         // `{:#}` joins the context chain into one line.

@@ -9,6 +9,8 @@
 //! * [`trainer`]: the loop that ties them together; [`checkpoint`]: resumable state.
 //! * [`private`]: differentially private training (`--private`): capped documents, every
 //!   iteration sampling from a noisy release of the word-topic counts; proof sketch there.
+//! * [`session`]: the trait the binary drives, implemented by [`Trainer`] here and by the GPU
+//!   engine of `topos-gpu`.
 //! * [`synthetic`]: corpora drawn from the LDA generative model with known topics.
 
 pub mod cgs;
@@ -20,11 +22,13 @@ pub mod layout;
 pub mod loglik;
 pub mod memory;
 pub mod private;
+pub mod session;
 pub mod synthetic;
 pub mod trainer;
 
 pub use checkpoint::Checkpoint;
 pub use private::{PrivateOptions, Releases};
+pub use session::Session;
 pub use trainer::{
     default_partitions, Algorithm, IterationStats, TrainError, TrainOptions, Trainer,
 };

@@ -74,6 +74,9 @@ pub enum TrainError {
     DocumentOverCap { found: usize, cap: u32 },
     #[error("{0}")]
     Privacy(#[from] topos_privacy::PrivacyError),
+    /// An accelerator failed (the message says which call and what to do).
+    #[error("{0}")]
+    Device(String),
 }
 
 /// Partition count for a corpus. CGS results depend on it (AD-LDA merges partitions once per
@@ -367,6 +370,44 @@ impl<'a> Trainer<'a> {
                 h.beta,
             )
         })
+    }
+
+    /// Replaces the assignments with those `fill` writes (corpus order; e.g. copied back from a
+    /// GPU that sampled the same corpus from the same start) and recounts, as if this trainer had
+    /// run `iteration` iterations itself.
+    pub fn load_assignments<E>(
+        &mut self,
+        iteration: u32,
+        fill: impl FnOnce(&mut [u16]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        fill(&mut self.z)?;
+        self.iteration = iteration;
+        let k = self.opts.hyper.num_topics;
+        let Self {
+            layout,
+            z,
+            num_words,
+            pool,
+            ..
+        } = self;
+        self.word_topics = pool.install(|| count_word_topics(layout, z, *num_words, k));
+        self.doc_topics = OnceLock::new();
+        Ok(())
+    }
+
+    /// The PDOW layout in use.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The settings of the run.
+    pub fn options(&self) -> &TrainOptions {
+        &self.opts
+    }
+
+    /// The training documents.
+    pub fn docs(&self) -> Docs<'a> {
+        self.docs
     }
 
     /// Completed iterations.

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod demo;
+pub mod devices;
 pub mod eval;
 pub mod export;
 pub mod foldin;

@@ -6,9 +6,10 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use topos_corpus::Corpus;
+use topos_gpu::{DeviceSpec, GpuOptions, GpuSession};
 use topos_model::Hyperparameters;
 use topos_train::memory::{self, Bytes};
-use topos_train::{Algorithm, Checkpoint, TrainOptions, Trainer};
+use topos_train::{Algorithm, Checkpoint, Session, TrainOptions, Trainer};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -86,6 +87,50 @@ pub struct Args {
     /// Per-document token cap L of a --private run (documents keep their first L tokens).
     #[arg(long)]
     pub max_doc_tokens: Option<u32>,
+    /// Where to train: auto (a GPU when one is usable, the CPU otherwise; it says which), cpu,
+    /// cuda (the first GPU) or cuda:N.
+    #[arg(long, default_value = "auto")]
+    pub device: topos_gpu::DeviceSpec,
+    /// Device memory a GPU run may use, e.g. 20GiB (default: all that is free). A corpus that
+    /// does not fit beside the model is streamed through the GPU in chunks.
+    #[arg(long, value_parser = parse_bytes)]
+    pub gpu_memory: Option<u64>,
+    /// Tokens per partition of a GPU-resident corpus (tuning; default 16M).
+    #[arg(long, hide = true)]
+    pub gpu_partition_tokens: Option<u64>,
+    /// Stream the corpus through the GPU even when it fits (tests the streaming path).
+    #[arg(long, hide = true)]
+    pub gpu_stream: bool,
+}
+
+/// Parses a byte size: a number with an optional unit B, K/KB/KiB, M/MB/MiB, G/GB/GiB or
+/// T/TB/TiB (all binary multiples).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size; write e.g. 20GiB, 512MiB or 1073741824"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?} in {s:?}; use B, KiB, MiB, GiB or TiB"
+            ))
+        }
+    };
+    let bytes = value * (1u64 << shift) as f64;
+    if !(1.0..1.8e19).contains(&bytes) {
+        return Err(format!("{s:?} is not a usable size"));
+    }
+    Ok(bytes as u64)
 }
 
 /// One evaluation point, as written to `--log`.
@@ -125,6 +170,10 @@ pub struct Summary {
     pub noise_scale: Option<f64>,
     /// How a `--private` run was accounted against the corpus's privacy budget.
     pub ledger: Option<LedgerStatus>,
+    /// Where the run executed ("cpu (16 threads)", "cuda:0 (NVIDIA H100 80GB HBM3)").
+    pub device: String,
+    /// The GPU memory plan (`null` on the CPU).
+    pub gpu_plan: Option<topos_gpu::Plan>,
 }
 
 /// Where a private run's ε was charged.
@@ -282,6 +331,56 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     })
 }
 
+/// The session `--device` asks for. `auto` takes a GPU when one answers and the plan fits, and
+/// otherwise says why and trains on the CPU; `cuda` fails with the GPU's reason.
+fn open_session<'a>(
+    args: &Args,
+    docs: topos_corpus::Docs<'a>,
+    num_words: usize,
+    opts: TrainOptions,
+    checkpoint: Option<Checkpoint>,
+    ui: Ui,
+) -> Result<(Box<dyn Session + 'a>, Option<topos_gpu::Plan>)> {
+    let cpu =
+        |checkpoint: Option<Checkpoint>, opts: TrainOptions| -> Result<Box<dyn Session + 'a>> {
+            Ok(match checkpoint {
+                Some(c) => Box::new(Trainer::resume(docs, num_words, opts, c)?),
+                None => Box::new(Trainer::new(docs, num_words, opts)?),
+            })
+        };
+    let gpu_options = |ordinal| GpuOptions {
+        ordinal,
+        memory_budget: args.gpu_memory,
+        partition_tokens: args.gpu_partition_tokens,
+        force_streaming: args.gpu_stream,
+    };
+    let gpu = |ordinal, checkpoint, opts| {
+        GpuSession::new(docs, num_words, opts, gpu_options(ordinal), checkpoint).map(|s| {
+            ui.info(format!("GPU plan: {}", s.plan()));
+            let plan = s.plan().clone();
+            (Box::new(s) as Box<dyn Session + 'a>, Some(plan))
+        })
+    };
+    match args.device {
+        DeviceSpec::Cpu => Ok((cpu(checkpoint, opts)?, None)),
+        DeviceSpec::Cuda(ordinal) => Ok(gpu(ordinal, checkpoint, opts)?),
+        DeviceSpec::Auto => {
+            let usable = topos_gpu::device::device_count().is_ok_and(|n| n > 0)
+                && topos_gpu::device::nvrtc_present();
+            if !usable {
+                return Ok((cpu(checkpoint, opts)?, None));
+            }
+            match gpu(None, checkpoint.clone(), opts.clone()) {
+                Ok(s) => Ok(s),
+                Err(e) => {
+                    ui.info(format!("not using the GPU: {e}"));
+                    Ok((cpu(checkpoint, opts)?, None))
+                }
+            }
+        }
+    }
+}
+
 /// Trains on `corpus` as `args` say and writes the model; shared with `demo`.
 pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
     let algorithm = Algorithm::from_name(&args.algo).context("unknown algorithm")?;
@@ -366,7 +465,12 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         Some(p) => Some(charge_ledger(args, corpus, p)?),
         None => None,
     };
-    let mut trainer = if let Some(p) = &private {
+    let mut noise_scale = None;
+    let mut gpu_plan = None;
+    let mut trainer: Box<dyn Session + '_> = if let Some(p) = &private {
+        if matches!(args.device, DeviceSpec::Cuda(_)) {
+            bail!("--private training runs on the CPU only (its noise must come from the CPU's secure generator); use --device cpu or auto");
+        }
         let source = topos_privacy::NoiseSource::from_os()?;
         let o = &p.options;
         ui.info(format!(
@@ -381,18 +485,22 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
                 _ => "no privacy budget set for this corpus, nothing charged".to_string(),
             }
         ));
-        Trainer::new_private(docs, corpus.vocab().len(), opts, p.options, source)?
-    } else if let Some(ckpt) = checkpoint {
-        let t = Trainer::resume(docs, corpus.vocab().len(), opts, ckpt)?;
-        ui.info(format!(
-            "resuming from {} at iteration {}",
-            ckpt_path.display(),
-            t.iteration()
-        ));
-        t
+        let t = Trainer::new_private(docs, corpus.vocab().len(), opts, p.options, source)?;
+        noise_scale = t.privacy().map(|p| p.scale());
+        Box::new(t)
     } else {
-        Trainer::new(docs, corpus.vocab().len(), opts)?
+        let (session, plan) = open_session(args, docs, corpus.vocab().len(), opts, checkpoint, ui)?;
+        gpu_plan = plan;
+        if args.resume {
+            ui.info(format!(
+                "resuming from {} at iteration {}",
+                ckpt_path.display(),
+                session.iteration()
+            ));
+        }
+        session
     };
+    ui.info(format!("training on {}", trainer.device()));
     if trainer.iteration() > args.iters {
         bail!(
             "the checkpoint is at iteration {}, beyond --iters {}",
@@ -430,19 +538,22 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
     // Held-out LL of the final iteration, when the schedule already computed it.
     let mut final_heldout = None;
     while trainer.iteration() < args.iters {
-        let stats = trainer.step();
+        let stats = trainer.step()?;
         train_seconds += stats.seconds;
         sampled_tokens += docs.num_tokens();
         let it = stats.iteration;
         let is_last = it == args.iters;
         let due = |every: u32| every > 0 && it % every == 0;
         // The training log-likelihood reads the true assignments: never for a private run.
-        let train_ll = (private.is_none() && (due(args.eval_every) || is_last))
-            .then(|| trainer.log_likelihood());
+        let train_ll = if private.is_none() && (due(args.eval_every) || is_last) {
+            Some(trainer.log_likelihood()?)
+        } else {
+            None
+        };
         let heldout_ll = if has_heldout && due(heldout_every) {
             Some(
                 crate::cmd::eval::heldout_ll(
-                    &trainer.model(corpus.vocab().clone()),
+                    &trainer.model(corpus.vocab().clone())?,
                     corpus,
                     args.seed,
                 )?
@@ -475,21 +586,21 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
             w.flush()?;
         }
         if args.checkpoint_every > 0 && it % args.checkpoint_every == 0 && !is_last {
-            trainer.checkpoint().write(&ckpt_path)?;
+            trainer.checkpoint()?.write(&ckpt_path)?;
         }
     }
     bar.finish_and_clear();
 
-    let model = trainer.model(corpus.vocab().clone());
+    let model = trainer.model(corpus.vocab().clone())?;
     model.write(&output)?;
     if args.doc_topics {
         trainer
-            .doc_topics()
+            .doc_topics()?
             .write(&topos_model::doc_topics_path(&output))?;
     }
     let train_ll = match last_ll {
         Some(l) => Some(l),
-        None if private.is_none() => Some(trainer.log_likelihood()),
+        None if private.is_none() => Some(trainer.log_likelihood()?),
         None => None,
     };
     let heldout_ll = match final_heldout {
@@ -519,7 +630,9 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         heldout_perplexity,
         estimated_memory_bytes: needed,
         privacy: model.privacy.clone(),
-        noise_scale: trainer.privacy().map(|p| p.scale()),
+        noise_scale,
         ledger,
+        device: trainer.device(),
+        gpu_plan,
     })
 }

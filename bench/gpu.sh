@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The one GPU script: checks and benchmarks of the GPU engine on the device machine, a short
+# table last. Two halves:
+#
+#   here (no GPU):   bench/gpu.sh build     builds the release binary and the GPU test binary,
+#                                           strips them into .devbin/, copies the 20news corpus
+#                                           into .devdata/ (both ignored by git, carried)
+#   device machine:  bench/gpu.sh check     GPU tests (--ignored), compute-sanitizer, 20news
+#                                           held-out LL of GPU vs CPU
+#                    bench/gpu.sh bench [K...]   NYTimes-shaped synthetic corpus made there,
+#                                           tokens/s (mean of iterations 1-100 and steady state)
+#                                           and held-out LL at each K; CuLDA_CGS side by side when
+#                                           .peers/culda is carried
+#
+# The device call (the `device` tool's run, carry [".devbin", ".devdata"] and ".peers" for the
+# peer):  bash bench/gpu.sh check   (or bench). Results go to $OUT (logs, JSON, table.tsv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-check}
+shift || true
+OUT=${OUT:-/tmp/topos-gpu-out}
+mkdir -p "$OUT"
+
+if [ "$mode" = build ]; then
+  cargo build --release -p topos-cli
+  cargo test --release -p topos-gpu --no-run 2>&1 | tee /tmp/gpu-build.log
+  test_bin=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/gpu-build.log | tail -1)
+  rm -rf .devbin && mkdir -p .devbin .devdata
+  cp target/release/topos .devbin/topos
+  cp "$test_bin" .devbin/gpu-tests
+  strip .devbin/*
+  data=${TOPOS_20NEWS:-/tmp/bench/20news.tcorp}
+  if [ ! -f .devdata/20news.tcorp ]; then
+    if [ -f "$data" ]; then cp "$data" .devdata/20news.tcorp; else
+      target/release/topos prepare ../shared/data/20news/train.txt.gz -o .devdata/20news.tcorp --holdout 0.1 --quiet
+    fi
+  fi
+  ls -la .devbin .devdata
+  exit 0
+fi
+
+export PATH=$PWD/.devbin:$PATH
+table=$OUT/table.tsv
+: > "$table"
+row() { printf '%s\n' "$*" | tee -a "$table"; }
+
+# One train run; prints its JSON summary to $OUT/$name.json.
+train() {
+  local name=$1; shift
+  topos train "$@" --json -q > "$OUT/$name.json" 2> "$OUT/$name.err" || {
+    echo "FAILED: topos train $*"; cat "$OUT/$name.err"; return 1; }
+}
+field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); v=d; 
+for k in sys.argv[2].split('.'): v=v[k]
+print(v if not isinstance(v,float) else f'{v:.4f}')" "$1" "$2"; }
+
+nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.sm,clocks.mem --format=csv
+topos devices
+
+if [ "$mode" = check ]; then
+  echo "== GPU tests"
+  .devbin/gpu-tests --ignored --test-threads 1 --nocapture 2>&1 | tee "$OUT/tests.log"
+  grep -q "test result: ok" "$OUT/tests.log"
+  row "tests	$(grep 'test result' "$OUT/tests.log")"
+
+  echo "== compute-sanitizer (memcheck, racecheck) on small runs, resident and streamed"
+  topos synth -o /tmp/small.tcorp --docs 1500 --vocab 3000 --topics 20 --doc-len 120 --quiet
+  for algo in esca cgs; do
+    for extra in "" "--gpu-stream"; do
+      compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+        topos train /tmp/small.tcorp -k 50 --iters 3 --algo $algo --device cuda $extra -q -o /tmp/s.tmod \
+        > "$OUT/sanitizer-$algo$extra.log" 2>&1 || { cat "$OUT/sanitizer-$algo$extra.log"; exit 1; }
+      row "memcheck	$algo $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUT/sanitizer-$algo$extra.log")"
+    done
+  done
+  compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
+    topos train /tmp/small.tcorp -k 50 --iters 1 --device cuda -q -o /tmp/s.tmod > "$OUT/racecheck.log" 2>&1 \
+    || { tail -40 "$OUT/racecheck.log"; exit 1; }
+  row "racecheck	esca	$(grep -o 'RACECHECK SUMMARY: [0-9]* hazard[s]* displayed[^)]*)' "$OUT/racecheck.log" || echo none)"
+
+  echo "== 20news, K = 100, 200 iterations: GPU against the CPU reference"
+  for run in "cpu cgs" "cpu esca" "cuda esca" "cuda cgs"; do
+    set -- $run
+    train "20news-$1-$2" .devdata/20news.tcorp -k 100 --iters 200 --device "$1" --algo "$2" -o "/tmp/20news-$1-$2.tmod"
+    row "20news K=100	$1 $2	heldout $(field "$OUT/20news-$1-$2.json" heldout_ll)	train $(field "$OUT/20news-$1-$2.json" train_ll)	$(field "$OUT/20news-$1-$2.json" tokens_per_second) tok/s	$(field "$OUT/20news-$1-$2.json" seconds) s"
+  done
+  topos eval /tmp/20news-cuda-esca.tmod --corpus .devdata/20news.tcorp --json > "$OUT/eval-gpu.json" || true
+  python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+bad = []
+for algo in ["esca", "cgs"]:
+    ref = json.load(open(f"{out}/20news-cpu-{algo}.json"))["heldout_ll"]
+    ll = json.load(open(f"{out}/20news-cuda-{algo}.json"))["heldout_ll"]
+    print(f"{algo}: GPU held-out {ll:.4f} vs CPU {ref:.4f} (diff {ll-ref:+.4f}; tolerance -0.03)")
+    if ll < ref - 0.03: bad.append(algo)
+sys.exit(1 if bad else 0)
+PY
+fi
+
+if [ "$mode" = bench ]; then
+  ks=${*:-"1024 10000 32768"}
+  iters=${ITERS:-100}
+  echo "== NYTimes-shaped synthetic corpus (300K docs, 100K words, ~100M tokens, 1% held out)"
+  /usr/bin/time -f "synth %e s" topos synth -o /tmp/nyt.tcorp --docs 303000 --vocab 100000 --topics 100 \
+    --doc-len 332 --holdout 0.01 --quiet
+  for k in $ks; do
+    for algo in esca cgs; do
+      name=nyt-$algo-$k
+      train "$name" /tmp/nyt.tcorp -k "$k" --iters "$iters" --algo "$algo" --device cuda \
+        --eval-every $((iters / 2)) --log "$OUT/$name.log" -o "/tmp/$name.tmod"
+      python3 - "$OUT/$name.json" "$OUT/$name.log" "$k" "$algo" "$iters" <<'PY' | tee -a "$OUT/table.tsv"
+import json, sys
+s = json.load(open(sys.argv[1])); log = [json.loads(l) for l in open(sys.argv[2])]
+k, algo, iters = sys.argv[3], sys.argv[4], int(sys.argv[5])
+mean = s["tokens_per_second"]
+# Steady state: the second half (between the two logged points).
+a, b = log[0], log[-1]
+steady = (b["iteration"] - a["iteration"]) * s["train_tokens"] / max(b["seconds"] - a["seconds"], 1e-9)
+print(f"nyt K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll']:.4f}\ttrain {s['train_ll']:.4f}\t{s['gpu_plan']['mode']} {s['gpu_plan']['chunks']}")
+PY
+    done
+  done
+  if [ -d .peers/culda ] && [ -n "${CULDA:-1}" ]; then
+    echo "== CuLDA_CGS side by side (K = 1024)"
+    topos export /tmp/nyt.tcorp -o /tmp/nyt-txt --quiet || true
+    bash .peers/culda/run.sh /tmp/nyt-txt/train.txt "$iters" "$OUT" 2>&1 | tail -5 | tee -a "$OUT/table.tsv" || true
+  fi
+fi
+
+echo
+echo "== table"
+cat "$table"

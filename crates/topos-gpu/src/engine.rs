@@ -1,0 +1,746 @@
+//! The GPU sampler: kernels compiled by NVRTC for the device at hand, the model and the corpus
+//! chunks in device memory, and one iteration = rebuild the doc-topic rows and sample every chunk,
+//! then rebuild the word-topic counts (SaberLDA Alg. 1 on the GPU).
+//!
+//! Every token's draw reads only the previous iteration's counts and its own Philox numbers, and
+//! every count is an integer sum, so the result does not depend on how the corpus is chunked, on
+//! the streams, or on the order in which blocks run: a streamed run produces the same assignments
+//! as a resident one (tested on the device).
+
+use crate::chunks::{self, Item};
+use crate::error::{Check, GpuError};
+use crate::plan::{self, Mode, Plan};
+use cudarc::driver::{
+    sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaEvent, CudaFunction, CudaSlice,
+    CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg,
+};
+use std::sync::Arc;
+use topos_corpus::Docs;
+use topos_train::layout::{Layout, Partition};
+use topos_train::Algorithm;
+
+const SOURCE: &str = include_str!("kernels.cu");
+const BLOCK: u32 = 256;
+
+/// The sampler's settings.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineConfig {
+    pub algorithm: Algorithm,
+    pub topics: u32,
+    pub words: u32,
+    pub alpha: f64,
+    pub beta: f64,
+    pub seed: u64,
+}
+
+struct Kernels {
+    column_sums: CudaFunction,
+    normalizers: CudaFunction,
+    count_words: CudaFunction,
+    rebuild: CudaFunction,
+    sample: CudaFunction,
+}
+
+/// A chunk's arrays on the device (also a streaming slot, sized for the largest chunk).
+struct DeviceChunk {
+    token_doc: CudaSlice<u32>,
+    token_src: CudaSlice<u32>,
+    items: CudaSlice<u32>,
+    doc_off: CudaSlice<u32>,
+    z: CudaSlice<u16>,
+}
+
+/// A chunk's arrays in page-locked host memory (streamed runs).
+struct HostChunk {
+    token_doc: PinnedHostSlice<u32>,
+    token_src: PinnedHostSlice<u32>,
+    items: PinnedHostSlice<u32>,
+    doc_off: PinnedHostSlice<u32>,
+    z: PinnedHostSlice<u16>,
+}
+
+/// Doc-topic rows of the chunk being sampled.
+struct Rows {
+    topic: CudaSlice<u16>,
+    count: CudaSlice<u32>,
+    nnz: CudaSlice<u32>,
+}
+
+/// Sizes of one chunk.
+#[derive(Clone, Copy, Debug)]
+struct ChunkMeta {
+    token_start: u64,
+    tokens: usize,
+    docs: usize,
+    items: usize,
+}
+
+enum Storage {
+    Resident {
+        chunks: Vec<DeviceChunk>,
+        rows: Rows,
+    },
+    Streamed {
+        host: Vec<HostChunk>,
+        slots: Box<[(DeviceChunk, Rows); 2]>,
+    },
+}
+
+/// The GPU side of a training run.
+pub struct Engine {
+    ctx: Arc<CudaContext>,
+    /// Main stream (model updates) and the two chunk streams.
+    main: Arc<CudaStream>,
+    lanes: [Arc<CudaStream>; 2],
+    kernels: Kernels,
+    cfg: EngineConfig,
+    b: CudaSlice<u32>,
+    bn: CudaSlice<u32>,
+    n: CudaSlice<u64>,
+    inv_norm: CudaSlice<f32>,
+    scratch: CudaSlice<u32>,
+    scratch_warps: u32,
+    meta: Vec<ChunkMeta>,
+    storage: Storage,
+    smem_bytes: u32,
+    multiprocessors: u32,
+}
+
+/// Floats of the sampling tree for K leaves (the same arithmetic as `tree_layout` in the kernel).
+pub fn tree_floats(k: u32) -> u32 {
+    let pad = |x: u32| x.div_ceil(32) * 32;
+    let (mut total, mut size, mut level) = (0, pad(k), 0);
+    loop {
+        total += size;
+        if size <= 32 || level == 3 {
+            return total;
+        }
+        size = pad(size.div_ceil(32));
+        level += 1;
+    }
+}
+
+fn compile(ctx: &Arc<CudaContext>) -> Result<Kernels, GpuError> {
+    let (major, minor) = ctx
+        .compute_capability()
+        .check(|| "reading the compute capability".into())?;
+    if major < 7 {
+        return Err(GpuError::Unsupported(format!(
+            "the GPU engine needs compute capability 7.0 or newer (warp match instructions); this device has {major}.{minor}; train with --device cpu"
+        )));
+    }
+    let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+    let opts = cudarc::nvrtc::CompileOptions {
+        arch: Some(arch),
+        options: vec!["--std=c++17".into(), "-default-device".into()],
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts)
+        .map_err(|e| GpuError::Compile(format!("{e:?}")))?;
+    let module = ctx
+        .load_module(ptx)
+        .check(|| "loading the compiled kernels".into())?;
+    let f = |name: &str| {
+        module
+            .load_function(name)
+            .check(|| format!("finding kernel {name}"))
+    };
+    Ok(Kernels {
+        column_sums: f("column_sums")?,
+        normalizers: f("normalizers")?,
+        count_words: f("count_words")?,
+        rebuild: f("rebuild_doc_topics")?,
+        sample: f("sample")?,
+    })
+}
+
+fn flatten(items: &[Item]) -> Vec<u32> {
+    items.iter().flat_map(|i| i.iter().copied()).collect()
+}
+
+impl Engine {
+    /// Uploads the corpus as `plan` says (its chunks are `layout`'s partitions) with the initial
+    /// assignments `z` (corpus order), and builds the first counts on the device.
+    pub fn new(
+        ctx: Arc<CudaContext>,
+        cfg: EngineConfig,
+        plan: &Plan,
+        docs: Docs<'_>,
+        layout: &Layout,
+        z: &[u16],
+        device: &crate::DeviceInfo,
+    ) -> Result<Self, GpuError> {
+        let (multiprocessors, max_shared_per_block) =
+            (device.multiprocessors, device.max_shared_per_block);
+        let kernels = compile(&ctx)?;
+        // Streams are synchronized explicitly with events below (two chunk streams share the
+        // model: B is read-only during a sweep, B' only receives commutative atomics).
+        // SAFETY: every buffer is freed only after the context synchronizes (Drop), and no buffer
+        // is written by two streams except through atomics.
+        unsafe { ctx.disable_event_tracking() };
+        let main = ctx.new_stream().check(|| "creating a CUDA stream".into())?;
+        let lanes = [
+            ctx.new_stream().check(|| "creating a CUDA stream".into())?,
+            ctx.new_stream().check(|| "creating a CUDA stream".into())?,
+        ];
+        let k = cfg.topics as usize;
+        let v = cfg.words as usize;
+        let smem_bytes = tree_floats(cfg.topics) * 4;
+        if smem_bytes > max_shared_per_block {
+            return Err(GpuError::Unsupported(format!(
+                "K = {} needs {} KiB of shared memory per block for the sampling tree, the device allows {} KiB; use fewer topics",
+                cfg.topics,
+                smem_bytes / 1024,
+                max_shared_per_block / 1024
+            )));
+        }
+        kernels
+            .sample
+            .set_attribute(
+                FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem_bytes as i32,
+            )
+            .check(|| "raising the sampler's shared-memory limit".into())?;
+        let alloc = |what: &str, bytes: usize| format!("allocating {what} ({bytes} bytes)");
+        let b = main
+            .alloc_zeros::<u32>(v * k)
+            .check(|| alloc("the word-topic counts", v * k * 4))?;
+        let bn = main
+            .alloc_zeros::<u32>(v * k)
+            .check(|| alloc("the next word-topic counts", v * k * 4))?;
+        let n = main
+            .alloc_zeros::<u64>(k)
+            .check(|| alloc("the topic totals", k * 8))?;
+        let inv_norm = main
+            .alloc_zeros::<f32>(k)
+            .check(|| alloc("the normalizers", k * 4))?;
+        let scratch_warps = plan::rebuild_warps(cfg.topics, multiprocessors) as u32;
+        // SAFETY: the histograms are written before they are read (the kernel clears the entries
+        // each document touches).
+        let scratch = unsafe { main.alloc::<u32>(scratch_warps as usize * k) }
+            .check(|| alloc("the rebuild histograms", scratch_warps as usize * k * 4))?;
+
+        let parts = &layout.partitions;
+        let items: Vec<Vec<Item>> = parts.iter().map(chunks::default_items).collect();
+        let meta: Vec<ChunkMeta> = parts
+            .iter()
+            .zip(&items)
+            .map(|(p, it)| ChunkMeta {
+                token_start: p.token_start,
+                tokens: p.num_tokens,
+                docs: p.docs.len(),
+                items: it.len(),
+            })
+            .collect();
+        let max_tokens = meta.iter().map(|m| m.tokens).max().unwrap_or(0).max(1);
+        let max_docs = meta.iter().map(|m| m.docs).max().unwrap_or(0).max(1);
+        let max_items = meta.iter().map(|m| m.items).max().unwrap_or(0).max(1);
+        let new_rows = |s: &Arc<CudaStream>| -> Result<Rows, GpuError> {
+            // SAFETY: rows are written by the rebuild before the sampler reads them.
+            unsafe {
+                Ok(Rows {
+                    topic: s
+                        .alloc::<u16>(max_tokens)
+                        .check(|| alloc("doc-topic rows", max_tokens * 2))?,
+                    count: s
+                        .alloc::<u32>(max_tokens)
+                        .check(|| alloc("doc-topic rows", max_tokens * 4))?,
+                    nnz: s
+                        .alloc::<u32>(max_docs)
+                        .check(|| alloc("doc-topic rows", max_docs * 4))?,
+                })
+            }
+        };
+        let upload =
+            |s: &Arc<CudaStream>, p: &Partition, it: &[Item]| -> Result<DeviceChunk, GpuError> {
+                let what = |x: &str| format!("uploading the corpus ({x})");
+                let zs = &z[p.token_start as usize..p.token_start as usize + p.num_tokens];
+                Ok(DeviceChunk {
+                    token_doc: s.clone_htod(&p.token_doc).check(|| what("documents"))?,
+                    token_src: s.clone_htod(&p.token_src).check(|| what("positions"))?,
+                    items: s.clone_htod(&flatten(it)).check(|| what("work items"))?,
+                    doc_off: s
+                        .clone_htod(&chunks::doc_offsets(docs, p))
+                        .check(|| what("document offsets"))?,
+                    z: s.clone_htod(zs).check(|| what("assignments"))?,
+                })
+            };
+        let storage = match plan.mode {
+            Mode::Resident => {
+                let chunks = parts
+                    .iter()
+                    .zip(&items)
+                    .map(|(p, it)| upload(&main, p, it))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Storage::Resident {
+                    chunks,
+                    rows: new_rows(&main)?,
+                }
+            }
+            Mode::Streamed => {
+                let mut host = Vec::with_capacity(parts.len());
+                for (p, it) in parts.iter().zip(&items) {
+                    let zs = &z[p.token_start as usize..p.token_start as usize + p.num_tokens];
+                    host.push(HostChunk {
+                        token_doc: pinned(&ctx, &p.token_doc, true)?,
+                        token_src: pinned(&ctx, &p.token_src, true)?,
+                        items: pinned(&ctx, &flatten(it), true)?,
+                        doc_off: pinned(&ctx, &chunks::doc_offsets(docs, p), true)?,
+                        // Read back every iteration: not write-combined.
+                        z: pinned(&ctx, zs, false)?,
+                    });
+                }
+                let slot = |s: &Arc<CudaStream>| -> Result<(DeviceChunk, Rows), GpuError> {
+                    // SAFETY: every slot array is filled by a copy before a kernel reads it.
+                    let d = unsafe {
+                        DeviceChunk {
+                            token_doc: s
+                                .alloc::<u32>(max_tokens)
+                                .check(|| alloc("a chunk slot", max_tokens * 4))?,
+                            token_src: s
+                                .alloc::<u32>(max_tokens)
+                                .check(|| alloc("a chunk slot", max_tokens * 4))?,
+                            items: s
+                                .alloc::<u32>(max_items * 4)
+                                .check(|| alloc("a chunk slot", max_items * 16))?,
+                            doc_off: s
+                                .alloc::<u32>(max_docs + 1)
+                                .check(|| alloc("a chunk slot", max_docs * 4))?,
+                            z: s.alloc::<u16>(max_tokens)
+                                .check(|| alloc("a chunk slot", max_tokens * 2))?,
+                        }
+                    };
+                    Ok((d, new_rows(s)?))
+                };
+                Storage::Streamed {
+                    host,
+                    slots: Box::new([slot(&lanes[0])?, slot(&lanes[1])?]),
+                }
+            }
+        };
+        main.synchronize().check(|| "uploading the corpus".into())?;
+        for l in &lanes {
+            l.synchronize().check(|| "allocating chunk slots".into())?;
+        }
+        let mut engine = Self {
+            ctx,
+            main,
+            lanes,
+            kernels,
+            cfg,
+            b,
+            bn,
+            n,
+            inv_norm,
+            scratch,
+            scratch_warps,
+            meta,
+            storage,
+            smem_bytes,
+            multiprocessors,
+        };
+        engine.initial_counts()?;
+        Ok(engine)
+    }
+
+    /// Number of chunks.
+    pub fn chunks(&self) -> usize {
+        self.meta.len()
+    }
+
+    /// B from the initial assignments, then n and the normalizers.
+    fn initial_counts(&mut self) -> Result<(), GpuError> {
+        let k = self.cfg.topics;
+        match &mut self.storage {
+            Storage::Resident { chunks, .. } => {
+                for (c, m) in chunks.iter().zip(&self.meta) {
+                    launch_count(&self.main, &self.kernels, c, m, k, &mut self.b)?;
+                }
+            }
+            Storage::Streamed { host, slots } => {
+                // One chunk at a time on the main stream: this runs once.
+                let (d, _) = &mut slots[0];
+                for (h, m) in host.iter().zip(&self.meta) {
+                    copy_in(&self.main, h, d, m)?;
+                    launch_count(&self.main, &self.kernels, d, m, k, &mut self.b)?;
+                }
+            }
+        }
+        self.totals()?;
+        self.main
+            .synchronize()
+            .check(|| "building the initial counts".into())
+    }
+
+    /// n = column sums of B; normalizers from n.
+    fn totals(&mut self) -> Result<(), GpuError> {
+        let (k, v) = (self.cfg.topics, self.cfg.words);
+        self.main
+            .memset_zeros(&mut self.n)
+            .check(|| "clearing the topic totals".into())?;
+        let col_blocks = k.div_ceil(BLOCK);
+        let target_blocks = self.multiprocessors.max(1) * 16;
+        let slices = (target_blocks / col_blocks).clamp(1, v.max(1));
+        let per_slice = v.div_ceil(slices).max(1);
+        let cfg = LaunchConfig {
+            grid_dim: (col_blocks, v.div_ceil(per_slice).max(1), 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: argument types match the kernel's signature.
+        unsafe {
+            self.main
+                .launch_builder(&self.kernels.column_sums)
+                .arg(&self.b)
+                .arg(&v)
+                .arg(&k)
+                .arg(&per_slice)
+                .arg(&mut self.n)
+                .launch(cfg)
+        }
+        .check(|| "launching column_sums".into())?;
+        let v_beta = f64::from(v) * self.cfg.beta;
+        // SAFETY: as above.
+        unsafe {
+            self.main
+                .launch_builder(&self.kernels.normalizers)
+                .arg(&self.n)
+                .arg(&k)
+                .arg(&v_beta)
+                .arg(&mut self.inv_norm)
+                .launch(LaunchConfig::for_num_elems(k))
+        }
+        .check(|| "launching normalizers".into())?;
+        Ok(())
+    }
+
+    /// One iteration; `iteration` is its number (1 for the first), which keys the random numbers.
+    pub fn step(&mut self, iteration: u32) -> Result<(), GpuError> {
+        self.main
+            .memset_zeros(&mut self.bn)
+            .check(|| "clearing the next word-topic counts".into())?;
+        let ready = record(&self.main)?;
+        let Self {
+            main,
+            lanes,
+            kernels,
+            cfg,
+            b,
+            bn,
+            n,
+            inv_norm,
+            scratch,
+            scratch_warps,
+            meta,
+            storage,
+            smem_bytes,
+            ..
+        } = self;
+        let model = Model {
+            b,
+            n,
+            inv_norm,
+            cfg: *cfg,
+            iteration,
+            smem_bytes: *smem_bytes,
+            scratch_warps: *scratch_warps,
+        };
+        match storage {
+            Storage::Resident { chunks, rows } => {
+                for (c, m) in chunks.iter_mut().zip(meta.iter()) {
+                    sweep(main, kernels, &model, c, rows, scratch, bn, m)?;
+                }
+            }
+            Storage::Streamed { host, slots } => {
+                for l in lanes.iter() {
+                    l.wait(&ready).check(|| "ordering streams".into())?;
+                }
+                // The two slots share one histogram scratch: give each its half.
+                for (i, (h, m)) in host.iter_mut().zip(meta.iter()).enumerate() {
+                    let s = &lanes[i % 2];
+                    let (d, rows) = &mut slots[i % 2];
+                    copy_in(s, h, d, m)?;
+                    let half = (*scratch_warps / 2).max(1);
+                    let offset = (i % 2) * half as usize * cfg.topics as usize;
+                    let mut part =
+                        scratch.slice_mut(offset..offset + half as usize * cfg.topics as usize);
+                    let model_half = Model {
+                        scratch_warps: half,
+                        ..model
+                    };
+                    sweep_view(s, kernels, &model_half, d, rows, &mut part, bn, m)?;
+                    s.memcpy_dtoh(&d.z.slice(0..m.tokens), &mut h.z)
+                        .check(|| "copying a chunk's assignments back".into())?;
+                }
+                for l in lanes.iter() {
+                    let done = record(l)?;
+                    main.wait(&done).check(|| "ordering streams".into())?;
+                }
+            }
+        }
+        std::mem::swap(&mut self.b, &mut self.bn);
+        self.totals()?;
+        self.main
+            .synchronize()
+            .check(|| format!("running iteration {iteration}"))?;
+        if let Storage::Streamed { .. } = self.storage {
+            for l in &self.lanes {
+                l.synchronize()
+                    .check(|| format!("running iteration {iteration}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the assignments (corpus order) into `z`.
+    pub fn download(&mut self, z: &mut [u16]) -> Result<(), GpuError> {
+        for l in &self.lanes {
+            l.synchronize()
+                .check(|| "finishing the last chunks".into())?;
+        }
+        match &self.storage {
+            Storage::Resident { chunks, .. } => {
+                for (c, m) in chunks.iter().zip(&self.meta) {
+                    let start = m.token_start as usize;
+                    self.main
+                        .memcpy_dtoh(&c.z, &mut z[start..start + m.tokens])
+                        .check(|| "copying the assignments back".into())?;
+                }
+                self.main
+                    .synchronize()
+                    .check(|| "copying the assignments back".into())
+            }
+            Storage::Streamed { host, .. } => {
+                for (h, m) in host.iter().zip(&self.meta) {
+                    let start = m.token_start as usize;
+                    let src =
+                        h.z.as_slice()
+                            .check(|| "reading a chunk's assignments".into())?;
+                    z[start..start + m.tokens].copy_from_slice(&src[..m.tokens]);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Device memory in use by this context, as the driver reports it (free, total).
+    pub fn memory(&self) -> Result<(usize, usize), GpuError> {
+        self.ctx
+            .mem_get_info()
+            .check(|| "reading free device memory".into())
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.ctx.synchronize();
+    }
+}
+
+/// What every chunk's sweep reads.
+#[derive(Clone, Copy)]
+struct Model<'a> {
+    b: &'a CudaSlice<u32>,
+    n: &'a CudaSlice<u64>,
+    inv_norm: &'a CudaSlice<f32>,
+    cfg: EngineConfig,
+    iteration: u32,
+    smem_bytes: u32,
+    scratch_warps: u32,
+}
+
+fn record(s: &Arc<CudaStream>) -> Result<CudaEvent, GpuError> {
+    s.record_event(None)
+        .check(|| "recording a CUDA event".into())
+}
+
+fn pinned<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy>(
+    ctx: &Arc<CudaContext>,
+    src: &[T],
+    write_combined: bool,
+) -> Result<PinnedHostSlice<T>, GpuError> {
+    let flags = if write_combined {
+        cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED
+    } else {
+        0
+    };
+    let bytes = std::mem::size_of_val(src);
+    // SAFETY: filled right below before any use.
+    let mut p = unsafe { ctx.alloc_pinned_with_flags::<T>(src.len().max(1), flags) }
+        .check(|| format!("allocating {bytes} bytes of page-locked host memory for streaming"))?;
+    p.as_mut_slice()
+        .check(|| "filling page-locked host memory".into())?[..src.len()]
+        .copy_from_slice(src);
+    Ok(p)
+}
+
+fn copy_in(
+    s: &Arc<CudaStream>,
+    h: &HostChunk,
+    d: &mut DeviceChunk,
+    m: &ChunkMeta,
+) -> Result<(), GpuError> {
+    let what = || "copying a chunk to the device".to_string();
+    s.memcpy_htod(
+        &h.token_doc,
+        &mut d.token_doc.slice_mut(0..h.token_doc.len()),
+    )
+    .check(what)?;
+    s.memcpy_htod(
+        &h.token_src,
+        &mut d.token_src.slice_mut(0..h.token_src.len()),
+    )
+    .check(what)?;
+    s.memcpy_htod(&h.items, &mut d.items.slice_mut(0..h.items.len()))
+        .check(what)?;
+    s.memcpy_htod(&h.doc_off, &mut d.doc_off.slice_mut(0..h.doc_off.len()))
+        .check(what)?;
+    s.memcpy_htod(&h.z, &mut d.z.slice_mut(0..h.z.len()))
+        .check(what)?;
+    debug_assert!(h.z.len() >= m.tokens);
+    Ok(())
+}
+
+fn launch_count(
+    s: &Arc<CudaStream>,
+    k: &Kernels,
+    c: &DeviceChunk,
+    m: &ChunkMeta,
+    topics: u32,
+    b: &mut CudaSlice<u32>,
+) -> Result<(), GpuError> {
+    if m.items == 0 {
+        return Ok(());
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (m.items as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: argument types match the kernel's signature; items index only this chunk's arrays.
+    unsafe {
+        s.launch_builder(&k.count_words)
+            .arg(&c.items)
+            .arg(&c.token_src)
+            .arg(&c.z)
+            .arg(&topics)
+            .arg(b)
+            .launch(cfg)
+    }
+    .check(|| "launching count_words".into())?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep(
+    s: &Arc<CudaStream>,
+    k: &Kernels,
+    model: &Model<'_>,
+    c: &mut DeviceChunk,
+    rows: &mut Rows,
+    scratch: &mut CudaSlice<u32>,
+    bn: &mut CudaSlice<u32>,
+    m: &ChunkMeta,
+) -> Result<(), GpuError> {
+    let mut view = scratch.slice_mut(..);
+    sweep_view(s, k, model, c, rows, &mut view, bn, m)
+}
+
+/// Rebuilds the chunk's doc-topic rows from its assignments, then samples all its tokens.
+#[allow(clippy::too_many_arguments)]
+fn sweep_view(
+    s: &Arc<CudaStream>,
+    k: &Kernels,
+    model: &Model<'_>,
+    c: &mut DeviceChunk,
+    rows: &mut Rows,
+    scratch: &mut cudarc::driver::CudaViewMut<'_, u32>,
+    bn: &mut CudaSlice<u32>,
+    m: &ChunkMeta,
+) -> Result<(), GpuError> {
+    if m.tokens == 0 {
+        return Ok(());
+    }
+    let topics = model.cfg.topics;
+    let docs = m.docs as u32;
+    let rebuild_cfg = LaunchConfig {
+        grid_dim: ((model.scratch_warps * 32).div_ceil(BLOCK).max(1), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: argument types match the kernel's signature; the grid has at most scratch_warps
+    // warps, each with its own K-entry histogram inside `scratch`.
+    unsafe {
+        s.launch_builder(&k.rebuild)
+            .arg(&c.z)
+            .arg(&c.doc_off)
+            .arg(&docs)
+            .arg(&topics)
+            .arg(scratch)
+            .arg(&mut rows.topic)
+            .arg(&mut rows.count)
+            .arg(&mut rows.nnz)
+            .launch(rebuild_cfg)
+    }
+    .check(|| "launching rebuild_doc_topics".into())?;
+    let cfg = model.cfg;
+    let num_items = m.items as u32;
+    let sample_cfg = LaunchConfig {
+        grid_dim: (num_items, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: model.smem_bytes,
+    };
+    let (alpha, beta) = (cfg.alpha as f32, cfg.beta as f32);
+    let v_beta = f64::from(cfg.words) * cfg.beta;
+    let (seed_lo, seed_hi) = (cfg.seed as u32, (cfg.seed >> 32) as u32);
+    let exclude: i32 = match cfg.algorithm {
+        Algorithm::Esca => 0,
+        Algorithm::Cgs => 1,
+    };
+    // SAFETY: argument types and order match `sample` in kernels.cu.
+    unsafe {
+        s.launch_builder(&k.sample)
+            .arg(&c.items)
+            .arg(&num_items)
+            .arg(&c.token_doc)
+            .arg(&c.token_src)
+            .arg(&c.doc_off)
+            .arg(&rows.topic)
+            .arg(&rows.count)
+            .arg(&rows.nnz)
+            .arg(model.b)
+            .arg(model.n)
+            .arg(model.inv_norm)
+            .arg(&topics)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&v_beta)
+            .arg(&mut c.z)
+            .arg(bn)
+            .arg(&m.token_start)
+            .arg(&seed_lo)
+            .arg(&seed_hi)
+            .arg(&model.iteration)
+            .arg(&exclude)
+            .launch(sample_cfg)
+    }
+    .check(|| "launching sample".into())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_sizes_match_the_kernel_layout() {
+        assert_eq!(tree_floats(20), 32);
+        assert_eq!(tree_floats(32), 32);
+        assert_eq!(tree_floats(100), 128 + 32);
+        assert_eq!(tree_floats(1024), 1024 + 32);
+        assert_eq!(tree_floats(1025), 1056 + 64 + 32);
+        assert_eq!(tree_floats(32_768), 32_768 + 1024 + 32);
+        // 128 KiB of leaves at K = 32,768: within Hopper's 227 KiB per block.
+        assert!(tree_floats(32_768) * 4 < 227 * 1024);
+    }
+}

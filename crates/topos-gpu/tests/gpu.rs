@@ -1,0 +1,201 @@
+//! GPU tests: ignored by default (CI has no GPU); `bench/gpu.sh` runs them on the device machine
+//! with `--ignored`.
+
+use topos_gpu::{GpuOptions, GpuSession};
+use topos_model::Hyperparameters;
+use topos_train::counts::WordTopics;
+use topos_train::synthetic::{generate, match_topics, SyntheticSpec, TopicShape};
+use topos_train::{Algorithm, Session, TrainOptions, Trainer};
+
+fn spec(seed: u64, docs: usize) -> SyntheticSpec {
+    SyntheticSpec {
+        num_docs: docs,
+        num_words: 500,
+        num_topics: 8,
+        mean_doc_len: 80,
+        alpha: 0.1,
+        shape: TopicShape::Dirichlet { beta: 0.05 },
+        seed,
+    }
+}
+
+fn options(algorithm: Algorithm, k: u32) -> TrainOptions {
+    TrainOptions {
+        algorithm,
+        hyper: Hyperparameters::new(k, Some(0.1), Some(0.01)).unwrap(),
+        seed: 17,
+        threads: 0,
+        partitions: None,
+        corpus_checksum: 1,
+    }
+}
+
+/// φ as K × V row-major.
+fn phi(b: &WordTopics, beta: f64) -> Vec<f64> {
+    let (k, v) = (b.num_topics as usize, b.num_words());
+    let mut out = vec![0.0; k * v];
+    for t in 0..k {
+        let norm = b.totals[t] as f64 + v as f64 * beta;
+        for w in 0..v {
+            out[t * v + w] = beta / norm;
+        }
+    }
+    for w in 0..v {
+        let (ts, cs) = b.row(w as u32);
+        for (&t, &c) in ts.iter().zip(cs) {
+            let norm = b.totals[t as usize] as f64 + v as f64 * beta;
+            out[t as usize * v + w] = (c as f64 + beta) / norm;
+        }
+    }
+    out
+}
+
+fn assignments(s: &mut GpuSession<'_>) -> Vec<u16> {
+    s.checkpoint().unwrap().assignments
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn both_gpu_samplers_recover_known_topics() {
+    let s = spec(3, 400);
+    let corpus = generate(&s);
+    let docs = corpus.docs.view();
+    for algo in [Algorithm::Esca, Algorithm::Cgs] {
+        let untrained = Trainer::new(docs, s.num_words, options(algo, 8)).unwrap();
+        let before = match_topics(
+            &corpus.topics,
+            &phi(untrained.word_topics(), 0.01),
+            s.num_words,
+        );
+        let ll_before = untrained.log_likelihood();
+        let mut g = GpuSession::new(
+            docs,
+            s.num_words,
+            options(algo, 8),
+            GpuOptions::default(),
+            None,
+        )
+        .unwrap();
+        for _ in 0..150 {
+            g.step().unwrap();
+        }
+        let ll = g.log_likelihood().unwrap();
+        let model = g.checkpoint().unwrap();
+        let host = Trainer::resume(docs, s.num_words, options(algo, 8), model).unwrap();
+        let after = match_topics(&corpus.topics, &phi(host.word_topics(), 0.01), s.num_words);
+        let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+        let worst = after.iter().cloned().fold(0.0, f64::max);
+        eprintln!(
+            "gpu {algo:?}: JS before {:.3}, after mean {:.4} worst {:.4}; LL {ll_before:.3} -> {ll:.3}",
+            mean(&before),
+            mean(&after),
+            worst
+        );
+        assert!(mean(&before) > 0.2);
+        assert!(
+            mean(&after) < 0.03,
+            "{algo:?} did not recover the topics: {after:?}"
+        );
+        assert!(worst < 0.08, "{algo:?} missed a topic: {after:?}");
+        assert!(ll > ll_before + 0.5);
+        // The GPU reaches at least the CPU sampler's quality from the same start (the GPU cgs,
+        // all tokens against the previous iteration's counts, often ends higher than the CPU's
+        // AD-LDA partitions on this small corpus).
+        let mut cpu = Trainer::new(docs, s.num_words, options(algo, 8)).unwrap();
+        for _ in 0..150 {
+            cpu.step();
+        }
+        let cpu_ll = cpu.log_likelihood();
+        eprintln!("gpu {algo:?} LL {ll:.4}, cpu {cpu_ll:.4}");
+        assert!(ll > cpu_ll - 0.02, "gpu {ll} vs cpu {cpu_ll}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streamed_and_partitioned_runs_equal_the_resident_run() {
+    let s = spec(7, 3000);
+    let corpus = generate(&s);
+    let docs = corpus.docs.view();
+    for algo in [Algorithm::Esca, Algorithm::Cgs] {
+        let run = |gpu: GpuOptions| {
+            let mut g = GpuSession::new(docs, s.num_words, options(algo, 20), gpu, None).unwrap();
+            for _ in 0..8 {
+                g.step().unwrap();
+            }
+            let chunks = g.partitions();
+            (assignments(&mut g), chunks, g.plan().mode)
+        };
+        let (one, c1, m1) = run(GpuOptions::default());
+        let (many, c2, m2) = run(GpuOptions {
+            partition_tokens: Some(20_000),
+            ..Default::default()
+        });
+        let (streamed, c3, m3) = run(GpuOptions {
+            force_streaming: true,
+            ..Default::default()
+        });
+        eprintln!("{algo:?}: resident {c1} chunk(s) {m1:?}, {c2} partitions {m2:?}, streamed {c3} chunks {m3:?}");
+        assert_eq!(c1, 1);
+        assert!(c2 > 4);
+        assert_eq!(m3, topos_gpu::plan::Mode::Streamed);
+        assert!(c3 >= 2);
+        assert!(
+            one == many,
+            "{algo:?}: partitioning changed the assignments"
+        );
+        assert!(
+            one == streamed,
+            "{algo:?}: streaming changed the assignments"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn same_seed_same_assignments_and_a_model_file_that_evaluates() {
+    let s = spec(9, 500);
+    let corpus = generate(&s);
+    let docs = corpus.docs.view();
+    let run = || {
+        let mut g = GpuSession::new(
+            docs,
+            s.num_words,
+            options(Algorithm::Esca, 8),
+            GpuOptions::default(),
+            None,
+        )
+        .unwrap();
+        for _ in 0..5 {
+            g.step().unwrap();
+        }
+        assignments(&mut g)
+    };
+    assert!(run() == run());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_k_runs() {
+    // K = 32,768 needs 128 KiB of shared memory per block for the tree.
+    let s = spec(11, 300);
+    let corpus = generate(&s);
+    let docs = corpus.docs.view();
+    for k in [10_000u32, 32_768] {
+        let mut g = GpuSession::new(
+            docs,
+            s.num_words,
+            options(Algorithm::Esca, k),
+            GpuOptions::default(),
+            None,
+        )
+        .unwrap();
+        let ll0 = g.log_likelihood().unwrap();
+        for _ in 0..20 {
+            g.step().unwrap();
+        }
+        let ll = g.log_likelihood().unwrap();
+        eprintln!("K={k}: LL {ll0:.3} -> {ll:.3}");
+        assert!(ll > ll0, "K={k}: {ll0} -> {ll}");
+    }
+}
