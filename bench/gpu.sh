@@ -19,7 +19,11 @@ cd "$(dirname "$0")/.."
 mode=${1:-check}
 shift || true
 OUT=${OUT:-/tmp/topos-gpu-out}
-mkdir -p "$OUT"
+# Logs and JSON summaries go to $WORK; $OUT gets the table and one tarball of $WORK (the device
+# tool brings back at most 8 files).
+WORK=/tmp/topos-gpu-work
+mkdir -p "$OUT" "$WORK"
+trap 'tar -czf "$OUT/logs.tar.gz" -C "$WORK" . 2>/dev/null || true' EXIT
 
 if [ "$mode" = build ]; then
   cargo build --release -p topos-cli
@@ -44,11 +48,11 @@ table=$OUT/table.tsv
 : > "$table"
 row() { printf '%s\n' "$*" | tee -a "$table"; }
 
-# One train run; prints its JSON summary to $OUT/$name.json.
+# One train run; prints its JSON summary to $WORK/$name.json.
 train() {
   local name=$1; shift
-  topos train "$@" --json -q > "$OUT/$name.json" 2> "$OUT/$name.err" || {
-    echo "FAILED: topos train $*"; cat "$OUT/$name.err"; return 1; }
+  topos train "$@" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" || {
+    echo "FAILED: topos train $*"; cat "$WORK/$name.err"; return 1; }
 }
 field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); v=d; 
 for k in sys.argv[2].split('.'): v=v[k]
@@ -59,9 +63,9 @@ topos devices
 
 if [ "$mode" = check ]; then
   echo "== GPU tests"
-  .devbin/gpu-tests --ignored --test-threads 1 --nocapture 2>&1 | tee "$OUT/tests.log"
-  grep -q "test result: ok" "$OUT/tests.log"
-  row "tests	$(grep 'test result' "$OUT/tests.log")"
+  .devbin/gpu-tests --ignored --test-threads 1 --nocapture 2>&1 | tee "$WORK/tests.log"
+  grep -q "test result: ok" "$WORK/tests.log"
+  row "tests	$(grep 'test result' "$WORK/tests.log")"
 
   echo "== compute-sanitizer (memcheck, racecheck) on small runs, resident and streamed"
   topos synth -o /tmp/small.tcorp --docs 1500 --vocab 3000 --topics 20 --doc-len 120 --quiet
@@ -69,23 +73,23 @@ if [ "$mode" = check ]; then
     for extra in "" "--gpu-stream"; do
       compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
         topos train /tmp/small.tcorp -k 50 --iters 3 --algo $algo --device cuda $extra -q -o /tmp/s.tmod \
-        > "$OUT/sanitizer-$algo$extra.log" 2>&1 || { cat "$OUT/sanitizer-$algo$extra.log"; exit 1; }
-      row "memcheck	$algo $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUT/sanitizer-$algo$extra.log")"
+        > "$WORK/sanitizer-$algo$extra.log" 2>&1 || { cat "$WORK/sanitizer-$algo$extra.log"; exit 1; }
+      row "memcheck	$algo $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-$algo$extra.log")"
     done
   done
   compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
-    topos train /tmp/small.tcorp -k 50 --iters 1 --device cuda -q -o /tmp/s.tmod > "$OUT/racecheck.log" 2>&1 \
-    || { tail -40 "$OUT/racecheck.log"; exit 1; }
-  row "racecheck	esca	$(grep -o 'RACECHECK SUMMARY: [0-9]* hazard[s]* displayed[^)]*)' "$OUT/racecheck.log" || echo none)"
+    topos train /tmp/small.tcorp -k 50 --iters 1 --device cuda -q -o /tmp/s.tmod > "$WORK/racecheck.log" 2>&1 \
+    || { tail -40 "$WORK/racecheck.log"; exit 1; }
+  row "racecheck	esca	$(grep -o 'RACECHECK SUMMARY: [0-9]* hazard[s]* displayed[^)]*)' "$WORK/racecheck.log" || echo none)"
 
   echo "== 20news, K = 100, 200 iterations: GPU against the CPU reference"
   for run in "cpu cgs" "cpu esca" "cuda esca" "cuda cgs"; do
     set -- $run
     train "20news-$1-$2" .devdata/20news.tcorp -k 100 --iters 200 --device "$1" --algo "$2" -o "/tmp/20news-$1-$2.tmod"
-    row "20news K=100	$1 $2	heldout $(field "$OUT/20news-$1-$2.json" heldout_ll)	train $(field "$OUT/20news-$1-$2.json" train_ll)	$(field "$OUT/20news-$1-$2.json" tokens_per_second) tok/s	$(field "$OUT/20news-$1-$2.json" seconds) s"
+    row "20news K=100	$1 $2	heldout $(field "$WORK/20news-$1-$2.json" heldout_ll)	train $(field "$WORK/20news-$1-$2.json" train_ll)	$(field "$WORK/20news-$1-$2.json" tokens_per_second) tok/s	$(field "$WORK/20news-$1-$2.json" seconds) s"
   done
-  topos eval /tmp/20news-cuda-esca.tmod --corpus .devdata/20news.tcorp --json > "$OUT/eval-gpu.json" || true
-  python3 - "$OUT" <<'PY'
+  topos eval /tmp/20news-cuda-esca.tmod --corpus .devdata/20news.tcorp --json > "$WORK/eval-gpu.json" || true
+  python3 - "$WORK" <<'PY'
 import json, sys
 out = sys.argv[1]
 bad = []
@@ -103,13 +107,20 @@ if [ "$mode" = bench ]; then
   iters=${ITERS:-100}
   echo "== NYTimes-shaped synthetic corpus (300K docs, 100K words, ~100M tokens, 1% held out)"
   /usr/bin/time -f "synth %e s" topos synth -o /tmp/nyt.tcorp --docs 303000 --vocab 100000 --topics 100 \
-    --doc-len 332 --holdout 0.01 --quiet
+    --doc-len 332 --holdout 0.01 --json > "$WORK/synth.json"
+  row "nyt corpus	$(cat "$WORK/synth.json")"
   for k in $ks; do
-    for algo in esca cgs; do
-      name=nyt-$algo-$k
-      train "$name" /tmp/nyt.tcorp -k "$k" --iters "$iters" --algo "$algo" --device cuda \
-        --eval-every $((iters / 2)) --log "$OUT/$name.log" -o "/tmp/$name.tmod"
-      python3 - "$OUT/$name.json" "$OUT/$name.log" "$k" "$algo" "$iters" <<'PY' | tee -a "$OUT/table.tsv"
+    for algo in esca cgs stream; do
+      extra=()
+      if [ "$algo" = stream ]; then
+        # The same ESCA run with the corpus streamed through a 2 GiB budget (chunks, two slots).
+        [ "$k" = 1024 ] || continue
+        algo=esca; extra=(--gpu-memory 2GiB); name=nyt-esca-$k-streamed
+      fi
+      [ ${#extra[@]} -gt 0 ] || name=nyt-$algo-$k
+      train "$name" /tmp/nyt.tcorp -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
+        --eval-every $((iters / 2)) --log "$WORK/$name.log" -o "/tmp/$name.tmod"
+      python3 - "$WORK/$name.json" "$WORK/$name.log" "$k" "$name" "$iters" <<'PY' | tee -a "$table"
 import json, sys
 s = json.load(open(sys.argv[1])); log = [json.loads(l) for l in open(sys.argv[2])]
 k, algo, iters = sys.argv[3], sys.argv[4], int(sys.argv[5])
@@ -121,11 +132,42 @@ print(f"nyt K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/
 PY
     done
   done
-  if [ -d .peers/culda ] && [ -n "${CULDA:-1}" ]; then
-    echo "== CuLDA_CGS side by side (K = 1024)"
-    topos export /tmp/nyt.tcorp -o /tmp/nyt-txt --quiet || true
-    bash .peers/culda/run.sh /tmp/nyt-txt/train.txt "$iters" "$OUT" 2>&1 | tail -5 | tee -a "$OUT/table.tsv" || true
+fi
+
+# NYTimes-shaped corpus, made once per machine.
+nyt() {
+  [ -f /tmp/nyt.tcorp ] || topos synth -o /tmp/nyt.tcorp --docs 303000 --vocab 100000 --topics 100 \
+    --doc-len 332 --holdout 0.01 --quiet
+}
+
+if [ "$mode" = peer ]; then
+  # CuLDA_CGS (K fixed at 1024) and Topos at K = 1024 in the same call on the same GPU. The peer's
+  # source is carried in .peers/culda (never committed; see its NOTES.md for the patches).
+  iters=${ITERS:-100}
+  nyt
+  topos export /tmp/nyt.tcorp -o /tmp/nyt-txt --quiet
+  bash .peers/culda/run.sh /tmp/nyt-txt/train.txt "$iters" "$WORK/culda" 2>&1 | tail -3
+  row "culda	$(grep CULDA_SUMMARY "$WORK/culda/summary.txt" 2>/dev/null || tail -1 "$WORK/culda/culda.log")"
+  for algo in esca cgs; do
+    train "peer-$algo" /tmp/nyt.tcorp -k 1024 --iters "$iters" --algo $algo --device cuda -o /tmp/peer.tmod
+    row "topos K=1024 $algo	$(field "$WORK/peer-$algo.json" tokens_per_second) tok/s	heldout $(field "$WORK/peer-$algo.json" heldout_ll)"
+  done
+  # CuLDA's model scored by topos eval on the same held-out documents, when it wrote one.
+  if [ -f "$WORK/culda/culda_out.phi" ] || ls "$WORK"/culda/culda_out* >/dev/null 2>&1; then
+    ls -la "$WORK"/culda/ | head -20
   fi
+fi
+
+if [ "$mode" = tune ]; then
+  # Tokens per resident partition against K: 20 iterations each, tokens/s over iterations 1-20.
+  nyt
+  for k in ${*:-1024 10000}; do
+    for part in 4000000 16000000 120000000; do
+      train "tune-$k-$part" /tmp/nyt.tcorp -k "$k" --iters 20 --device cuda --eval-every 0 \
+        --gpu-partition-tokens $part -o /tmp/tune.tmod
+      row "tune K=$k partition $part	$(field "$WORK/tune-$k-$part.json" tokens_per_second) tok/s	$(field "$WORK/tune-$k-$part.json" gpu_plan.chunks) partitions"
+    done
+  done
 fi
 
 echo

@@ -62,6 +62,8 @@ pub struct DeviceInfo {
     pub l2_bytes: u64,
     /// Largest dynamic shared memory one block may opt into.
     pub max_shared_per_block: u32,
+    /// Shared memory of one multiprocessor.
+    pub shared_per_multiprocessor: u32,
 }
 
 /// Whether the driver library loads (no GPU calls are made).
@@ -123,6 +125,10 @@ pub fn info(ctx: &Arc<CudaContext>) -> Result<DeviceInfo, GpuError> {
         max_shared_per_block: ctx
             .attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .check(|| what("the shared-memory limit"))? as u32,
+        shared_per_multiprocessor: ctx
+            .attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+            .check(|| what("the shared memory per multiprocessor"))?
+            as u32,
     })
 }
 

@@ -103,6 +103,7 @@ pub struct Engine {
     meta: Vec<ChunkMeta>,
     storage: Storage,
     smem_bytes: u32,
+    sample_threads: u32,
     multiprocessors: u32,
 }
 
@@ -120,7 +121,18 @@ pub fn tree_floats(k: u32) -> u32 {
     }
 }
 
-fn compile(ctx: &Arc<CudaContext>) -> Result<Kernels, GpuError> {
+/// Threads of a sampling block for a tree of `smem_bytes`: 256 while 8 such blocks fit in a
+/// multiprocessor's shared memory (`per_sm` bytes), else 1,024 (see `WARPS_PER_BLOCK` in the
+/// kernels).
+pub fn sample_block_threads(smem_bytes: u32, per_sm: u32) -> u32 {
+    if u64::from(smem_bytes) * 8 <= u64::from(per_sm) {
+        256
+    } else {
+        1024
+    }
+}
+
+fn compile(ctx: &Arc<CudaContext>, sample_threads: u32) -> Result<Kernels, GpuError> {
     let (major, minor) = ctx
         .compute_capability()
         .check(|| "reading the compute capability".into())?;
@@ -132,7 +144,11 @@ fn compile(ctx: &Arc<CudaContext>) -> Result<Kernels, GpuError> {
     let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
     let opts = cudarc::nvrtc::CompileOptions {
         arch: Some(arch),
-        options: vec!["--std=c++17".into(), "-default-device".into()],
+        options: vec![
+            "--std=c++17".into(),
+            "-default-device".into(),
+            format!("-DWARPS_PER_BLOCK={}", sample_threads / 32),
+        ],
         ..Default::default()
     };
     let ptx = cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts)
@@ -172,7 +188,9 @@ impl Engine {
     ) -> Result<Self, GpuError> {
         let (multiprocessors, max_shared_per_block) =
             (device.multiprocessors, device.max_shared_per_block);
-        let kernels = compile(&ctx)?;
+        let smem_bytes = tree_floats(cfg.topics) * 4;
+        let sample_threads = sample_block_threads(smem_bytes, device.shared_per_multiprocessor);
+        let kernels = compile(&ctx, sample_threads)?;
         // Streams are synchronized explicitly with events below (two chunk streams share the
         // model: B is read-only during a sweep, B' only receives commutative atomics).
         // SAFETY: every buffer is freed only after the context synchronizes (Drop), and no buffer
@@ -185,7 +203,6 @@ impl Engine {
         ];
         let k = cfg.topics as usize;
         let v = cfg.words as usize;
-        let smem_bytes = tree_floats(cfg.topics) * 4;
         if smem_bytes > max_shared_per_block {
             return Err(GpuError::Unsupported(format!(
                 "K = {} needs {} KiB of shared memory per block for the sampling tree, the device allows {} KiB; use fewer topics",
@@ -337,6 +354,7 @@ impl Engine {
             meta,
             storage,
             smem_bytes,
+            sample_threads,
             multiprocessors,
         };
         engine.initial_counts()?;
@@ -434,6 +452,7 @@ impl Engine {
             meta,
             storage,
             smem_bytes,
+            sample_threads,
             ..
         } = self;
         let model = Model {
@@ -443,6 +462,7 @@ impl Engine {
             cfg: *cfg,
             iteration,
             smem_bytes: *smem_bytes,
+            sample_threads: *sample_threads,
             scratch_warps: *scratch_warps,
         };
         match storage {
@@ -546,6 +566,7 @@ struct Model<'a> {
     cfg: EngineConfig,
     iteration: u32,
     smem_bytes: u32,
+    sample_threads: u32,
     scratch_warps: u32,
 }
 
@@ -687,7 +708,7 @@ fn sweep_view(
     let num_items = m.items as u32;
     let sample_cfg = LaunchConfig {
         grid_dim: (num_items, 1, 1),
-        block_dim: (BLOCK, 1, 1),
+        block_dim: (model.sample_threads, 1, 1),
         shared_mem_bytes: model.smem_bytes,
     };
     let (alpha, beta) = (cfg.alpha as f32, cfg.beta as f32);
@@ -742,5 +763,10 @@ mod tests {
         assert_eq!(tree_floats(32_768), 32_768 + 1024 + 32);
         // 128 KiB of leaves at K = 32,768: within Hopper's 227 KiB per block.
         assert!(tree_floats(32_768) * 4 < 227 * 1024);
+        // Hopper: 228 KiB per multiprocessor. K = 1,024 (4.1 KiB): 8 blocks of 256 threads;
+        // K = 10,000 (41 KiB) and up: blocks of 1,024.
+        let sm = 228 * 1024;
+        assert_eq!(sample_block_threads(tree_floats(1024) * 4, sm), 256);
+        assert_eq!(sample_block_threads(tree_floats(10_000) * 4, sm), 1024);
     }
 }

@@ -17,7 +17,12 @@ typedef unsigned short u16;
 typedef unsigned long long u64;
 
 #define FULL 0xffffffffu
+// Warps of a sampling block, set at compile time by the engine: 8 while the tree is small
+// enough for 8 blocks per multiprocessor, 32 when it is large (K in the thousands), so that the
+// one block a multiprocessor's shared memory holds still has warps enough to hide latency.
+#ifndef WARPS_PER_BLOCK
 #define WARPS_PER_BLOCK 8
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Philox4x32-10, the same function as topos-sampling/src/rng.rs: counter = (index lo, index hi,
@@ -195,7 +200,7 @@ __device__ __forceinline__ u32 tree_sample(const Tree& t, float y) {
 // p'(k₀) = (A−1+α)(B−1+β)/(n−1+Vβ) and the other topics keep theirs; x < p'(k₀) picks k₀, else
 // the rest is drawn from p with k₀'s entries left out (p1 skips it in the scan; p2 redraws from
 // the tree while it lands on k₀, with fresh Philox blocks).
-extern "C" __global__ void __launch_bounds__(256) sample(
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32) sample(
     const uint4* __restrict__ items, u32 num_items,
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
     const u32* __restrict__ doc_off, const u16* __restrict__ row_topic,

@@ -95,7 +95,8 @@ pub struct Args {
     /// does not fit beside the model is streamed through the GPU in chunks.
     #[arg(long, value_parser = parse_bytes)]
     pub gpu_memory: Option<u64>,
-    /// Tokens per partition of a GPU-resident corpus (tuning; default 16M).
+    /// Tokens per partition of a GPU-resident corpus (tuning; default 16M up to K = 2,048, one
+    /// partition above).
     #[arg(long, hide = true)]
     pub gpu_partition_tokens: Option<u64>,
     /// Stream the corpus through the GPU even when it fits (tests the streaming path).
