@@ -637,3 +637,20 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         gpu_plan,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_bytes("20GiB"), Ok(20 << 30));
+        assert_eq!(parse_bytes("20G"), Ok(20 << 30));
+        assert_eq!(parse_bytes("512 MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("1.5gb"), Ok(3 << 29));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        for bad in ["", "GiB", "0", "-3G", "2 parsecs", "1e400"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+}
