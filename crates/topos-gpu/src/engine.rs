@@ -542,13 +542,6 @@ impl Engine {
             }
         }
     }
-
-    /// Device memory in use by this context, as the driver reports it (free, total).
-    pub fn memory(&self) -> Result<(usize, usize), GpuError> {
-        self.ctx
-            .mem_get_info()
-            .check(|| "reading free device memory".into())
-    }
 }
 
 impl Drop for Engine {

@@ -3,8 +3,7 @@
 
 use topos_gpu::{GpuOptions, GpuSession};
 use topos_model::Hyperparameters;
-use topos_train::counts::WordTopics;
-use topos_train::synthetic::{generate, match_topics, SyntheticSpec, TopicShape};
+use topos_train::synthetic::{generate, learned_topics, match_topics, SyntheticSpec, TopicShape};
 use topos_train::{Algorithm, Session, TrainOptions, Trainer};
 
 fn spec(seed: u64, docs: usize) -> SyntheticSpec {
@@ -30,26 +29,6 @@ fn options(algorithm: Algorithm, k: u32) -> TrainOptions {
     }
 }
 
-/// φ as K × V row-major.
-fn phi(b: &WordTopics, beta: f64) -> Vec<f64> {
-    let (k, v) = (b.num_topics as usize, b.num_words());
-    let mut out = vec![0.0; k * v];
-    for t in 0..k {
-        let norm = b.totals[t] as f64 + v as f64 * beta;
-        for w in 0..v {
-            out[t * v + w] = beta / norm;
-        }
-    }
-    for w in 0..v {
-        let (ts, cs) = b.row(w as u32);
-        for (&t, &c) in ts.iter().zip(cs) {
-            let norm = b.totals[t as usize] as f64 + v as f64 * beta;
-            out[t as usize * v + w] = (c as f64 + beta) / norm;
-        }
-    }
-    out
-}
-
 fn assignments(s: &mut GpuSession<'_>) -> Vec<u16> {
     s.checkpoint().unwrap().assignments
 }
@@ -64,7 +43,7 @@ fn both_gpu_samplers_recover_known_topics() {
         let untrained = Trainer::new(docs, s.num_words, options(algo, 8)).unwrap();
         let before = match_topics(
             &corpus.topics,
-            &phi(untrained.word_topics(), 0.01),
+            &learned_topics(untrained.word_topics(), 0.01),
             s.num_words,
         );
         let ll_before = untrained.log_likelihood();
@@ -82,7 +61,11 @@ fn both_gpu_samplers_recover_known_topics() {
         let ll = g.log_likelihood().unwrap();
         let model = g.checkpoint().unwrap();
         let host = Trainer::resume(docs, s.num_words, options(algo, 8), model).unwrap();
-        let after = match_topics(&corpus.topics, &phi(host.word_topics(), 0.01), s.num_words);
+        let after = match_topics(
+            &corpus.topics,
+            &learned_topics(host.word_topics(), 0.01),
+            s.num_words,
+        );
         let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
         let worst = after.iter().cloned().fold(0.0, f64::max);
         eprintln!(

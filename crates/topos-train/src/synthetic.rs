@@ -181,6 +181,27 @@ pub fn jensen_shannon(p: &[f64], q: &[f64]) -> f64 {
     js.max(0.0)
 }
 
+/// Learned topics φ from word-topic counts (K × V row-major, smoothed by β), the form
+/// [`match_topics`] compares with the truth.
+pub fn learned_topics(b: &crate::counts::WordTopics, beta: f64) -> Vec<f64> {
+    let (k, v) = (b.num_topics as usize, b.num_words());
+    let mut out = vec![0.0; k * v];
+    for t in 0..k {
+        let norm = b.totals[t] as f64 + v as f64 * beta;
+        for w in 0..v {
+            out[t * v + w] = beta / norm;
+        }
+    }
+    for w in 0..v {
+        let (ts, cs) = b.row(w as u32);
+        for (&t, &c) in ts.iter().zip(cs) {
+            let norm = b.totals[t as usize] as f64 + v as f64 * beta;
+            out[t as usize * v + w] = (c as f64 + beta) / norm;
+        }
+    }
+    out
+}
+
 /// For every true topic, the JS divergence to the closest learned topic (K × V row-major both),
 /// matched one-to-one greedily from the closest pair. A sampler that learns the topics gets
 /// values near 0; one that learns nothing stays near the divergence between unrelated topics.

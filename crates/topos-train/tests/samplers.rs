@@ -2,8 +2,7 @@
 
 use topos_corpus::Docs;
 use topos_model::Hyperparameters;
-use topos_train::counts::WordTopics;
-use topos_train::synthetic::{generate, match_topics, SyntheticSpec, TopicShape};
+use topos_train::synthetic::{generate, learned_topics, match_topics, SyntheticSpec, TopicShape};
 use topos_train::{Algorithm, TrainOptions, Trainer};
 
 fn spec(seed: u64) -> SyntheticSpec {
@@ -34,26 +33,6 @@ fn options(
     }
 }
 
-/// φ as K × V row-major.
-fn phi(b: &WordTopics, beta: f64) -> Vec<f64> {
-    let (k, v) = (b.num_topics as usize, b.num_words());
-    let mut out = vec![0.0; k * v];
-    for t in 0..k {
-        let norm = b.totals[t] as f64 + v as f64 * beta;
-        for w in 0..v {
-            out[t * v + w] = beta / norm;
-        }
-    }
-    for w in 0..v {
-        let (ts, cs) = b.row(w as u32);
-        for (&t, &c) in ts.iter().zip(cs) {
-            let norm = b.totals[t as usize] as f64 + v as f64 * beta;
-            out[t as usize * v + w] = (c as f64 + beta) / norm;
-        }
-    }
-    out
-}
-
 fn train(docs: Docs<'_>, v: usize, opts: TrainOptions, iters: u32) -> Trainer<'_> {
     let mut t = Trainer::new(docs, v, opts).unwrap();
     for _ in 0..iters {
@@ -71,12 +50,16 @@ fn both_samplers_recover_known_topics() {
         let untrained = Trainer::new(docs, s.num_words, options(algo, 8, 2, Some(3))).unwrap();
         let before = match_topics(
             &corpus.topics,
-            &phi(untrained.word_topics(), 0.01),
+            &learned_topics(untrained.word_topics(), 0.01),
             s.num_words,
         );
         let ll_before = untrained.log_likelihood();
         let t = train(docs, s.num_words, options(algo, 8, 2, Some(3)), 150);
-        let after = match_topics(&corpus.topics, &phi(t.word_topics(), 0.01), s.num_words);
+        let after = match_topics(
+            &corpus.topics,
+            &learned_topics(t.word_topics(), 0.01),
+            s.num_words,
+        );
         let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
         let worst = after.iter().cloned().fold(0.0, f64::max);
         eprintln!(
