@@ -268,10 +268,12 @@ impl Engine {
                 })
             }
         };
+        // The chunk's assignments: its tokens are contiguous in corpus order.
+        let chunk_z = |p: &Partition| &z[p.token_start as usize..][..p.num_tokens];
         let upload =
             |s: &Arc<CudaStream>, p: &Partition, it: &[Item]| -> Result<DeviceChunk, GpuError> {
                 let what = |x: &str| format!("uploading the corpus ({x})");
-                let zs = &z[p.token_start as usize..p.token_start as usize + p.num_tokens];
+                let zs = chunk_z(p);
                 Ok(DeviceChunk {
                     token_doc: s.clone_htod(&p.token_doc).check(|| what("documents"))?,
                     token_src: s.clone_htod(&p.token_src).check(|| what("positions"))?,
@@ -297,7 +299,7 @@ impl Engine {
             Mode::Streamed => {
                 let mut host = Vec::with_capacity(parts.len());
                 for (p, it) in parts.iter().zip(&items) {
-                    let zs = &z[p.token_start as usize..p.token_start as usize + p.num_tokens];
+                    let zs = chunk_z(p);
                     host.push(HostChunk {
                         token_doc: pinned(&ctx, &p.token_doc, true)?,
                         token_src: pinned(&ctx, &p.token_src, true)?,

@@ -185,6 +185,31 @@ __device__ __forceinline__ u32 tree_sample(const Tree& t, float y) {
     return node;
 }
 
+#define NO_TOPIC 0xffffffffu
+
+// p1's draw, the second pass over a document's row (Alg. 2): the first non-zero entry
+// count·p*(topic) whose running sum passes x, leaving out topic `skip` (NO_TOPIC: none). Only
+// non-zero entries may be chosen (see tree_sample); if rounding leaves x past the end, the last
+// non-zero entry is taken, or `fallback` when there is none.
+__device__ __forceinline__ u32 sample_row(const u16* __restrict__ topic, const u32* __restrict__ count,
+                                          u32 nnz, const float* pstar, float x, u32 skip, u32 fallback) {
+    u32 lane = lane_id();
+    float carry = 0.0f;
+    u32 last = fallback;
+    for (u32 i0 = 0; i0 < nnz; i0 += 32) {
+        u32 i = i0 + lane;
+        u32 t = i < nnz ? (u32)topic[i] : skip;
+        float w = (i < nnz && t != skip) ? (float)count[i] * pstar[t] : 0.0f;
+        float p = warp_inclusive_scan(w) + carry;
+        u32 above = __ballot_sync(FULL, p > x && w > 0.0f);
+        if (above) return __shfl_sync(FULL, t, __ffs(above) - 1);
+        u32 nz = __ballot_sync(FULL, w > 0.0f);
+        if (nz) last = __shfl_sync(FULL, t, 31 - __clz(nz));
+        carry = __shfl_sync(FULL, p, 31);
+    }
+    return last;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The sampler: one block per item (the tokens of one word, or a slice of a frequent word's), one
 // warp per token (SaberLDA Alg. 2 / CuLDA §6.1).
@@ -276,25 +301,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32) sample(
                 if (!exclude) {
                     float x = unit_f32(r0) * (s + q);
                     if (x < s) {
-                        // Second pass over the row: scan until the prefix passes x.
-                        float carry = 0.0f;
-                        k = 0xffffffffu;
-                        u32 last = 0;
-                        for (u32 i0 = 0; i0 < rnnz; i0 += 32) {
-                            u32 i = i0 + lane;
-                            float w = i < rnnz ? (float)row_count[ra + i] * pstar[row_topic[ra + i]] : 0.0f;
-                            float p = warp_inclusive_scan(w) + carry;
-                            u32 above = __ballot_sync(FULL, p > x && w > 0.0f);
-                            if (above) {
-                                u32 f = __ffs(above) - 1;
-                                k = __shfl_sync(FULL, i < rnnz ? (u32)row_topic[ra + i] : 0u, f);
-                                break;
-                            }
-                            u32 nz = __ballot_sync(FULL, w > 0.0f);
-                            if (nz) last = __shfl_sync(FULL, i < rnnz ? (u32)row_topic[ra + i] : 0u, 31 - __clz(nz));
-                            carry = __shfl_sync(FULL, p, 31);
-                        }
-                        if (k == 0xffffffffu) k = last;
+                        k = sample_row(row_topic + ra, row_count + ra, rnnz, pstar, x, NO_TOPIC, 0);
                     } else {
                         k = tree_sample(tree, unit_f32(r1) * total);
                     }
@@ -320,24 +327,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32) sample(
                     if (x < w_old) {
                         k = k0;
                     } else if ((x -= w_old) < s_ex) {
-                        float carry = 0.0f;
-                        k = 0xffffffffu;
-                        u32 last = k0;
-                        for (u32 i0 = 0; i0 < rnnz; i0 += 32) {
-                            u32 i = i0 + lane;
-                            u32 t = i < rnnz ? (u32)row_topic[ra + i] : k0;
-                            float w = (i < rnnz && t != k0) ? (float)row_count[ra + i] * pstar[t] : 0.0f;
-                            float p = warp_inclusive_scan(w) + carry;
-                            u32 above = __ballot_sync(FULL, p > x && w > 0.0f);
-                            if (above) {
-                                k = __shfl_sync(FULL, t, __ffs(above) - 1);
-                                break;
-                            }
-                            u32 nz = __ballot_sync(FULL, w > 0.0f);
-                            if (nz) last = __shfl_sync(FULL, t, 31 - __clz(nz));
-                            carry = __shfl_sync(FULL, p, 31);
-                        }
-                        if (k == 0xffffffffu) k = last;
+                        k = sample_row(row_topic + ra, row_count + ra, rnnz, pstar, x, k0, k0);
                     } else {
                         // p2 without k0: redraw while the tree lands on k0 (fresh blocks of the
                         // token's stream; bounded, then k0's nearest alternative is kept).
