@@ -142,30 +142,85 @@ nyt() {
 
 if [ "$mode" = peer ]; then
   # CuLDA_CGS (K fixed at 1024) and Topos at K = 1024 in the same call on the same GPU. The peer's
-  # source is carried in .peers/culda (never committed; see its NOTES.md for the patches).
+  # source is carried in .peers/culda (never committed; see its NOTES.md for the patches). Two
+  # builds: the patch set the issue lists (sm_90 intrinsics, worker constants; plus the warp-sync
+  # fixes, without which it samples wrongly) and that set plus __launch_bounds__(1024, 2), which
+  # is faster. Each run dumps its final counts, which `topos import` turns into a model scored by
+  # the same `topos eval` as Topos's own models.
   iters=${ITERS:-100}
   nyt
-  topos export /tmp/nyt.tcorp -o /tmp/nyt-txt --quiet
-  bash .peers/culda/run.sh /tmp/nyt-txt/train.txt "$iters" "$WORK/culda" 2>&1 | tail -3
-  row "culda	$(grep CULDA_SUMMARY "$WORK/culda/summary.txt" 2>/dev/null || tail -1 "$WORK/culda/culda.log")"
-  for algo in esca cgs; do
-    train "peer-$algo" /tmp/nyt.tcorp -k 1024 --iters "$iters" --algo $algo --device cuda -o /tmp/peer.tmod
-    row "topos K=1024 $algo	$(field "$WORK/peer-$algo.json" tokens_per_second) tok/s	heldout $(field "$WORK/peer-$algo.json" heldout_ll)"
+  [ -f /tmp/nyt-txt/train.txt ] || topos export /tmp/nyt.tcorp -o /tmp/nyt-txt --quiet
+  for variant in issue bounded; do
+    extra=""; [ $variant = issue ] && extra=-DCULDA_NO_LAUNCH_BOUNDS
+    CULDA_CLEAN=1 CULDA_NVCC_EXTRA="$extra" bash .peers/culda/run.sh /tmp/nyt-txt/train.txt "$iters" "$WORK/culda" 2>&1 | tail -3
+    for f in summary.txt summary.json culda.log culda_iters.csv build.log; do
+      cp "$WORK/culda/$f" "$WORK/culda-$variant-$f" 2>/dev/null || true
+    done
+    heldout=NA
+    if [ -s "$WORK/culda/counts.tsv" ]; then
+      topos import "$WORK/culda/counts.tsv" --corpus /tmp/nyt.tcorp -k 1024 --alpha 0.048828125 \
+        --beta 0.01 --name culda_cgs -o /tmp/culda.tmod -q
+      topos eval /tmp/culda.tmod --corpus /tmp/nyt.tcorp --json -q > "$WORK/culda-$variant-eval.json"
+      heldout=$(field "$WORK/culda-$variant-eval.json" heldout_ll)
+      rm -f "$WORK/culda/counts.tsv"
+    fi
+    row "culda $variant	$(cat "$WORK/culda/summary.txt" 2>/dev/null || tail -1 "$WORK/culda/culda.log")	heldout $heldout"
   done
-  # CuLDA's model scored by topos eval on the same held-out documents, when it wrote one.
-  if [ -f "$WORK/culda/culda_out.phi" ] || ls "$WORK"/culda/culda_out* >/dev/null 2>&1; then
-    ls -la "$WORK"/culda/ | head -20
-  fi
+  for algo in esca cgs; do
+    train "peer-$algo" /tmp/nyt.tcorp -k 1024 --iters "$iters" --algo $algo --device cuda \
+      --eval-every 10 --heldout-every 10 --log "$WORK/peer-$algo.log" -o /tmp/peer.tmod
+    row "topos K=1024 $algo	$(field "$WORK/peer-$algo.json" tokens_per_second) tok/s	heldout $(field "$WORK/peer-$algo.json" heldout_ll)"
+    python3 -c "
+import json,sys
+for l in open(sys.argv[1]):
+    d=json.loads(l); print('  it %4d  %7.2f s  heldout %s' % (d['iteration'], d['seconds'], d.get('heldout_ll')))" "$WORK/peer-$algo.log" | tee -a "$table"
+  done
+fi
+
+if [ "$mode" = profile ]; then
+  # Nsight Compute on the sampler (one launch in a steady iteration) and every kernel's time in
+  # one iteration, at each K given (default 1024 10000), on the NYTimes-shaped corpus.
+  nyt
+  for k in ${*:-1024 10000}; do
+    parts=$([ "$k" -le 2048 ] && echo 7 || echo 1)
+    ncu --clock-control none --kernel-name sample --launch-skip $((parts * 4)) --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
+      --section MemoryWorkloadAnalysis --section SchedulerStats \
+      --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+      topos train /tmp/nyt.tcorp -k "$k" --iters 6 --device cuda --eval-every 0 -q -o /tmp/prof.tmod \
+      > "$WORK/ncu-sample-$k.txt" 2>&1 || tail -20 "$WORK/ncu-sample-$k.txt"
+    ncu --clock-control none --launch-skip $(((parts * 2 + 2) * 4)) --launch-count $((parts * 2 + 2)) \
+      --metrics gpu__time_duration.sum \
+      topos train /tmp/nyt.tcorp -k "$k" --iters 6 --device cuda --eval-every 0 -q -o /tmp/prof.tmod \
+      > "$WORK/ncu-times-$k.txt" 2>&1 || tail -20 "$WORK/ncu-times-$k.txt"
+    python3 - "$WORK/ncu-times-$k.txt" "$k" <<'PY' | tee -a "$table"
+import re, sys, collections
+t = collections.Counter(); name = None
+for line in open(sys.argv[1]):
+    m = re.match(r"\s+(\w+)\(.*\)\s*\(\d+, \d+, \d+\)x\(\d+, \d+, \d+\)", line) or re.match(r"\s+(\w+)\s*\(\d+, \d+, \d+\)x", line)
+    if m: name = m.group(1)
+    m = re.search(r"gpu__time_duration.sum\s+(\S+)\s+([\d.,]+)", line)
+    if m and name:
+        v = float(m.group(2).replace(",", "")); unit = m.group(1)
+        t[name] += v * {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0, "nsecond": 1e-6}.get(unit, 1.0)
+print(f"K={sys.argv[2]} kernel ms per iteration: " + ", ".join(f"{k} {v:.2f}" for k, v in t.most_common()))
+PY
+    grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Stall|Warp Cycles Per Issued|Issued Warp|No Eligible|L1/TEX Hit|L2 Hit|Memory Throughput|Compute \(SM\)|Block Limit|stalled" \
+      "$WORK/ncu-sample-$k.txt" | sed "s/^/K=$k /" | head -70 | tee -a "$table"
+  done
 fi
 
 if [ "$mode" = tune ]; then
-  # Tokens per resident partition against K: 20 iterations each, tokens/s over iterations 1-20.
+  # Document-row registers per lane (TOPOS_GPU_ROW_REGS) against K: 20 iterations each, tokens/s
+  # over iterations 1-20, both samplers.
   nyt
   for k in ${*:-1024 10000}; do
-    for part in 4000000 16000000 120000000; do
-      train "tune-$k-$part" /tmp/nyt.tcorp -k "$k" --iters 20 --device cuda --eval-every 0 \
-        --gpu-partition-tokens $part -o /tmp/tune.tmod
-      row "tune K=$k partition $part	$(field "$WORK/tune-$k-$part.json" tokens_per_second) tok/s	$(field "$WORK/tune-$k-$part.json" gpu_plan.chunks) partitions"
+    for regs in 4 8; do
+      for algo in esca cgs; do
+        TOPOS_GPU_ROW_REGS=$regs train "tune-$k-$regs-$algo" /tmp/nyt.tcorp -k "$k" --iters 20 --algo $algo \
+          --device cuda --eval-every 0 -o /tmp/tune.tmod
+        row "tune K=$k row regs $regs $algo	$(field "$WORK/tune-$k-$regs-$algo.json" tokens_per_second) tok/s	heldout $(field "$WORK/tune-$k-$regs-$algo.json" heldout_ll)"
+      done
     done
   done
 fi

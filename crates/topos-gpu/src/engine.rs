@@ -121,15 +121,29 @@ pub fn tree_floats(k: u32) -> u32 {
     }
 }
 
-/// Threads of a sampling block for a tree of `smem_bytes`: 256 while 8 such blocks fit in a
-/// multiprocessor's shared memory (`per_sm` bytes), else 1,024 (see `WARPS_PER_BLOCK` in the
-/// kernels).
+/// Threads of a sampling block for a tree of `smem_bytes`: 256 while 4 such blocks fit in a
+/// multiprocessor's shared memory (`per_sm` bytes), 512 while 2 fit, else 1,024, so that the
+/// blocks shared memory allows still hold about 32 warps per multiprocessor (see
+/// `WARPS_PER_BLOCK` in the kernels; the sampler is compiled for 64 registers a thread, 32 warps
+/// per multiprocessor, whatever the block size: `MIN_BLOCKS` = 1,024 / threads).
 pub fn sample_block_threads(smem_bytes: u32, per_sm: u32) -> u32 {
-    if u64::from(smem_bytes) * 8 <= u64::from(per_sm) {
-        256
-    } else {
-        1024
+    let blocks = u64::from(per_sm) / u64::from(smem_bytes.max(1));
+    match blocks {
+        4.. => 256,
+        2..=3 => 512,
+        _ => 1024,
     }
+}
+
+/// Document-row entries the sampler holds in registers per lane (`ROW_REGS` in the kernels; rows
+/// of up to 32 × this many non-zeros are drawn from registers). `TOPOS_GPU_ROW_REGS` overrides it
+/// for tuning (bench/gpu.sh tune).
+fn row_regs() -> u32 {
+    std::env::var("TOPOS_GPU_ROW_REGS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|r| (1..=16).contains(r))
+        .unwrap_or(8)
 }
 
 fn compile(ctx: &Arc<CudaContext>, sample_threads: u32) -> Result<Kernels, GpuError> {
@@ -148,6 +162,8 @@ fn compile(ctx: &Arc<CudaContext>, sample_threads: u32) -> Result<Kernels, GpuEr
             "--std=c++17".into(),
             "-default-device".into(),
             format!("-DWARPS_PER_BLOCK={}", sample_threads / 32),
+            format!("-DMIN_BLOCKS={}", (1024 / sample_threads).max(1)),
+            format!("-DROW_REGS={}", row_regs()),
         ],
         ..Default::default()
     };
@@ -758,10 +774,12 @@ mod tests {
         assert_eq!(tree_floats(32_768), 32_768 + 1024 + 32);
         // 128 KiB of leaves at K = 32,768: within Hopper's 227 KiB per block.
         assert!(tree_floats(32_768) * 4 < 227 * 1024);
-        // Hopper: 228 KiB per multiprocessor. K = 1,024 (4.1 KiB): 8 blocks of 256 threads;
-        // K = 10,000 (41 KiB) and up: blocks of 1,024.
+        // Hopper: 228 KiB per multiprocessor. K = 1,024 (4.1 KiB) and 10,000 (41 KiB, 5 fit):
+        // blocks of 256 threads; K = 16,384 (66 KiB, 3 fit): 512; K = 32,768 (132 KiB): 1,024.
         let sm = 228 * 1024;
         assert_eq!(sample_block_threads(tree_floats(1024) * 4, sm), 256);
-        assert_eq!(sample_block_threads(tree_floats(10_000) * 4, sm), 1024);
+        assert_eq!(sample_block_threads(tree_floats(10_000) * 4, sm), 256);
+        assert_eq!(sample_block_threads(tree_floats(16_384) * 4, sm), 512);
+        assert_eq!(sample_block_threads(tree_floats(32_768) * 4, sm), 1024);
     }
 }

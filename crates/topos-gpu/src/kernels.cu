@@ -93,24 +93,68 @@ extern "C" __global__ void count_words(const uint4* __restrict__ items, const u3
 }
 
 // ---------------------------------------------------------------------------------------------
-// Doc-topic rows rebuilt from the assignments (SaberLDA §3.3): one warp per document, a dense
-// per-warp histogram in global scratch (only the entries the document touches are cleared, so
-// the cost is O(document length), not O(K)), then compaction in order of first occurrence
-// (ballot + match_any: deterministic, whatever the scheduling).
-extern "C" __global__ void rebuild_doc_topics(const u16* __restrict__ z, const u32* __restrict__ doc_off,
-                                              u32 num_docs, u32 K, u32* __restrict__ scratch,
-                                              u16* __restrict__ row_topic, u32* __restrict__ row_count,
-                                              u32* __restrict__ row_nnz) {
+// Doc-topic rows rebuilt from the assignments (SaberLDA §3.3): one warp per document, compacted in
+// order of first occurrence (ballot + match_any: deterministic, whatever the scheduling).
+//
+// The counting: a document of up to HASH_SLOTS/2 tokens is counted in an open-addressing hash
+// table of the warp's own in shared memory (slot = topic << 16 | count, linear probing, sized to
+// twice the document), so the cost is O(document length) in shared memory whatever K is. Longer
+// documents use a dense K-entry histogram of the warp's in global scratch (only the entries the
+// document touches are cleared). The global histogram alone cost 15.9 ms per iteration at
+// K = 10,000 on 100M tokens (its 40 KB per warp miss L2), against 4.2 ms at K = 1,024.
+#define REBUILD_WARPS 8
+#define HASH_SLOTS 1024
+#define HASH_EMPTY 0xffffffffu
+
+// Claims topic k's count in the table (first occurrence in document order wins): the slot's
+// count is taken and zeroed. Every read is atomic: other lanes update other slots meanwhile.
+__device__ __forceinline__ u32 hash_claim(u32* table, u32 k, u32 bits, u32 mask) {
+    u32 h = (k * 0x9E3779B1u) >> (32 - bits);
+    for (;;) {
+        u32 cur = atomicOr(&table[h], 0u);
+        if (cur == HASH_EMPTY) return 0;  // not present (cannot happen: every topic was inserted)
+        if ((cur >> 16) == k) return atomicAnd(&table[h], 0xffff0000u) & 0xffffu;
+        h = (h + 1) & mask;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(REBUILD_WARPS * 32) rebuild_doc_topics(
+    const u16* __restrict__ z, const u32* __restrict__ doc_off, u32 num_docs, u32 K,
+    u32* __restrict__ scratch, u16* __restrict__ row_topic, u32* __restrict__ row_count,
+    u32* __restrict__ row_nnz) {
+    __shared__ u32 tables[REBUILD_WARPS * HASH_SLOTS];
     u32 lane = lane_id();
     u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     u32 num_warps = (gridDim.x * blockDim.x) >> 5;
+    u32* table = tables + (threadIdx.x >> 5) * HASH_SLOTS;
     u32* h = scratch + (u64)warp * K;
     u32 lt = (1u << lane) - 1;
+    for (u32 i = lane; i < HASH_SLOTS; i += 32) table[i] = HASH_EMPTY;
+    __syncwarp();
     for (u32 d = warp; d < num_docs; d += num_warps) {
         u32 a = doc_off[d], b = doc_off[d + 1];
-        for (u32 i = a + lane; i < b; i += 32) h[z[i]] = 0;
-        __syncwarp();
-        for (u32 i = a + lane; i < b; i += 32) atomicAdd(&h[z[i]], 1u);
+        u32 len = b - a;
+        bool hashed = 2 * len <= HASH_SLOTS;
+        // Table of 2^bits slots, at least twice the document (load factor <= 1/2).
+        u32 bits = 5;
+        while ((1u << bits) < 2 * len) bits++;
+        u32 mask = (1u << bits) - 1;
+        if (hashed) {
+            for (u32 i = a + lane; i < b; i += 32) {
+                u32 k = z[i];
+                u32 slot = (k * 0x9E3779B1u) >> (32 - bits);
+                for (;;) {
+                    u32 cur = atomicCAS(&table[slot], HASH_EMPTY, (k << 16) | 1u);
+                    if (cur == HASH_EMPTY) break;
+                    if ((cur >> 16) == k) { atomicAdd(&table[slot], 1u); break; }
+                    slot = (slot + 1) & mask;
+                }
+            }
+        } else {
+            for (u32 i = a + lane; i < b; i += 32) h[z[i]] = 0;
+            __syncwarp();
+            for (u32 i = a + lane; i < b; i += 32) atomicAdd(&h[z[i]], 1u);
+        }
         __syncwarp();
         u32 nnz = 0;
         for (u32 base = a; base < b; base += 32) {
@@ -120,18 +164,22 @@ extern "C" __global__ void rebuild_doc_topics(const u16* __restrict__ z, const u
             u32 same = __match_any_sync(FULL, k);
             bool leader = valid && (__ffs(same) - 1) == (int)lane;
             u32 c = 0;
-            if (leader) c = atomicExch(&h[k], 0u);
+            if (leader) c = hashed ? hash_claim(table, k, bits, mask) : atomicExch(&h[k], 0u);
             bool claim = c > 0;
-            u32 mask = __ballot_sync(FULL, claim);
+            u32 ballot = __ballot_sync(FULL, claim);
             if (claim) {
-                u32 pos = a + nnz + __popc(mask & lt);
+                u32 pos = a + nnz + __popc(ballot & lt);
                 row_topic[pos] = (u16)k;
                 row_count[pos] = c;
             }
-            nnz += __popc(mask);
+            nnz += __popc(ballot);
             __syncwarp();
         }
         if (lane == 0) row_nnz[d] = nnz;
+        if (hashed) {
+            for (u32 i = lane; i <= mask; i += 32) table[i] = HASH_EMPTY;
+            __syncwarp();
+        }
     }
 }
 
@@ -140,29 +188,37 @@ extern "C" __global__ void rebuild_doc_topics(const u16* __restrict__ z, const u
 // memory: level 0 holds the K leaves (padded to a multiple of 32 with zeros), each level above
 // holds the sums of 32 entries of the level below, up to a single root. Built once per block (the
 // block's tokens all belong to one word), reused by every warp (p*(k) reuse, CuLDA §6.1.3).
-
+//
+// Level l has pad32(ceil(K / 32^l)) entries, the levels stored one after another from the leaves.
+// The offsets live in scalars (not an array indexed at run time, which the compiler puts in local
+// memory).
 struct Tree {
-    float* level[4];  // level[0] = leaves
-    u32 size[4];
-    int top;          // index of the root level (size 1)
+    float* base;
+    u32 off1, off2, off3;  // offsets of levels 1..3 (level 0 at 0)
+    u32 K;
+    int top;               // index of the root level
 };
 
 __device__ __forceinline__ u32 pad32(u32 x) { return (x + 31) & ~31u; }
 
-// Sizes of the levels for K leaves; returns the total floats needed.
-__device__ __forceinline__ u32 tree_layout(Tree& t, float* smem, u32 K) {
-    u32 off = 0, sz = pad32(K);
-    int l = 0;
-    for (;;) {
-        t.level[l] = smem + off;
-        t.size[l] = sz;
-        off += sz;
-        if (sz <= 32 || l == 3) break;
-        sz = pad32((sz + 31) / 32);
-        l++;
-    }
-    t.top = l;
-    return off;
+__device__ __forceinline__ u32 level_size(u32 K, int l) {
+    u32 shift = 5 * (u32)l;
+    return pad32((K + (1u << shift) - 1) >> shift);
+}
+
+__device__ __forceinline__ u32 level_off(const Tree& t, int l) {
+    return l == 0 ? 0 : l == 1 ? t.off1 : l == 2 ? t.off2 : t.off3;
+}
+
+// Same arithmetic as `tree_floats` in engine.rs: at most 4 levels.
+__device__ __forceinline__ void tree_layout(Tree& t, float* smem, u32 K) {
+    u32 s0 = level_size(K, 0), s1 = level_size(K, 1), s2 = level_size(K, 2);
+    t.base = smem;
+    t.K = K;
+    t.off1 = s0;
+    t.off2 = s0 + s1;
+    t.off3 = s0 + s1 + s2;
+    t.top = s0 <= 32 ? 0 : s1 <= 32 ? 1 : s2 <= 32 ? 2 : 3;
 }
 
 // Descends from the root: y in [0, total). Every level is a warp-wide scan of 32 entries and a
@@ -173,7 +229,7 @@ __device__ __forceinline__ u32 tree_sample(const Tree& t, float y) {
     u32 lane = lane_id();
     u32 node = 0;
     for (int l = t.top; l >= 0; l--) {
-        float v = t.level[l][node * 32 + lane];
+        float v = t.base[level_off(t, l) + node * 32 + lane];
         float p = warp_inclusive_scan(v);
         u32 above = __ballot_sync(FULL, p > y && v > 0.0f);
         u32 nz = __ballot_sync(FULL, v > 0.0f);
@@ -187,10 +243,10 @@ __device__ __forceinline__ u32 tree_sample(const Tree& t, float y) {
 
 #define NO_TOPIC 0xffffffffu
 
-// p1's draw, the second pass over a document's row (Alg. 2): the first non-zero entry
-// count·p*(topic) whose running sum passes x, leaving out topic `skip` (NO_TOPIC: none). Only
-// non-zero entries may be chosen (see tree_sample); if rounding leaves x past the end, the last
-// non-zero entry is taken, or `fallback` when there is none.
+// p1's draw over a row in global memory, for rows longer than the registers hold (see RowRegs):
+// the first non-zero entry count·p*(topic) whose running sum passes x, leaving out topic `skip`
+// (NO_TOPIC: none). Only non-zero entries may be chosen (see tree_sample); if rounding leaves x
+// past the end, the last non-zero entry is taken, or `fallback` when there is none.
 __device__ __forceinline__ u32 sample_row(const u16* __restrict__ topic, const u32* __restrict__ count,
                                           u32 nnz, const float* pstar, float x, u32 skip, u32 fallback) {
     u32 lane = lane_id();
@@ -210,6 +266,92 @@ __device__ __forceinline__ u32 sample_row(const u16* __restrict__ topic, const u
     return last;
 }
 
+// A document row of up to 32·ROW_REGS non-zeros held in registers, entry r·32 + lane in lane
+// `lane`'s slot r: its weights w = count·p*(topic) and its topics (two 16-bit topics per word).
+// Loaded once per (document, work item) with all loads in flight at once, then every token of the
+// document in the item draws from registers: the sampler's cost per token was the latency of
+// dependent loads and the instructions of a warp scan per 32 entries per pass (profiled on an
+// H100: 66% of issue slots used at K = 1,024, 20 cycles of memory wait per instruction at
+// K = 10,000). The draw visits the entries lane by lane (lane 0's slots, then lane 1's, ...): a
+// fixed order of the row, so the draw is still exact and deterministic.
+#ifndef ROW_REGS
+#define ROW_REGS 8
+#endif
+
+struct RowRegs {
+    float w[ROW_REGS];
+    u32 tp[(ROW_REGS + 1) / 2];
+};
+
+__device__ __forceinline__ u32 row_topic_at(const RowRegs& row, int r) {
+    return (row.tp[r >> 1] >> ((r & 1) * 16)) & 0xffffu;
+}
+
+// Loads the row (nnz <= 32·ROW_REGS) and returns this lane's sum of weights.
+__device__ __forceinline__ float row_load(RowRegs& row, const u16* __restrict__ topic,
+                                          const u32* __restrict__ count, u32 nnz, const float* pstar) {
+    u32 lane = lane_id();
+    u32 t[ROW_REGS], c[ROW_REGS];
+#pragma unroll
+    for (int r = 0; r < ROW_REGS; r++) {
+        u32 i = r * 32 + lane;
+        bool ok = i < nnz;
+        t[r] = ok ? (u32)topic[i] : 0u;
+        c[r] = ok ? count[i] : 0u;
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int r = 0; r < ROW_REGS; r++) {
+        row.w[r] = c[r] ? (float)c[r] * pstar[t[r]] : 0.0f;
+        sum += row.w[r];
+        if ((r & 1) == 0) row.tp[r >> 1] = t[r];
+        else row.tp[r >> 1] |= t[r] << 16;
+    }
+    return sum;
+}
+
+// This lane's sum of weights without topic `skip`, and the weight of `skip` if this lane holds it.
+__device__ __forceinline__ float row_sum_without(const RowRegs& row, u32 skip, float& skipped) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int r = 0; r < ROW_REGS; r++) {
+        bool hit = row.w[r] > 0.0f && row_topic_at(row, r) == skip;
+        if (hit) skipped = row.w[r];
+        else sum += row.w[r];
+    }
+    return sum;
+}
+
+// The draw from a register row: x in [0, s) where `scan` is the warp's inclusive scan of the lanes'
+// sums `lane_sum` (leaving out `skip`). The lane whose prefix passes x walks its own slots.
+__device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float lane_sum, float x,
+                                        u32 skip, u32 fallback) {
+    u32 lane = lane_id();
+    u32 above = __ballot_sync(FULL, scan > x && lane_sum > 0.0f);
+    u32 nz = __ballot_sync(FULL, lane_sum > 0.0f);
+    if (!nz) return fallback;
+    u32 owner = above ? (__ffs(above) - 1) : (31 - __clz(nz));
+    float before = __shfl_sync(FULL, scan - lane_sum, owner);
+    u32 pick = 0;
+    if (lane == owner) {
+        float y = x - before, acc = 0.0f;
+        bool found = false;
+        u32 last = fallback;
+#pragma unroll
+        for (int r = 0; r < ROW_REGS; r++) {
+            u32 t = row_topic_at(row, r);
+            bool valid = row.w[r] > 0.0f && t != skip;
+            if (valid) {
+                acc += row.w[r];
+                last = t;
+                if (!found && acc > y) { pick = t; found = true; }
+            }
+        }
+        if (!found) pick = last;
+    }
+    return __shfl_sync(FULL, pick, owner);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The sampler: one block per item (the tokens of one word, or a slice of a frequent word's), one
 // warp per token (SaberLDA Alg. 2 / CuLDA §6.1).
@@ -223,9 +365,16 @@ __device__ __forceinline__ u32 sample_row(const u16* __restrict__ topic, const u
 // iteration (CuLDA_CGS's sampler reads stale counts without removing the token: its conditional is
 // biased towards the token's old topic). Drawn exactly: the old topic k₀ gets weight
 // p'(k₀) = (A−1+α)(B−1+β)/(n−1+Vβ) and the other topics keep theirs; x < p'(k₀) picks k₀, else
-// the rest is drawn from p with k₀'s entries left out (p1 skips it in the scan; p2 redraws from
-// the tree while it lands on k₀, with fresh Philox blocks).
-extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32) sample(
+// the rest is drawn from p with k₀'s entries left out (p1 skips it; p2 redraws from the tree while
+// it lands on k₀, with fresh Philox blocks).
+//
+// A warp prepares 32 tokens at once, one per lane (document, row offset and length, Philox
+// numbers, and for cgs the old topic and its counts), so those loads overlap; then it samples
+// them one after another.
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample(
     const uint4* __restrict__ items, u32 num_items,
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
     const u32* __restrict__ doc_off, const u16* __restrict__ row_topic,
@@ -245,22 +394,25 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32) sample(
         u32 v = it.x;
         const u32* Brow = B + (u64)v * K;
         // Leaves: p*(k); zero padding.
-        for (u32 k = threadIdx.x; k < tree.size[0]; k += blockDim.x)
-            tree.level[0][k] = k < K ? ((float)Brow[k] + beta) * inv_norm[k] : 0.0f;
+        for (u32 k = threadIdx.x; k < level_size(K, 0); k += blockDim.x)
+            tree.base[k] = k < K ? ((float)Brow[k] + beta) * inv_norm[k] : 0.0f;
         __syncthreads();
         for (int l = 1; l <= tree.top; l++) {
-            u32 groups = tree.size[l];
+            u32 groups = level_size(K, l), below_size = level_size(K, l - 1);
+            const float* below = tree.base + level_off(tree, l - 1);
+            float* here = tree.base + level_off(tree, l);
             for (u32 g = warp; g < groups; g += WARPS_PER_BLOCK) {
                 u32 src = g * 32 + lane;
-                float x = src < tree.size[l - 1] ? tree.level[l - 1][src] : 0.0f;
+                float x = src < below_size ? below[src] : 0.0f;
                 x = warp_sum(x);
-                if (lane == 0) tree.level[l][g] = x;
+                if (lane == 0) here[g] = x;
             }
             __syncthreads();
         }
-        const float* pstar = tree.level[0];
+        const float* pstar = tree.base;
         // The root level holds up to 32 entries: their sum is the total.
-        float total = warp_sum(lane < tree.size[tree.top] ? tree.level[tree.top][lane] : 0.0f);
+        u32 root_size = level_size(K, tree.top);
+        float total = warp_sum(lane < root_size ? tree.base[level_off(tree, tree.top) + lane] : 0.0f);
         float q = alpha * total;
 
         // This warp's contiguous share of the item's tokens (adjacent tokens of one document
@@ -270,17 +422,28 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32) sample(
         u32 e1 = it.y + min(it.z, (warp + 1) * per);
         u32 cached_doc = 0xffffffffu;
         u32 ra = 0, rnnz = 0;
-        float s = 0.0f;
+        bool in_regs = false;
+        RowRegs row;
+        float s = 0.0f, lane_sum = 0.0f, scan = 0.0f;
         for (u32 base = e0; base < e1; base += 32) {
-            // Lane j prepares token base+j: its document, position and random numbers.
+            // Lane j prepares token base+j.
             u32 my_e = base + lane;
-            u32 my_doc = 0, my_src = 0;
+            u32 my_doc = 0xffffffffu, my_src = 0, my_ra = 0, my_nnz = 0, my_k0 = 0;
+            float my_pex = 0.0f;
             uint4 r = make_uint4(0, 0, 0, 0);
             if (my_e < e1) {
                 my_doc = token_doc[my_e];
                 my_src = token_src[my_e];
+                my_ra = doc_off[my_doc];
+                my_nnz = row_nnz[my_doc];
                 u64 g = token_base + my_src;
                 r = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, STREAM_TRAIN << 24), seed_lo, seed_hi);
+                if (exclude) {
+                    my_k0 = z[my_src];
+                    // p*(k₀) without this token: (B−1+β)/(n−1+Vβ).
+                    my_pex = ((float)Brow[my_k0] - 1.0f + beta) *
+                             (float)(1.0 / ((double)n[my_k0] - 1.0 + v_beta));
+                }
             }
             u32 count = min(32u, e1 - base);
             for (u32 j = 0; j < count; j++) {
@@ -290,47 +453,66 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32) sample(
                 u32 r1 = __shfl_sync(FULL, r.y, j);
                 if (d != cached_doc) {
                     cached_doc = d;
-                    ra = doc_off[d];
-                    rnnz = row_nnz[d];
-                    float acc = 0.0f;
-                    for (u32 i = lane; i < rnnz; i += 32)
-                        acc += (float)row_count[ra + i] * pstar[row_topic[ra + i]];
-                    s = warp_sum(acc);
+                    ra = __shfl_sync(FULL, my_ra, j);
+                    rnnz = __shfl_sync(FULL, my_nnz, j);
+                    in_regs = rnnz <= 32 * ROW_REGS;
+                    if (in_regs) {
+                        lane_sum = row_load(row, row_topic + ra, row_count + ra, rnnz, pstar);
+                        scan = warp_inclusive_scan(lane_sum);
+                        s = __shfl_sync(FULL, scan, 31);
+                    } else {
+                        float acc = 0.0f;
+                        for (u32 i = lane; i < rnnz; i += 32)
+                            acc += (float)row_count[ra + i] * pstar[row_topic[ra + i]];
+                        s = warp_sum(acc);
+                    }
                 }
                 u32 k;
                 if (!exclude) {
                     float x = unit_f32(r0) * (s + q);
-                    if (x < s) {
-                        k = sample_row(row_topic + ra, row_count + ra, rnnz, pstar, x, NO_TOPIC, 0);
-                    } else {
+                    if (x >= s) {
                         k = tree_sample(tree, unit_f32(r1) * total);
+                    } else if (in_regs) {
+                        k = row_draw(row, scan, lane_sum, x, NO_TOPIC, 0);
+                    } else {
+                        k = sample_row(row_topic + ra, row_count + ra, rnnz, pstar, x, NO_TOPIC, 0);
                     }
                 } else {
                     // The token's own assignment and its counts.
-                    u32 k0 = z[src];
-                    u32 a0 = 0;
-                    for (u32 i0 = 0; i0 < rnnz; i0 += 32) {
-                        u32 i = i0 + lane;
-                        u32 hit = __ballot_sync(FULL, i < rnnz && row_topic[ra + i] == k0);
-                        if (hit) {
-                            a0 = __shfl_sync(FULL, i < rnnz ? row_count[ra + i] : 0u, __ffs(hit) - 1);
-                            break;
-                        }
-                    }
+                    u32 k0 = __shfl_sync(FULL, my_k0, j);
+                    float pstar_ex = __shfl_sync(FULL, my_pex, j);
                     float p0 = pstar[k0];
-                    float b0 = (float)Brow[k0];
-                    float pstar_ex = (b0 - 1.0f + beta) * (float)(1.0 / ((double)n[k0] - 1.0 + v_beta));
-                    float w_old = ((float)a0 - 1.0f + alpha) * fmaxf(pstar_ex, 0.0f);
-                    float s_ex = fmaxf(s - (float)a0 * p0, 0.0f);
+                    float a0 = 0.0f, s_ex, sum_ex = 0.0f, scan_ex = 0.0f;
+                    if (in_regs) {
+                        float skipped = 0.0f;
+                        sum_ex = row_sum_without(row, k0, skipped);
+                        scan_ex = warp_inclusive_scan(sum_ex);
+                        s_ex = __shfl_sync(FULL, scan_ex, 31);
+                        u32 holder = __ballot_sync(FULL, skipped > 0.0f);
+                        // The weight is count·p*(k₀) rounded once: dividing back is exact.
+                        if (holder) a0 = rintf(__shfl_sync(FULL, skipped, __ffs(holder) - 1) / p0);
+                    } else {
+                        for (u32 i0 = 0; i0 < rnnz; i0 += 32) {
+                            u32 i = i0 + lane;
+                            u32 hit = __ballot_sync(FULL, i < rnnz && row_topic[ra + i] == k0);
+                            if (hit) {
+                                a0 = (float)__shfl_sync(FULL, i < rnnz ? row_count[ra + i] : 0u, __ffs(hit) - 1);
+                                break;
+                            }
+                        }
+                        s_ex = fmaxf(s - a0 * p0, 0.0f);
+                    }
+                    float w_old = (a0 - 1.0f + alpha) * fmaxf(pstar_ex, 0.0f);
                     float q_ex = fmaxf(q - alpha * p0, 0.0f);
                     float x = unit_f32(r0) * (w_old + s_ex + q_ex);
                     if (x < w_old) {
                         k = k0;
                     } else if ((x -= w_old) < s_ex) {
-                        k = sample_row(row_topic + ra, row_count + ra, rnnz, pstar, x, k0, k0);
+                        k = in_regs ? row_draw(row, scan_ex, sum_ex, x, k0, k0)
+                                    : sample_row(row_topic + ra, row_count + ra, rnnz, pstar, x, k0, k0);
                     } else {
                         // p2 without k0: redraw while the tree lands on k0 (fresh blocks of the
-                        // token's stream; bounded, then k0's nearest alternative is kept).
+                        // token's stream; bounded, then k0 is kept).
                         u64 g = token_base + src;
                         k = tree_sample(tree, unit_f32(r1) * total);
                         for (u32 attempt = 1; k == k0 && attempt < 64; attempt++) {
