@@ -103,32 +103,49 @@ PY
 fi
 
 if [ "$mode" = bench ]; then
+  # CORPUS=nyt (default): 300K docs, 100K words, ~100M tokens; CORPUS=pubmed: 8.2M docs, 141K
+  # words, ~740M tokens. Both made here by `topos synth` (100 true topics, each a Dirichlet around
+  # its own permutation of a Zipf profile), 1% of the documents held out. RUNS picks the runs
+  # (default "esca cgs stream"; stream = esca through --gpu-memory 2GiB, at K = 1024 only).
   ks=${*:-"1024 10000 32768"}
   iters=${ITERS:-100}
-  echo "== NYTimes-shaped synthetic corpus (300K docs, 100K words, ~100M tokens, 1% held out)"
-  /usr/bin/time -f "synth %e s" topos synth -o /tmp/nyt.tcorp --docs 303000 --vocab 100000 --topics 100 \
-    --doc-len 332 --holdout 0.01 --json > "$WORK/synth.json"
-  row "nyt corpus	$(cat "$WORK/synth.json")"
+  corpus=${CORPUS:-nyt}
+  case $corpus in
+    nyt) synth_args=(--docs 303000 --vocab 100000 --doc-len 332) ;;
+    pubmed) synth_args=(--docs 8282000 --vocab 141043 --doc-len 90) ;;
+    *) echo "unknown CORPUS=$corpus"; exit 2 ;;
+  esac
+  if [ ! -f "/tmp/$corpus.tcorp" ]; then
+    echo "== $corpus-shaped synthetic corpus: ${synth_args[*]}"
+    /usr/bin/time -f "synth %e s" topos synth -o "/tmp/$corpus.tcorp" "${synth_args[@]}" --topics 100 \
+      --holdout 0.01 --json > "$WORK/synth-$corpus.json"
+  fi
+  row "$corpus corpus	$(cat "$WORK/synth-$corpus.json" 2>/dev/null)"
   for k in $ks; do
-    for algo in esca cgs stream; do
+    for algo in ${RUNS:-esca cgs stream}; do
       extra=()
       if [ "$algo" = stream ]; then
         # The same ESCA run with the corpus streamed through a 2 GiB budget (chunks, two slots).
         [ "$k" = 1024 ] || continue
-        algo=esca; extra=(--gpu-memory 2GiB); name=nyt-esca-$k-streamed
+        algo=esca; extra=(--gpu-memory 2GiB); name=$corpus-esca-$k-streamed
       fi
-      [ ${#extra[@]} -gt 0 ] || name=nyt-$algo-$k
-      train "$name" /tmp/nyt.tcorp -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
-        --eval-every $((iters / 2)) --log "$WORK/$name.log" -o "/tmp/$name.tmod"
-      python3 - "$WORK/$name.json" "$WORK/$name.log" "$k" "$name" "$iters" <<'PY' | tee -a "$table"
+      [ ${#extra[@]} -gt 0 ] || name=$corpus-$algo-$k
+      /usr/bin/time -f "$name wall %e s, peak host memory %M KiB" \
+        topos train "/tmp/$corpus.tcorp" -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
+        --eval-every $((iters / 5)) --heldout-every $((iters / 5)) --log "$WORK/$name.log" \
+        -o "/tmp/$name.tmod" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" \
+        || { echo "FAILED: $name"; tail -5 "$WORK/$name.err"; continue; }
+      tail -1 "$WORK/$name.err"
+      python3 - "$WORK/$name.json" "$WORK/$name.log" "$k" "$name" "$iters" "$corpus" <<'PY' | tee -a "$table"
 import json, sys
 s = json.load(open(sys.argv[1])); log = [json.loads(l) for l in open(sys.argv[2])]
-k, algo, iters = sys.argv[3], sys.argv[4], int(sys.argv[5])
+k, algo, iters, corpus = sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6]
 mean = s["tokens_per_second"]
-# Steady state: the second half (between the two logged points).
+# Steady state: after the first logged point (iteration iters/5) to the end.
 a, b = log[0], log[-1]
 steady = (b["iteration"] - a["iteration"]) * s["train_tokens"] / max(b["seconds"] - a["seconds"], 1e-9)
-print(f"nyt K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll']:.4f}\ttrain {s['train_ll']:.4f}\t{s['gpu_plan']['mode']} {s['gpu_plan']['chunks']}")
+print(f"{corpus} K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll']:.4f}\ttrain {s['train_ll']:.4f}\t{s['gpu_plan']['mode']} {s['gpu_plan']['chunks']}")
+print("  curve (iteration, training seconds, held-out LL): " + ", ".join(f"{d['iteration']} {d['seconds']:.2f}s {d.get('heldout_ll') or float('nan'):.4f}" for d in log))
 PY
     done
   done
