@@ -23,7 +23,7 @@ OUT=${OUT:-/tmp/topos-gpu-out}
 # tool brings back at most 8 files).
 WORK=/tmp/topos-gpu-work
 mkdir -p "$OUT" "$WORK"
-trap 'tar -czf "$OUT/logs.tar.gz" -C "$WORK" . 2>/dev/null || true' EXIT
+trap 'tar -czf "$OUT/logs.tar.gz" --exclude=./culda/data -C "$WORK" . 2>/dev/null || true' EXIT
 
 if [ "$mode" = build ]; then
   cargo build --release -p topos-cli
@@ -132,7 +132,7 @@ if [ "$mode" = bench ]; then
       [ ${#extra[@]} -gt 0 ] || name=$corpus-$algo-$k
       /usr/bin/time -f "$name wall %e s, peak host memory %M KiB" \
         topos train "/tmp/$corpus.tcorp" -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
-        --eval-every $((iters / 5)) --heldout-every $((iters / 5)) --log "$WORK/$name.log" \
+        --eval-every ${EVERY:-$((iters / 5))} --heldout-every ${EVERY:-$((iters / 5))} --log "$WORK/$name.log" \
         -o "/tmp/$name.tmod" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" \
         || { echo "FAILED: $name"; tail -5 "$WORK/$name.err"; continue; }
       tail -1 "$WORK/$name.err"
@@ -178,7 +178,7 @@ if [ "$mode" = peer ]; then
       topos import "$WORK/culda/counts.tsv" --corpus /tmp/nyt.tcorp -k 1024 --alpha 0.048828125 \
         --beta 0.01 --name culda_cgs -o /tmp/culda.tmod -q
       topos eval /tmp/culda.tmod --corpus /tmp/nyt.tcorp --json -q > "$WORK/culda-$variant-eval.json"
-      heldout=$(field "$WORK/culda-$variant-eval.json" heldout_ll)
+      heldout=$(field "$WORK/culda-$variant-eval.json" heldout_ll_per_token)
       rm -f "$WORK/culda/counts.tsv"
     fi
     row "culda $variant	$(cat "$WORK/culda/summary.txt" 2>/dev/null || tail -1 "$WORK/culda/culda.log")	heldout $heldout"
@@ -228,15 +228,18 @@ PY
 fi
 
 if [ "$mode" = tune ]; then
-  # Document-row registers per lane (TOPOS_GPU_ROW_REGS) against K: 20 iterations each, tokens/s
-  # over iterations 1-20, both samplers.
+  # Sampler compile settings against K (TOPOS_GPU_ROW_REGS / TOPOS_GPU_MIN_BLOCKS as
+  # "regs:blocks" in TUNE, default "8:4 4:6 8:5"): 40 iterations each, tokens/s over 21-40.
   nyt
-  for k in ${*:-1024 10000}; do
-    for regs in 4 8; do
+  for k in ${*:-1024}; do
+    for cfg in ${TUNE:-8:4 4:6 8:5}; do
       for algo in esca cgs; do
-        TOPOS_GPU_ROW_REGS=$regs train "tune-$k-$regs-$algo" /tmp/nyt.tcorp -k "$k" --iters 20 --algo $algo \
-          --device cuda --eval-every 0 -o /tmp/tune.tmod
-        row "tune K=$k row regs $regs $algo	$(field "$WORK/tune-$k-$regs-$algo.json" tokens_per_second) tok/s	heldout $(field "$WORK/tune-$k-$regs-$algo.json" heldout_ll)"
+        name=tune-$k-${cfg/:/-}-$algo
+        TOPOS_GPU_ROW_REGS=${cfg%:*} TOPOS_GPU_MIN_BLOCKS=${cfg#*:} train "$name" /tmp/nyt.tcorp -k "$k" \
+          --iters 40 --algo $algo --device cuda --eval-every 20 --heldout-every 0 --log "$WORK/$name.log" -o /tmp/tune.tmod
+        row "tune K=$k regs:blocks $cfg $algo	mean $(field "$WORK/$name.json" tokens_per_second) tok/s	steady 21-40 $(python3 -c "
+import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; t=json.load(open(sys.argv[2]))['train_tokens']
+print(f'{20*t/(l[-1][\"seconds\"]-l[0][\"seconds\"])/1e6:.0f}M')" "$WORK/$name.log" "$WORK/$name.json")"
       done
     done
   done

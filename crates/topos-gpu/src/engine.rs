@@ -135,6 +135,17 @@ pub fn sample_block_threads(smem_bytes: u32, per_sm: u32) -> u32 {
     }
 }
 
+/// Resident sampling blocks per multiprocessor the sampler is compiled for (`MIN_BLOCKS`):
+/// 1,024 / threads, which caps it at 64 registers a thread (32 warps per multiprocessor).
+/// `TOPOS_GPU_MIN_BLOCKS` overrides it for tuning.
+fn min_blocks(sample_threads: u32) -> u32 {
+    std::env::var("TOPOS_GPU_MIN_BLOCKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|b| (1..=8).contains(b))
+        .unwrap_or((1024 / sample_threads).max(1))
+}
+
 /// Document-row entries the sampler holds in registers per lane (`ROW_REGS` in the kernels; rows
 /// of up to 32 × this many non-zeros are drawn from registers). `TOPOS_GPU_ROW_REGS` overrides it
 /// for tuning (bench/gpu.sh tune).
@@ -162,7 +173,7 @@ fn compile(ctx: &Arc<CudaContext>, sample_threads: u32) -> Result<Kernels, GpuEr
             "--std=c++17".into(),
             "-default-device".into(),
             format!("-DWARPS_PER_BLOCK={}", sample_threads / 32),
-            format!("-DMIN_BLOCKS={}", (1024 / sample_threads).max(1)),
+            format!("-DMIN_BLOCKS={}", min_blocks(sample_threads)),
             format!("-DROW_REGS={}", row_regs()),
         ],
         ..Default::default()
