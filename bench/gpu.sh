@@ -132,7 +132,7 @@ if [ "$mode" = bench ]; then
       [ ${#extra[@]} -gt 0 ] || name=$corpus-$algo-$k
       /usr/bin/time -f "$name wall %e s, peak host memory %M KiB" \
         topos train "/tmp/$corpus.tcorp" -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
-        --eval-every ${EVERY:-$((iters / 5))} --heldout-every ${EVERY:-$((iters / 5))} --log "$WORK/$name.log" \
+        --eval-every ${EVERY:-$((iters / 5))} --heldout-every ${EVERY:-$((iters / 5))} ${BENCH_EXTRA:-} --log "$WORK/$name.log" \
         -o "/tmp/$name.tmod" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" \
         || { echo "FAILED: $name"; tail -5 "$WORK/$name.err"; continue; }
       tail -1 "$WORK/$name.err"
@@ -144,7 +144,7 @@ mean = s["tokens_per_second"]
 # Steady state: after the first logged point (iteration iters/5) to the end.
 a, b = log[0], log[-1]
 steady = (b["iteration"] - a["iteration"]) * s["train_tokens"] / max(b["seconds"] - a["seconds"], 1e-9)
-print(f"{corpus} K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll']:.4f}\ttrain {s['train_ll']:.4f}\t{s['gpu_plan']['mode']} {s['gpu_plan']['chunks']}")
+print(f"{corpus} K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll'] or float('nan'):.4f}\ttrain {s['train_ll']:.4f}\t{s['gpu_plan']['mode']} {s['gpu_plan']['chunks']}")
 print("  curve (iteration, training seconds, held-out LL): " + ", ".join(f"{d['iteration']} {d['seconds']:.2f}s {d.get('heldout_ll') or float('nan'):.4f}" for d in log))
 PY
     done
@@ -229,14 +229,15 @@ fi
 
 if [ "$mode" = tune ]; then
   # Sampler compile settings against K (TOPOS_GPU_ROW_REGS / TOPOS_GPU_MIN_BLOCKS as
-  # "regs:blocks" in TUNE, default "8:4 4:6 8:5"): 40 iterations each, tokens/s over 21-40.
+  # "regs:blocks" in TUNE, default "8:4 4:6 8:5"): 40 iterations each, tokens/s over 21-40, no
+  # held-out evaluation.
   nyt
   for k in ${*:-1024}; do
     for cfg in ${TUNE:-8:4 4:6 8:5}; do
       for algo in esca cgs; do
         name=tune-$k-${cfg/:/-}-$algo
         TOPOS_GPU_ROW_REGS=${cfg%:*} TOPOS_GPU_MIN_BLOCKS=${cfg#*:} train "$name" /tmp/nyt.tcorp -k "$k" \
-          --iters 40 --algo $algo --device cuda --eval-every 20 --heldout-every 0 --log "$WORK/$name.log" -o /tmp/tune.tmod
+          --iters 40 --algo $algo --device cuda --eval-every 20 --skip-heldout --log "$WORK/$name.log" -o /tmp/tune.tmod
         row "tune K=$k regs:blocks $cfg $algo	mean $(field "$WORK/$name.json" tokens_per_second) tok/s	steady 21-40 $(python3 -c "
 import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; t=json.load(open(sys.argv[2]))['train_tokens']
 print(f'{20*t/(l[-1][\"seconds\"]-l[0][\"seconds\"])/1e6:.0f}M')" "$WORK/$name.log" "$WORK/$name.json")"

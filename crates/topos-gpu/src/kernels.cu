@@ -275,7 +275,7 @@ __device__ __forceinline__ u32 sample_row(const u16* __restrict__ topic, const u
 // K = 10,000). The draw visits the entries lane by lane (lane 0's slots, then lane 1's, ...): a
 // fixed order of the row, so the draw is still exact and deterministic.
 #ifndef ROW_REGS
-#define ROW_REGS 8
+#define ROW_REGS 4
 #endif
 
 struct RowRegs {

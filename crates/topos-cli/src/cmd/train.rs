@@ -99,6 +99,10 @@ pub struct Args {
     /// partition above).
     #[arg(long, hide = true)]
     pub gpu_partition_tokens: Option<u64>,
+    /// No held-out evaluation at all, not even at the end (speed runs on large corpora, where the
+    /// CPU evaluation takes longer than the GPU training).
+    #[arg(long, hide = true)]
+    pub skip_heldout: bool,
     /// Stream the corpus through the GPU even when it fits (tests the streaming path).
     #[arg(long, hide = true)]
     pub gpu_stream: bool,
@@ -525,7 +529,7 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
     } else {
         0
     });
-    let has_heldout = !corpus.heldout().is_empty();
+    let has_heldout = !corpus.heldout().is_empty() && !args.skip_heldout;
 
     let bar = ui.bar(
         u64::from(args.iters),
