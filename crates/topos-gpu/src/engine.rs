@@ -124,8 +124,7 @@ pub fn tree_floats(k: u32) -> u32 {
 /// Threads of a sampling block for a tree of `smem_bytes`: 256 while 4 such blocks fit in a
 /// multiprocessor's shared memory (`per_sm` bytes), 512 while 2 fit, else 1,024, so that the
 /// blocks shared memory allows still hold about 32 warps per multiprocessor (see
-/// `WARPS_PER_BLOCK` in the kernels; the sampler is compiled for 64 registers a thread, 32 warps
-/// per multiprocessor where shared memory allows: see `min_blocks`).
+/// `WARPS_PER_BLOCK` in the kernels, and `sampler_shape`).
 pub fn sample_block_threads(smem_bytes: u32, per_sm: u32) -> u32 {
     let blocks = u64::from(per_sm) / u64::from(smem_bytes.max(1));
     match blocks {
@@ -135,32 +134,34 @@ pub fn sample_block_threads(smem_bytes: u32, per_sm: u32) -> u32 {
     }
 }
 
-/// Resident sampling blocks per multiprocessor the sampler is compiled for (`MIN_BLOCKS`):
-/// 1,536 / threads, which caps it at 42 registers a thread (48 warps per multiprocessor where
-/// shared memory allows); blocks of 1,024 threads get 64 registers. Measured on an H100 at
-/// K = 1,024 (iterations 21-40, NYTimes-shaped corpus): 48 warps with 4 row registers ran esca
-/// at 2,998M tokens/s, 32 warps with 8 row registers at 2,376M. `TOPOS_GPU_MIN_BLOCKS` overrides
-/// it for tuning.
-fn min_blocks(sample_threads: u32) -> u32 {
-    std::env::var("TOPOS_GPU_MIN_BLOCKS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|b| (1..=8).contains(b))
-        .unwrap_or((1536 / sample_threads).max(1))
+/// The sampler's compile-time shape for K topics in blocks of `sample_threads`: document-row
+/// entries held in registers per lane (`ROW_REGS`; rows of up to 32 × this many non-zeros are
+/// drawn from registers) and the resident blocks per multiprocessor it is compiled for
+/// (`MIN_BLOCKS`, which bounds its registers).
+///
+/// Measured on an H100 (NYTimes-shaped corpus, tokens/s of iterations 21-40): at K = 1,024, where
+/// document rows are short, 4 row registers and 48 warps per multiprocessor (42 registers a
+/// thread) ran esca at 2,998M, against 2,376M for 8 and 32 warps; at K = 10,000, where rows are
+/// longer and shared memory holds at most 5 blocks anyway, 8 row registers and 32 warps ran
+/// 2,024M, against 1,917M for 4 and 40 warps. `TOPOS_GPU_ROW_REGS` and `TOPOS_GPU_MIN_BLOCKS`
+/// override the choice for tuning (bench/gpu.sh tune).
+pub fn sampler_shape(topics: u32, sample_threads: u32) -> (u32, u32) {
+    let (regs, warps) = if topics <= 2048 { (4, 48) } else { (8, 32) };
+    let blocks = (warps * 32 / sample_threads).max(1);
+    let env = |name: &str, range: std::ops::RangeInclusive<u32>| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|x| range.contains(x))
+    };
+    (
+        env("TOPOS_GPU_ROW_REGS", 1..=16).unwrap_or(regs),
+        env("TOPOS_GPU_MIN_BLOCKS", 1..=8).unwrap_or(blocks),
+    )
 }
 
-/// Document-row entries the sampler holds in registers per lane (`ROW_REGS` in the kernels; rows
-/// of up to 32 × this many non-zeros are drawn from registers). `TOPOS_GPU_ROW_REGS` overrides it
-/// for tuning (bench/gpu.sh tune).
-fn row_regs() -> u32 {
-    std::env::var("TOPOS_GPU_ROW_REGS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|r| (1..=16).contains(r))
-        .unwrap_or(4)
-}
-
-fn compile(ctx: &Arc<CudaContext>, sample_threads: u32) -> Result<Kernels, GpuError> {
+fn compile(ctx: &Arc<CudaContext>, topics: u32, sample_threads: u32) -> Result<Kernels, GpuError> {
+    let (row_regs, min_blocks) = sampler_shape(topics, sample_threads);
     let (major, minor) = ctx
         .compute_capability()
         .check(|| "reading the compute capability".into())?;
@@ -176,8 +177,8 @@ fn compile(ctx: &Arc<CudaContext>, sample_threads: u32) -> Result<Kernels, GpuEr
             "--std=c++17".into(),
             "-default-device".into(),
             format!("-DWARPS_PER_BLOCK={}", sample_threads / 32),
-            format!("-DMIN_BLOCKS={}", min_blocks(sample_threads)),
-            format!("-DROW_REGS={}", row_regs()),
+            format!("-DROW_REGS={row_regs}"),
+            format!("-DMIN_BLOCKS={min_blocks}"),
         ],
         ..Default::default()
     };
@@ -220,7 +221,7 @@ impl Engine {
             (device.multiprocessors, device.max_shared_per_block);
         let smem_bytes = tree_floats(cfg.topics) * 4;
         let sample_threads = sample_block_threads(smem_bytes, device.shared_per_multiprocessor);
-        let kernels = compile(&ctx, sample_threads)?;
+        let kernels = compile(&ctx, cfg.topics, sample_threads)?;
         // Streams are synchronized explicitly with events below (two chunk streams share the
         // model: B is read-only during a sweep, B' only receives commutative atomics).
         // SAFETY: every buffer is freed only after the context synchronizes (Drop), and no buffer
@@ -795,5 +796,9 @@ mod tests {
         assert_eq!(sample_block_threads(tree_floats(10_000) * 4, sm), 256);
         assert_eq!(sample_block_threads(tree_floats(16_384) * 4, sm), 512);
         assert_eq!(sample_block_threads(tree_floats(32_768) * 4, sm), 1024);
+        // 48 warps of 42 registers at K = 1,024; 32 warps of 64 above K = 2,048.
+        assert_eq!(sampler_shape(1024, 256), (4, 6));
+        assert_eq!(sampler_shape(10_000, 256), (8, 4));
+        assert_eq!(sampler_shape(32_768, 1024), (8, 1));
     }
 }
