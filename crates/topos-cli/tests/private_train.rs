@@ -81,6 +81,8 @@ fn private_model_records_and_shows_its_guarantee() {
         "1000",
         "--max-doc-tokens",
         "15",
+        "--releases",
+        "11",
         "-o",
         s(&private),
         "-q",
@@ -91,14 +93,15 @@ fn private_model_records_and_shows_its_guarantee() {
     assert_eq!(g["mechanism"], "discrete-laplace");
     assert_eq!(g["neighbours"], "add-remove-document");
     assert_eq!(g["accountant"]["composition"], "sequential");
-    // The default 5 releases, few enough that basic composition (pure ε) wins.
-    assert_eq!(g["accountant"]["releases"], 5);
+    // 11 releases (10 the sampler reads, every 5 iterations): few enough that basic
+    // composition (pure ε) wins.
+    assert_eq!(g["accountant"]["releases"], 11);
     assert_eq!(g["accountant"]["renyi_order"], serde_json::Value::Null);
     assert_eq!(g["max_doc_tokens"], 15);
     assert_eq!(g["sensitivity"], 15.0);
-    // Noise scale L·R/ε = 15·5/1000.
+    // Noise scale L·R/ε = 15·11/1000.
     let scale = summary["noise_scale"].as_f64().unwrap();
-    assert!((scale - 0.075).abs() < 1e-6, "{scale}");
+    assert!((scale - 0.165).abs() < 1e-6, "{scale}");
     assert_eq!(g["noise_scale"].as_f64(), Some(scale));
     assert_eq!(summary["train_ll"], serde_json::Value::Null);
     assert_eq!(summary["ledger"]["charged"], false);
@@ -163,7 +166,7 @@ fn private_model_records_and_shows_its_guarantee() {
         "{text}"
     );
     assert!(
-        text.contains("5 releases composed sequentially (basic composition)")
+        text.contains("11 releases composed sequentially (basic composition)")
             && text.contains("capped at 15 tokens"),
         "{text}"
     );
@@ -191,7 +194,7 @@ fn private_model_records_and_shows_its_guarantee() {
         "--burn-in",
         "2",
     ]);
-    assert_eq!(e["privacy"]["accountant"]["releases"], 5);
+    assert_eq!(e["privacy"]["accountant"]["releases"], 11);
     assert!(e["heldout_ll_per_token"].as_f64().unwrap() < 0.0);
     let input = dir.path().join("new.txt");
     std::fs::write(&input, "river fish boat\nstock price money\n").unwrap();
@@ -207,7 +210,7 @@ fn private_model_records_and_shows_its_guarantee() {
         .collect();
     assert_eq!(lines.len(), 3, "{stdout}");
     assert_eq!(lines[0]["privacy"]["epsilon"], 1000.0);
-    assert_eq!(lines[0]["privacy"]["accountant"]["releases"], 5);
+    assert_eq!(lines[0]["privacy"]["accountant"]["releases"], 11);
     assert_eq!(
         (lines[1]["doc"].as_u64(), lines[2]["doc"].as_u64()),
         (Some(0), Some(1))
@@ -365,6 +368,9 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     let summary = json(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(summary["ledger"]["charged"], true);
     assert_eq!(summary["ledger"]["remaining"], 0.5);
+    // The default releases: the one the sampler reads and the model, L·2/ε = 20.
+    assert_eq!(summary["privacy"]["accountant"]["releases"], 2);
+    assert!((summary["noise_scale"].as_f64().unwrap() - 20.0).abs() < 1e-9);
     let ledger = std::fs::read_to_string(format!("{c}.ledger")).unwrap();
     assert!(ledger.contains("train --private"), "{ledger}");
     // Over budget: refused before anything is trained or written.
