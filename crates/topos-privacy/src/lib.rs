@@ -43,7 +43,7 @@
 //!
 //! [`query`] answers document counts by word and histograms of document length, each call
 //! charged once. For private training, [`DiscreteLaplace::calibrated`] with the L1 sensitivity
-//! (the per-document token cap) and the per-iteration ε, then
+//! (the per-document token cap) and the ε of one release (scale from [`rdp::calibrate`]), then
 //! [`DiscreteLaplace::add_to_u32_clamped`] (or [`DiscreteLaplace::add_to_i64`]) on the counts:
 //! batched, parallel, and the same for any number of threads given the source. A [`Guarantee`]
 //! records what was promised, for the model file and for display. [`audit`] is a statistical
