@@ -81,6 +81,8 @@ fn private_model_records_and_shows_its_guarantee() {
         "1000",
         "--max-doc-tokens",
         "15",
+        "--releases",
+        "11",
         "-o",
         s(&private),
         "-q",
@@ -91,12 +93,16 @@ fn private_model_records_and_shows_its_guarantee() {
     assert_eq!(g["mechanism"], "discrete-laplace");
     assert_eq!(g["neighbours"], "add-remove-document");
     assert_eq!(g["accountant"]["composition"], "sequential");
-    assert_eq!(g["accountant"]["releases"], 51);
+    // 11 releases (10 the sampler reads, every 5 iterations): few enough that basic
+    // composition (pure ε) wins.
+    assert_eq!(g["accountant"]["releases"], 11);
+    assert_eq!(g["accountant"]["renyi_order"], serde_json::Value::Null);
     assert_eq!(g["max_doc_tokens"], 15);
     assert_eq!(g["sensitivity"], 15.0);
-    // Noise scale L·(T+1)/ε = 15·51/1000.
+    // Noise scale L·R/ε = 15·11/1000.
     let scale = summary["noise_scale"].as_f64().unwrap();
-    assert!((scale - 0.765).abs() < 1e-6, "{scale}");
+    assert!((scale - 0.165).abs() < 1e-6, "{scale}");
+    assert_eq!(g["noise_scale"].as_f64(), Some(scale));
     assert_eq!(summary["train_ll"], serde_json::Value::Null);
     assert_eq!(summary["ledger"]["charged"], false);
     // Capped: 20-token documents were trained on 15 tokens each.
@@ -160,7 +166,8 @@ fn private_model_records_and_shows_its_guarantee() {
         "{text}"
     );
     assert!(
-        text.contains("51 releases composed sequentially") && text.contains("capped at 15 tokens"),
+        text.contains("11 releases composed sequentially (basic composition)")
+            && text.contains("capped at 15 tokens"),
         "{text}"
     );
     assert!(text.contains("secret seed"), "{text}");
@@ -187,7 +194,7 @@ fn private_model_records_and_shows_its_guarantee() {
         "--burn-in",
         "2",
     ]);
-    assert_eq!(e["privacy"]["accountant"]["releases"], 51);
+    assert_eq!(e["privacy"]["accountant"]["releases"], 11);
     assert!(e["heldout_ll_per_token"].as_f64().unwrap() < 0.0);
     let input = dir.path().join("new.txt");
     std::fs::write(&input, "river fish boat\nstock price money\n").unwrap();
@@ -195,9 +202,139 @@ fn private_model_records_and_shows_its_guarantee() {
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("privacy: ε = 1000-differential"), "{err}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    // On stdout too: jsonl starts with a {"privacy": …} line, then one row per document.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert_eq!(lines[0]["privacy"]["epsilon"], 1000.0);
+    assert_eq!(lines[0]["privacy"]["accountant"]["releases"], 11);
+    assert_eq!(
+        (lines[1]["doc"].as_u64(), lines[2]["doc"].as_u64()),
+        (Some(0), Some(1))
+    );
+    for format in ["csv", "top"] {
+        let out = ok(&["infer", s(&private), s(&input), "--format", format, "-q"]);
+        assert!(
+            out.lines()
+                .next()
+                .unwrap()
+                .starts_with("# privacy: ε = 1000-differential"),
+            "{out}"
+        );
+    }
+    // Written to a file, the guarantee goes with the mixtures.
+    let written = dir.path().join("mixtures.jsonl");
+    ok(&["infer", s(&private), s(&input), "-o", s(&written), "-q"]);
+    assert!(std::fs::read_to_string(&written)
+        .unwrap()
+        .starts_with("{\"privacy\":{\"epsilon\":1000.0"));
+    let doc = json(&["infer", s(&private), s(&input)]);
+    assert_eq!(doc["privacy"]["epsilon"], 1000.0);
+    assert_eq!(doc["documents"].as_array().unwrap().len(), 2);
+    // A model without a guarantee: rows only (unchanged), and `null` in --json.
+    let plain_rows = ok(&["infer", s(&plain), s(&input), "-q"]);
+    assert_eq!(plain_rows.lines().count(), 2, "{plain_rows}");
+    assert!(plain_rows.starts_with("{\"doc\":0"), "{plain_rows}");
+    assert_eq!(
+        json(&["infer", s(&plain), s(&input)])["privacy"],
+        serde_json::Value::Null
+    );
     // No per-document state to search: said as such, not as a missing side file.
     fails_releasing_nothing(&["similar", s(&private), "--doc", "0"], "private model");
+}
+
+/// Many releases: the noise is calibrated by Rényi DP at δ, which the model records and every
+/// reader shows; a corpus ledger (pure ε) refuses such a run unless it is made pure with
+/// --delta 0.
+#[test]
+fn renyi_accounted_runs_record_delta_and_the_ledger_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    let m = dir.path().join("r.tmod");
+    let train = |extra: &[&str], out: &Path| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "train",
+            c,
+            "-k",
+            "3",
+            "--iters",
+            "100",
+            "--private",
+            "--epsilon",
+            "2",
+            "--max-doc-tokens",
+            "5",
+            "--releases",
+            "101",
+            "-o",
+            s(out),
+            "-q",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    };
+    let args = train(&[], &m);
+    let summary = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let g = &summary["privacy"];
+    assert_eq!(g["delta"], 1e-6);
+    assert!(
+        g["accountant"]["renyi_order"].as_f64().unwrap() > 1.0,
+        "{g}"
+    );
+    assert_eq!(g["accountant"]["releases"], 101);
+    // Basic composition would need L·R/ε = 5·101/2 = 252.5.
+    let scale = summary["noise_scale"].as_f64().unwrap();
+    assert!(scale < 0.7 * 252.5, "{scale}");
+    let text = ok(&["topics", s(&m)]);
+    assert!(
+        text.contains("privacy: (ε = 2, δ = 1e-6)-differential privacy")
+            && text.contains("101 releases composed sequentially by Rényi DP (order"),
+        "{text}"
+    );
+    let e = json(&[
+        "eval",
+        s(&m),
+        "--corpus",
+        c,
+        "--sweeps",
+        "4",
+        "--burn-in",
+        "1",
+    ]);
+    assert_eq!(e["privacy"]["delta"], 1e-6);
+    let input = dir.path().join("new.txt");
+    std::fs::write(&input, "river fish boat\n").unwrap();
+    let head = ok(&["infer", s(&m), s(&input), "-q"]);
+    let first: serde_json::Value = serde_json::from_str(head.lines().next().unwrap()).unwrap();
+    assert_eq!(first["privacy"]["delta"], 1e-6);
+
+    // With a ledger: refused (it tracks pure ε), nothing charged or written.
+    ok(&["privacy", "budget", c, "--total", "5", "-q"]);
+    let ledger = std::fs::read_to_string(format!("{c}.ledger")).unwrap();
+    let refused = dir.path().join("refused.tmod");
+    let args = train(&[], &refused);
+    fails_releasing_nothing(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        "tracks pure ε only",
+    );
+    assert!(!refused.exists());
+    assert_eq!(
+        std::fs::read_to_string(format!("{c}.ledger")).unwrap(),
+        ledger
+    );
+    // --delta 0: pure ε by basic composition, charged.
+    let pure = dir.path().join("pure.tmod");
+    let args = train(&["--delta", "0"], &pure);
+    let summary = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(summary["privacy"]["delta"], serde_json::Value::Null);
+    assert_eq!(summary["ledger"]["remaining"], 3.0);
+    assert!((summary["noise_scale"].as_f64().unwrap() - 252.5).abs() < 1e-6);
 }
 
 #[test]
@@ -231,6 +368,9 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     let summary = json(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(summary["ledger"]["charged"], true);
     assert_eq!(summary["ledger"]["remaining"], 0.5);
+    // The default releases: the one the sampler reads and the model, L·2/ε = 20.
+    assert_eq!(summary["privacy"]["accountant"]["releases"], 2);
+    assert!((summary["noise_scale"].as_f64().unwrap() - 20.0).abs() < 1e-9);
     let ledger = std::fs::read_to_string(format!("{c}.ledger")).unwrap();
     assert!(ledger.contains("train --private"), "{ledger}");
     // Over budget: refused before anything is trained or written.
@@ -310,6 +450,40 @@ fn private_training_refusals_are_one_line_and_write_nothing() {
         (
             vec!["train", c, "-k", "3", "-o", o, "--epsilon", "1"],
             "add --private",
+        ),
+        (
+            vec!["train", c, "-k", "3", "-o", o, "--releases", "2"],
+            "add --private",
+        ),
+        (
+            with(&[
+                "--epsilon",
+                "1",
+                "--max-doc-tokens",
+                "10",
+                "--releases",
+                "5",
+            ]),
+            "--releases must be between 2 and 4",
+        ),
+        (
+            with(&[
+                "--epsilon",
+                "1",
+                "--max-doc-tokens",
+                "10",
+                "--releases",
+                "1",
+            ]),
+            "--releases must be between 2 and 4",
+        ),
+        (
+            with(&["--epsilon", "1", "--max-doc-tokens", "10", "--delta", "1"]),
+            "--delta must be in [0, 1)",
+        ),
+        (
+            with(&["--epsilon", "1", "--max-doc-tokens", "10", "--delta=-0.5"]),
+            "--delta must be in [0, 1)",
         ),
     ];
     for (args, needle) in cases {

@@ -21,10 +21,17 @@
 //! a small record of named fields and enums that will grow (δ, other accountants); it must be
 //! exactly what `serde_json` writes for the parsed value (a canonical form), so that the file
 //! stays a pure function of the model, and it is validated like the rest (ε positive and
-//! finite, δ in [0, 1), at least one release, a positive token cap). A private model's counts
-//! are the last noisy release of training (`topos train --private`), never the training counts;
-//! its provenance withholds what would identify the data: seed, corpus checksum, and document
-//! and token counts are 0.
+//! finite, δ in [0, 1), at least one release, a positive token cap, a Rényi order above 1 only
+//! with a positive δ, a positive noise scale). The guarantee's JSON grew two optional fields
+//! without a version bump (the Rényi order of the accountant and the noise scale, issue 3
+//! follow-up): they are omitted when absent, so every guarantee written before them reads and
+//! re-encodes unchanged (`tests/fixtures/v2-private.tmod`); a binary older than them refuses a
+//! model that has them, with "not in its canonical encoding", rather than misreading it.
+//!
+//! A private model's counts are the last noisy release of training (`topos train --private`),
+//! never the training counts, and the file holds no per-document state (no assignments, no
+//! document-topic counts); its provenance withholds what would identify the data: seed, corpus
+//! checksum, and document and token counts are 0.
 //!
 //! B is stored sparsely because at large K most of V × K is zero (a word occurs in few topics;
 //! CuLDA_CGS §6.1.3 and EZLDA's hybrid storage make the same observation). The stored total lets
@@ -249,6 +256,23 @@ fn validate_guarantee(g: &topos_privacy::Guarantee) -> Result<(), String> {
     }
     if g.max_doc_tokens == Some(0) {
         return Err("privacy guarantee: documents capped at 0 tokens".into());
+    }
+    if let Some(a) = g.accountant.renyi_order {
+        if !(a.is_finite() && a > 1.0) {
+            return Err(format!(
+                "privacy guarantee: Rényi order {a} is not a finite number above 1"
+            ));
+        }
+        if !g.delta.is_some_and(|d| d > 0.0) {
+            return Err("privacy guarantee: a Rényi accountant without a positive δ".into());
+        }
+    }
+    if let Some(b) = g.noise_scale {
+        if !(b.is_finite() && b > 0.0) {
+            return Err(format!(
+                "privacy guarantee: noise scale {b} is not a positive finite number"
+            ));
+        }
     }
     Ok(())
 }

@@ -150,6 +150,16 @@ fn reads_the_checked_in_v2_models() {
         std::fs::read(dir.path().join("p.tmod")).unwrap(),
         std::fs::read(fixture("v2-private.tmod")).unwrap()
     );
+    // A guarantee with the Rényi accountant and the noise scale (added to v2 as optional
+    // fields) round-trips through a file exactly, awkward floats included.
+    let g = fixture_guarantee()
+        .with_renyi(1.0 + 10f64.powf(-3.0 + 181.0 / 64.0), 1e-6)
+        .with_noise_scale(2.0f64.sqrt() * 1e3);
+    let m = fixture_model().with_privacy(g.clone());
+    m.write(&dir.path().join("r.tmod")).unwrap();
+    let back = TopicModel::read(&dir.path().join("r.tmod")).unwrap();
+    assert_eq!(back.privacy, Some(g));
+    assert_eq!(back, m);
 }
 
 /// The privacy section is checked like the rest of the payload.
@@ -175,7 +185,22 @@ fn refuses_a_bad_privacy_section() {
     let zero = ok.replace("\"releases\":101", "\"releases\":0");
     let cap = ok.replace("\"max_doc_tokens\":200", "\"max_doc_tokens\":0");
     let spaced = ok.replace(',', ", ");
+    // The Rényi accountant's fields: an order at or below 1, an order without δ, a bad scale.
+    let renyi = serde_json::to_string(
+        &fixture_guarantee()
+            .with_renyi(12.25, 1e-6)
+            .with_noise_scale(1234.5),
+    )
+    .unwrap();
+    assert!(TopicModel::from_file_bytes(&with(&section(&renyi)), Path::new("r.tmod")).is_ok());
+    let order_one = renyi.replace("\"renyi_order\":12.25", "\"renyi_order\":1.0");
+    let no_delta = renyi.replace("\"delta\":1e-6", "\"delta\":null");
+    let bad_scale = renyi.replace("\"noise_scale\":1234.5", "\"noise_scale\":0.0");
+    assert!(order_one != renyi && no_delta != renyi && bad_scale != renyi);
     let cases: Vec<(Vec<u8>, &str)> = vec![
+        (with(&section(&order_one)), "Rényi order 1 is not"),
+        (with(&section(&no_delta)), "without a positive δ"),
+        (with(&section(&bad_scale)), "noise scale 0 is not"),
         (with(&[]), "privacy section flag needs 1 bytes"),
         (with(&[2]), "privacy section flag is 2"),
         (with(&section("{}")), "privacy guarantee: missing field"),

@@ -31,8 +31,15 @@ pub enum Neighbours {
 pub struct Accountant {
     /// Sum (Theorem 3) or max over disjoint parts (Theorem 4).
     pub composition: Composition,
-    /// Number of noisy releases composed (e.g. training iterations whose counts were noised).
+    /// Number of noisy releases composed (e.g. the noisy word-topic counts of private training).
     pub releases: u64,
+    /// `None`: basic composition of pure-ε releases (ε adds up; δ = 0). `Some(α)`: the releases
+    /// were composed as Rényi DP of order α (Mironov 2017, Proposition 1) and converted to
+    /// (ε, δ) with the guarantee's δ (Canonne–Kamath–Steinke 2020, Proposition 12; see
+    /// [`crate::rdp`]). Absent from the JSON when `None`, so guarantees recorded before this
+    /// field existed read and re-encode unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renyi_order: Option<f64>,
 }
 
 /// A differential-privacy guarantee: (ε, δ) over `neighbours`, how it was obtained, and the
@@ -56,6 +63,10 @@ pub struct Guarantee {
     pub max_doc_tokens: Option<u32>,
     /// How the noise was drawn ([`SAMPLER`]).
     pub sampler: String,
+    /// The noise scale b of every release (P(z) ∝ e^{−|z|/b}), when recorded (absent from the
+    /// JSON when `None`, as in guarantees written before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_scale: Option<f64>,
 }
 
 impl Guarantee {
@@ -74,12 +85,27 @@ impl Guarantee {
             accountant: Accountant {
                 composition,
                 releases,
+                renyi_order: None,
             },
             neighbours: Neighbours::AddRemoveDocument,
             sensitivity: Some(sensitivity),
             max_doc_tokens: None,
             sampler: SAMPLER.to_string(),
+            noise_scale: None,
         }
+    }
+
+    /// The same guarantee accounted by Rényi DP of order `order`, converted to (ε, δ).
+    pub fn with_renyi(mut self, order: f64, delta: f64) -> Self {
+        self.accountant.renyi_order = Some(order);
+        self.delta = Some(delta);
+        self
+    }
+
+    /// The same guarantee recording the noise scale b of every release.
+    pub fn with_noise_scale(mut self, scale: f64) -> Self {
+        self.noise_scale = Some(scale);
+        self
     }
 
     /// The same guarantee with documents capped at `tokens` tokens.
@@ -113,8 +139,16 @@ impl fmt::Display for Guarantee {
                 Composition::Parallel => "in parallel (disjoint parts)",
             }
         )?;
+        if let Some(alpha) = a.renyi_order {
+            write!(f, " by Rényi DP (order {alpha:.3})")?;
+        } else if a.composition == Composition::Sequential && a.releases > 1 {
+            f.write_str(" (basic composition)")?;
+        }
         if let Some(s) = self.sensitivity {
             write!(f, ", sensitivity {s} each")?;
+        }
+        if let Some(b) = self.noise_scale {
+            write!(f, ", noise scale {b:.4}")?;
         }
         if let Some(t) = self.max_doc_tokens {
             write!(f, ", documents capped at {t} tokens")?;
@@ -147,7 +181,30 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("200 releases composed sequentially") && s.contains("capped at 500"),
+            s.contains("200 releases composed sequentially (basic composition)")
+                && s.contains("capped at 500"),
+            "{s}"
+        );
+        // The fields added with the Rényi accountant are absent when unset, so guarantees
+        // recorded before them re-encode byte for byte.
+        assert!(
+            !json.contains("renyi_order") && !json.contains("noise_scale"),
+            "{json}"
+        );
+        let r = g.clone().with_renyi(12.5, 1e-6).with_noise_scale(2500.0);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            json.contains("\"renyi_order\":12.5") && json.contains("\"delta\":1e-6"),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Guarantee>(&json).unwrap(), r);
+        let s = r.to_string();
+        assert!(
+            s.starts_with("(ε = 1, δ = 1e-6)-differential privacy"),
+            "{s}"
+        );
+        assert!(
+            s.contains("by Rényi DP (order 12.500)") && s.contains("noise scale 2500.0000"),
             "{s}"
         );
     }

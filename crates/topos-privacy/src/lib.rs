@@ -26,6 +26,9 @@
 //! c-stable transformation (Definition 3.3.4) and implements Theorem 2 **as corrected**: c·ε, not
 //! "ε × ε" as printed. [`ledger::Ledger`] is the per-corpus budget (`CORPUS.ledger`), charged
 //! atomically before anything is released; an over-budget query is refused and releases nothing.
+//! [`rdp`] is a tighter accountant for many releases of the discrete Laplace mechanism: Rényi
+//! DP (Mironov 2017) composed over R releases and converted to (ε, δ), with [`rdp::calibrate`]
+//! choosing the smaller noise scale of it and basic composition for a target (ε, δ).
 //!
 //! # Allocation
 //!
@@ -40,7 +43,7 @@
 //!
 //! [`query`] answers document counts by word and histograms of document length, each call
 //! charged once. For private training, [`DiscreteLaplace::calibrated`] with the L1 sensitivity
-//! (the per-document token cap) and the per-iteration ε, then
+//! (the per-document token cap) and the ε of one release (scale from [`rdp::calibrate`]), then
 //! [`DiscreteLaplace::add_to_u32_clamped`] (or [`DiscreteLaplace::add_to_i64`]) on the counts:
 //! batched, parallel, and the same for any number of threads given the source. A [`Guarantee`]
 //! records what was promised, for the model file and for display. [`audit`] is a statistical
@@ -60,6 +63,7 @@ pub mod laplace;
 pub mod ledger;
 pub mod mdmm;
 pub mod query;
+pub mod rdp;
 pub mod rng;
 pub mod stats;
 

@@ -11,35 +11,44 @@
 //!    memory; the corpus file is untouched). One document then holds at most `L` tokens, and
 //!    since each token adds 1 to exactly one cell of the word-topic counts B, adding or removing
 //!    a document changes B by at most `L` in L1 norm, *whatever its assignments*.
-//! 2. **Sampler.** Only ESCA is allowed: within an iteration every token of document d is drawn
-//!    from (its own document-topic row A_d, the word-topic counts read by the iteration, its own
-//!    random numbers). The true B is never read by the sampler: before every iteration B of the
-//!    current assignments (the random start included, since it depends on which words the
-//!    documents hold) is **released** as B̃ = max(0, B + Z), Z i.i.d. discrete Laplace of scale
-//!    L/ε_r ([`topos_privacy::DiscreteLaplace`], exact sampler, ChaCha20 keyed from the OS), and
-//!    the iteration samples from B̃ with topic totals n_k = Σ_v B̃_vk derived from B̃ (never the
-//!    true totals). CGS is refused: its counts change token by token inside a partition, so one
-//!    document's assignments feed into the others' within an iteration without any release.
-//! 3. **Output.** After the last iteration, B of the final assignments is released once more;
-//!    that release is the model. So a run of T iterations makes T + 1 releases, each at
-//!    ε_r = ε / (T + 1).
+//! 2. **Releases.** The true B is never read by the sampler. It is **released** R times
+//!    (`--releases`, [`PrivateOptions::releases`]) as B̃ = max(0, B + Z), Z i.i.d. discrete
+//!    Laplace of scale b on **all** V × K cells ([`topos_privacy::DiscreteLaplace`], exact
+//!    sampler, ChaCha20 keyed from the OS), with topic totals n_k = Σ_v B̃_vk derived from B̃
+//!    (never the true totals). R − 1 releases happen before iterations spread evenly over the
+//!    T iterations ([`PrivateOptions::release_before`]; the first before iteration 1, of the
+//!    random start, which depends on which words the documents hold); the last one, of the
+//!    final assignments after iteration T, is the model.
+//! 3. **Sampler.** Only ESCA is allowed: within an iteration every token of document d is drawn
+//!    from (its own document-topic row A_d, the **latest release** B̃, its own random numbers).
+//!    Between releases the sampler keeps reading the same B̃ while each document's own
+//!    assignments and A_d move on; they are never released. Iterations therefore cost no
+//!    privacy, only releases do. CGS is refused: its counts change token by token inside a
+//!    partition, so one document's assignments feed into the others' without any release.
+//! 4. **Calibration.** b is the smaller of basic composition's R·L/ε (pure ε-DP) and the scale
+//!    at which R releases meet (ε, δ) by Rényi DP (`--delta`, [`topos_privacy::rdp`]); the
+//!    guarantee records which.
 //!
 //! # Proof sketch
 //!
 //! Fix the sampler's random numbers of every token of every document other than the added or
 //! removed one, d*, to be the same in both worlds (a measure-preserving coupling: they are
-//! i.i.d. uniform, see the caveat below). Induct over releases: if the releases B̃_1..B̃_{t−1}
-//! are equal in both worlds, then every other document's assignments are equal too, because a
-//! document's state z_d (hence A_d) is a function of its own tokens, its own random numbers and
-//! the releases only. So the true B before release t differs only by d*'s tokens: L1 distance
-//! ≤ L. Release t is then the discrete Laplace mechanism at scale L/ε_r on a query of L1
-//! sensitivity L given the previous releases, which is ε_r-DP (Theorem 1, discrete form);
-//! clamping at 0 and deriving n_k are post-processing. Adaptive sequential composition
-//! (Theorem 3) over the T + 1 releases gives ε = (T + 1)·ε_r; averaging over the coupled
-//! randomness keeps the bound. Everything else in the model file is either a public parameter
-//! (K, α, β, T, L, the vocabulary — treated as public, as everywhere in `topos-privacy`) or
-//! withheld: the provenance of a private model records seed, corpus checksum and the document
-//! and token counts as 0, because each of them is an exact function of the data.
+//! i.i.d. uniform, see the caveat below). Induct over releases: if the releases B̃_1..B̃_{j−1}
+//! are equal in both worlds, then every other document's assignments are equal too, whatever
+//! number of iterations ran in between, because a document's state z_d (hence A_d) is a
+//! function of its own tokens, its own random numbers and the releases only. So the true B at
+//! release j differs only by d*'s tokens: an integer vector of L1 norm ≤ L. Release j is then
+//! the discrete Laplace mechanism on a query of L1 sensitivity L given the previous releases:
+//! L/b-DP (Theorem 1, discrete form), and (α, τ_α(L))-RDP for every α > 1 (the worst vector of
+//! L1 norm L puts all of it in one cell, [`topos_privacy::rdp`]). Clamping at 0, deriving n_k,
+//! and all the sampling between releases are post-processing. Adaptive sequential composition
+//! over the R releases — Theorem 3 (ε = R·L/b) or RDP's Proposition 1 (R·τ_α, then converted
+//! to (ε, δ)) — gives the guarantee; averaging over the coupled randomness keeps the bound.
+//! Everything else in the model file is either a public parameter (K, α, β, T, R, L, δ, the
+//! vocabulary — treated as public, as everywhere in `topos-privacy`) or withheld: the
+//! provenance of a private model records seed, corpus checksum and the document and token
+//! counts as 0, because each of them is an exact function of the data. The file holds no
+//! per-document state: not the assignments, not A.
 //!
 //! # Caveats, stated in the docs and in `--help`
 //!
@@ -58,34 +67,93 @@
 //!   the training log-likelihood (a function of the true assignments) is not computed at all.
 //!   The `.doctopics` side file and checkpoints hold true per-document state and are never
 //!   written for a private run.
-//! * Noise is dense: every one of the V × K cells gets noise each release (O(V·K) time and
-//!   memory per iteration, not O(non-zeros)), and at small ε the clamped noise dominates the
-//!   counts (mean of max(0, Z) ≈ b/2 per cell at scale b = L·(T+1)/ε).
+//! * Noise is dense: every one of the V × K cells gets noise at each release (O(V·K) time and
+//!   memory per release, not O(non-zeros)), and at small ε the clamped noise dominates the
+//!   counts (mean of max(0, Z) ≈ b/2 per cell).
 
 use crate::counts::WordTopics;
 use topos_corpus::{Docs, OwnedDocs};
+use topos_privacy::rdp::{self, Chosen};
 use topos_privacy::{Composition, DiscreteLaplace, Epsilon, Guarantee, NoiseSource, PrivacyError};
+
+/// Releases of a private run when `--releases` is not given (at most T + 1): one release the
+/// sampler reads (of the random start) and the model. Chosen by measurement on 20 Newsgroups
+/// (BENCHMARKS.md, "Utility of differentially private training", K = 20, L = 50, T = 50): at
+/// every ε ≤ 100 two releases gave the best held-out likelihood (by 0.03–0.13 nats over three,
+/// and more over five or more), because the noise of the final release, not how long the
+/// sampler learned, decides utility there; more releases paid off only from ε ≈ 1,000, where
+/// the noise is below one count per cell.
+pub const DEFAULT_RELEASES: u32 = 2;
+
+/// δ of a private run when `--delta` is not given: 10⁻⁶, well below 1/D for corpora of up to
+/// ~10⁵ documents (a δ near 1/D would allow releasing a whole document outright). δ only buys
+/// less noise when the Rényi accountant wins, i.e. for many releases (dozens); with the default
+/// two releases basic composition wins and the guarantee is pure ε (δ = 0).
+pub const DEFAULT_DELTA: f64 = 1e-6;
 
 /// What a private run promises and how long it is.
 #[derive(Clone, Copy, Debug)]
 pub struct PrivateOptions {
     /// The total ε of the run (every release together).
     pub epsilon: Epsilon,
+    /// The δ the Rényi accountant may use (0: pure ε, basic composition only).
+    pub delta: f64,
     /// Per-document token cap L (the L1 sensitivity of the word-topic counts).
     pub max_doc_tokens: u32,
-    /// Planned iterations T: T + 1 releases.
+    /// Planned iterations T.
     pub iterations: u32,
+    /// Noisy releases R of the word-topic counts, the final model included: R − 1 releases the
+    /// sampler reads, spread evenly over the T iterations, and the model. 1 ≤ R ≤ T + 1, and
+    /// R ≥ 2 when T ≥ 1 (the sampler needs something to read).
+    pub releases: u32,
 }
 
 impl PrivateOptions {
-    /// Number of noisy releases: one before every iteration and the final model.
+    /// Number of noisy releases, the final model included.
     pub fn releases(&self) -> u64 {
-        u64::from(self.iterations) + 1
+        u64::from(self.releases)
     }
 
-    /// ε of one release, ε / (T + 1) (before the sampler rounds it down to 33 bits).
-    pub fn epsilon_per_release(&self) -> f64 {
-        self.epsilon.get() / self.releases() as f64
+    /// Why these settings cannot run, if they cannot (one line).
+    pub fn check(&self) -> Result<(), PrivacyError> {
+        let (t, r) = (self.iterations, self.releases);
+        let bad = |m: String| Err(PrivacyError::Unsupported(m));
+        if self.max_doc_tokens == 0 {
+            return Err(PrivacyError::NotPositive {
+                what: "the document token cap (--max-doc-tokens)",
+                value: 0.0,
+            });
+        }
+        if !(0.0..1.0).contains(&self.delta) {
+            return bad(format!("--delta must be in [0, 1), got {}", self.delta));
+        }
+        if t == 0 && r != 1 {
+            return bad(format!(
+                "a private run of 0 iterations makes exactly 1 release (the model), not {r}"
+            ));
+        }
+        if t > 0 && !(2..=t.saturating_add(1)).contains(&r) {
+            return bad(format!(
+                "--releases must be between 2 and {} (T + 1) for {t} iterations, got {r}: one release is the model, the others are what the sampler reads",
+                u64::from(t) + 1
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the sampler gets a fresh release before iteration `iteration` (1-based): the
+    /// R − 1 sampling releases happen after ⌊j·T/(R−1)⌋ completed iterations, j = 0..R−2, so
+    /// the first iteration always has one and the gaps differ by at most one iteration.
+    pub fn release_before(&self, iteration: u32) -> bool {
+        let (t, r) = (u64::from(self.iterations), u64::from(self.releases));
+        if r < 2 || iteration == 0 || u64::from(iteration) > t {
+            return false;
+        }
+        let done = u64::from(iteration) - 1;
+        // Is done = ⌊j·T/(R−1)⌋ for some j? The smallest j with ⌊j·T/(R−1)⌋ ≥ done is
+        // ⌈done·(R−1)/T⌉.
+        let j = (done * (r - 1)).div_ceil(t);
+        j < r - 1 && j * t / (r - 1) == done
     }
 }
 
@@ -103,10 +171,11 @@ pub fn longest_document(docs: Docs<'_>) -> usize {
     docs.iter().map(<[u32]>::len).max().unwrap_or(0)
 }
 
-/// The state of the releases of one private run: the mechanism, the noise source, the latest
-/// release and the ε each release spent.
+/// The state of the releases of one private run: the mechanism, how it was calibrated, the
+/// noise source, the latest release and the pure ε each release spent.
 pub struct Releases {
     options: PrivateOptions,
+    calibration: rdp::Calibration,
     mechanism: DiscreteLaplace,
     source: NoiseSource,
     spent: Vec<f64>,
@@ -117,6 +186,7 @@ impl std::fmt::Debug for Releases {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Releases")
             .field("options", &self.options)
+            .field("calibration", &self.calibration)
             .field("scale", &self.mechanism.scale())
             .field("releases", &self.spent.len())
             .finish()
@@ -124,18 +194,21 @@ impl std::fmt::Debug for Releases {
 }
 
 impl Releases {
-    /// Calibrates the mechanism: scale L / ε_r.
+    /// Calibrates the mechanism: the smallest scale b for which R releases of sensitivity L meet
+    /// (ε, δ) by basic composition (b = R·L/ε, pure ε) or by Rényi DP at δ
+    /// ([`rdp::calibrate`]), then rounded up by the exact sampler (ε per release rounded down
+    /// to 33 bits: never less private).
     pub fn new(options: PrivateOptions, source: NoiseSource) -> Result<Self, PrivacyError> {
-        if options.max_doc_tokens == 0 {
-            return Err(PrivacyError::NotPositive {
-                what: "the document token cap (--max-doc-tokens)",
-                value: 0.0,
-            });
-        }
-        let eps_r = Epsilon::new(options.epsilon_per_release())?;
-        let mechanism = DiscreteLaplace::calibrated(u64::from(options.max_doc_tokens), eps_r)?;
+        options.check()?;
+        let l = u64::from(options.max_doc_tokens);
+        let calibration =
+            rdp::calibrate(options.epsilon.get(), options.delta, l, options.releases())?;
+        let eps_r = Epsilon::new(l as f64 / calibration.scale)?;
+        let mechanism = DiscreteLaplace::calibrated(l, eps_r)?;
+        debug_assert!(mechanism.scale() >= calibration.scale * (1.0 - 1e-12));
         Ok(Self {
             options,
+            calibration,
             mechanism,
             source,
             spent: Vec::new(),
@@ -148,18 +221,22 @@ impl Releases {
         &self.options
     }
 
-    /// The noise scale b = L / ε_r of every release.
+    /// How the noise scale was chosen (accountant, scale before the sampler's rounding, ε).
+    pub fn calibration(&self) -> &rdp::Calibration {
+        &self.calibration
+    }
+
+    /// The noise scale b of every release (after the sampler's rounding, ≥ the calibrated one).
     pub fn scale(&self) -> f64 {
         self.mechanism.scale()
     }
 
-    /// The ε each release made so far actually spent (ε_r rounded down by the sampler's
-    /// calibration, so never more than ε_r).
+    /// The pure ε each release made so far spent on its own, L/b (what basic composition adds).
     pub fn spent(&self) -> &[f64] {
         &self.spent
     }
 
-    /// The latest release, which the last iteration read or (after the last iteration) the model.
+    /// The latest release, which the sampler reads or (after the last iteration) the model.
     pub fn latest(&self) -> Option<&WordTopics> {
         self.latest.as_ref()
     }
@@ -171,8 +248,7 @@ impl Releases {
     pub fn release(&mut self, b: &WordTopics) -> &WordTopics {
         assert!(
             (self.spent.len() as u64) < self.options.releases(),
-            "a private run of {} iterations makes {} releases; one more would exceed its ε",
-            self.options.iterations,
+            "a private run planned {} releases; one more would exceed its ε",
             self.options.releases()
         );
         let released = noisy_word_topics(b, &self.mechanism, &mut self.source);
@@ -183,16 +259,22 @@ impl Releases {
         self.latest.insert(released)
     }
 
-    /// The guarantee of the whole run, for the model file: ε over T + 1 releases of sensitivity
-    /// L composed sequentially, documents capped at L tokens, add/remove-one-document neighbours.
+    /// The guarantee of the whole run, for the model file: ε (and δ when the Rényi accountant
+    /// was used) over R releases of sensitivity L composed sequentially, documents capped at L
+    /// tokens, add/remove-one-document neighbours, the noise scale.
     pub fn guarantee(&self) -> Guarantee {
-        Guarantee::discrete_laplace(
+        let g = Guarantee::discrete_laplace(
             self.options.epsilon.get(),
             Composition::Sequential,
             self.options.releases(),
             f64::from(self.options.max_doc_tokens),
         )
         .with_max_doc_tokens(self.options.max_doc_tokens)
+        .with_noise_scale(self.scale());
+        match self.calibration.chosen {
+            Chosen::Basic => g,
+            Chosen::Renyi { order } => g.with_renyi(order, self.options.delta),
+        }
     }
 }
 
@@ -230,8 +312,10 @@ mod tests {
     fn releases_are_noisy_clamped_and_accounted() {
         let opts = PrivateOptions {
             epsilon: eps(1.0),
+            delta: 0.0,
             max_doc_tokens: 10,
             iterations: 4,
+            releases: 5,
         };
         assert_eq!(opts.releases(), 5);
         let mut r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
@@ -269,6 +353,72 @@ mod tests {
             ..opts
         };
         assert!(Releases::new(zero, NoiseSource::insecure_seeded(1)).is_err());
+        for (iterations, releases) in [(4, 1), (4, 6), (0, 2)] {
+            let bad = PrivateOptions {
+                iterations,
+                releases,
+                ..opts
+            };
+            let e = Releases::new(bad, NoiseSource::insecure_seeded(1)).unwrap_err();
+            assert!(e.to_string().contains("release"), "{e}");
+        }
+        // Pure ε (δ = 0): basic composition, no δ in the guarantee.
+        assert_eq!((g.delta, g.accountant.renyi_order), (None, None));
+        assert_eq!(g.noise_scale, Some(r.scale()));
+    }
+
+    #[test]
+    fn releases_are_spread_evenly_over_the_iterations() {
+        let at = |iterations, releases| {
+            let o = PrivateOptions {
+                epsilon: eps(1.0),
+                delta: 0.0,
+                max_doc_tokens: 1,
+                iterations,
+                releases,
+            };
+            (0..=iterations + 1)
+                .filter(|&i| o.release_before(i))
+                .collect::<Vec<u32>>()
+        };
+        // After 0, 12, 25, 37 completed iterations; the fifth release is the model.
+        assert_eq!(at(50, 5), vec![1, 13, 26, 38]);
+        assert_eq!(at(50, 51), (1..=50).collect::<Vec<_>>());
+        assert_eq!(at(50, 2), vec![1]);
+        assert_eq!(at(3, 3), vec![1, 2]);
+        assert_eq!(at(0, 1), Vec::<u32>::new());
+        for t in 1..40 {
+            for r in 2..=t + 1 {
+                let v = at(t, r);
+                assert_eq!(v.len() as u32, r - 1, "T={t} R={r}: {v:?}");
+                assert_eq!(v[0], 1);
+            }
+        }
+    }
+
+    #[test]
+    fn many_releases_use_the_renyi_accountant() {
+        let opts = PrivateOptions {
+            epsilon: eps(1.0),
+            delta: 1e-6,
+            max_doc_tokens: 50,
+            iterations: 200,
+            releases: 201,
+        };
+        let r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
+        let g = r.guarantee();
+        assert!(g.accountant.renyi_order.is_some(), "{g:?}");
+        assert_eq!(g.delta, Some(1e-6));
+        // Well below basic composition's 201·50/1 = 10,050.
+        assert!(r.scale() < 0.6 * 10_050.0, "{}", r.scale());
+        // With δ = 0 the same run is pure ε at the basic scale.
+        let pure = Releases::new(
+            PrivateOptions { delta: 0.0, ..opts },
+            NoiseSource::insecure_seeded(5),
+        )
+        .unwrap();
+        assert!((pure.scale() - 10_050.0).abs() < 1e-3, "{}", pure.scale());
+        assert_eq!(pure.guarantee().delta, None);
     }
 
     /// φ (K × V row-major) of word-topic counts.
@@ -318,8 +468,10 @@ mod tests {
         let iterations = 60;
         let private = PrivateOptions {
             epsilon: eps(1000.0),
+            delta: 0.0,
             max_doc_tokens: cap,
             iterations,
+            releases: 11,
         };
         let source = || NoiseSource::insecure_seeded(21);
         let mut t = Trainer::new_private(
@@ -336,7 +488,7 @@ mod tests {
             plain.step();
         }
         let r = t.privacy().unwrap();
-        assert_eq!(r.spent().len(), iterations as usize + 1);
+        assert_eq!(r.spent().len(), 11);
         let g = r.guarantee();
         let total: f64 = r.spent().iter().sum();
         assert!(total <= g.epsilon && total > g.epsilon * (1.0 - 1e-9));
@@ -388,6 +540,7 @@ mod tests {
             opts(Algorithm::Esca),
             PrivateOptions {
                 iterations: 0,
+                releases: 1,
                 ..private
             },
             source(),

@@ -232,8 +232,8 @@ impl<'a> Trainer<'a> {
 
     /// Starts a differentially private run (see [`crate::private`]): ESCA only, every document
     /// of `docs` at most `private.max_doc_tokens` tokens (cap them with
-    /// [`crate::private::cap_documents`]), every iteration sampling from a noisy release of the
-    /// word-topic counts, and the model the last release. The seed of `opts` is ignored: the
+    /// [`crate::private::cap_documents`]), every iteration sampling from the latest of R − 1
+    /// noisy releases of the word-topic counts, and the model the R-th release. The seed of `opts` is ignored: the
     /// sampling key is drawn from `source` and never revealed, so runs are not reproducible.
     pub fn new_private(
         docs: Docs<'a>,
@@ -303,10 +303,16 @@ impl<'a> Trainer<'a> {
             match opts.algorithm {
                 Algorithm::Esca => {
                     let a = doc_topics.get().expect("built above");
-                    // A private run samples from a noisy release of B (with totals summed from
-                    // the release), never from B itself.
+                    // A private run samples from the latest noisy release of B (with totals
+                    // summed from the release), never from B itself; a new release is made
+                    // only on the schedule of `PrivateOptions::release_before`.
                     let b: &WordTopics = match private.as_mut() {
-                        Some(p) => p.release(word_topics),
+                        Some(p) => {
+                            if p.options().release_before(next) {
+                                p.release(word_topics);
+                            }
+                            p.latest().expect("iteration 1 always has a release")
+                        }
                         None => word_topics,
                     };
                     let frozen = esca::Frozen::new(a, b, h.alpha, h.beta);

@@ -16,6 +16,9 @@ pub struct Args {
     /// Documents: a text file with one document per line (.gz allowed), or - for stdin.
     pub input: PathBuf,
     /// Output format: jsonl (top topics per document), csv (every topic), or top (plain text).
+    /// For a model trained with --private the output starts with its guarantee: a
+    /// {"privacy": ...} line in jsonl, a "# privacy: ..." line in csv and top. With --json the
+    /// whole result is one JSON document {"model", "privacy", "documents"} instead.
     #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "csv", "top"])]
     pub format: String,
     /// Topics listed per document in jsonl and top output (0: all).
@@ -36,6 +39,21 @@ struct Row<'a> {
     doc: usize,
     tokens: u64,
     topics: &'a [TopicWeight],
+}
+
+/// The first line of jsonl output for a private model.
+#[derive(Serialize)]
+struct PrivacyHeader<'a> {
+    privacy: &'a topos_model::Guarantee,
+}
+
+/// `--json`: the whole result as one document.
+#[derive(Serialize)]
+struct Report<'a> {
+    model: String,
+    /// The guarantee of a private model (`null` otherwise).
+    privacy: Option<&'a topos_model::Guarantee>,
+    documents: Vec<Row<'a>>,
 }
 
 /// The documents of `input`, one per line; `-` reads stdin. Files go through the corpus
@@ -64,7 +82,8 @@ fn read_lines(input: &Path) -> Result<Vec<String>> {
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     let model = TopicModel::read(&args.model)?;
-    // On stderr, so the documents' rows on stdout stay one format.
+    // Always on stderr; for a private model also in the output itself (below), because the
+    // mixtures are derived from the model's noisy release and the guarantee travels with them.
     ui.info(topos_model::privacy_line(model.privacy.as_ref()));
     let tokenizer = Tokenizer::new(&TokenizerOptions {
         stem: args.stem,
@@ -90,35 +109,68 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     let thetas = infer(&phi, &model.hyper, docs.view(), &args.foldin.options())?;
     let k = model.num_topics();
     let top = if args.top == 0 { k } else { args.top };
+    let tops: Vec<Vec<TopicWeight>> = thetas.iter().map(|t| t.top_topics(top)).collect();
     let mut out: Vec<u8> = Vec::new();
-    match args.format.as_str() {
-        "csv" => {
-            let header: Vec<String> = (0..k).map(|t| format!("topic_{t}")).collect();
-            writeln!(out, "doc,tokens,{}", header.join(","))?;
-            for (d, t) in thetas.iter().enumerate() {
-                let row: Vec<String> = t.dense().iter().map(|p| format!("{p:.6}")).collect();
-                writeln!(out, "{d},{},{}", t.num_tokens, row.join(","))?;
-            }
-        }
-        "top" => {
-            for (d, t) in thetas.iter().enumerate() {
-                let list: Vec<String> = t
-                    .top_topics(top)
-                    .iter()
-                    .map(|w| format!("{}:{:.3}", w.topic, w.probability))
-                    .collect();
-                writeln!(out, "{d}\t{}", list.join(" "))?;
-            }
-        }
-        _ => {
-            for (d, t) in thetas.iter().enumerate() {
-                let topics = t.top_topics(top);
-                let row = Row {
+    // A private model's guarantee heads the output: a `{"privacy": …}` line in jsonl, a `#`
+    // comment line in csv and top. Output of a model without one is unchanged.
+    let guarantee_comment = model
+        .privacy
+        .as_ref()
+        .map(|g| format!("# {}", topos_model::privacy_line(Some(g))));
+    if ui.json {
+        let report = Report {
+            model: args.model.display().to_string(),
+            privacy: model.privacy.as_ref(),
+            documents: thetas
+                .iter()
+                .zip(&tops)
+                .enumerate()
+                .map(|(d, (t, topics))| Row {
                     doc: d,
                     tokens: t.num_tokens,
-                    topics: &topics,
-                };
-                writeln!(out, "{}", serde_json::to_string(&row)?)?;
+                    topics,
+                })
+                .collect(),
+        };
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        match args.format.as_str() {
+            "csv" => {
+                if let Some(c) = &guarantee_comment {
+                    writeln!(out, "{c}")?;
+                }
+                let header: Vec<String> = (0..k).map(|t| format!("topic_{t}")).collect();
+                writeln!(out, "doc,tokens,{}", header.join(","))?;
+                for (d, t) in thetas.iter().enumerate() {
+                    let row: Vec<String> = t.dense().iter().map(|p| format!("{p:.6}")).collect();
+                    writeln!(out, "{d},{},{}", t.num_tokens, row.join(","))?;
+                }
+            }
+            "top" => {
+                if let Some(c) = &guarantee_comment {
+                    writeln!(out, "{c}")?;
+                }
+                for (d, topics) in tops.iter().enumerate() {
+                    let list: Vec<String> = topics
+                        .iter()
+                        .map(|w| format!("{}:{:.3}", w.topic, w.probability))
+                        .collect();
+                    writeln!(out, "{d}\t{}", list.join(" "))?;
+                }
+            }
+            _ => {
+                if let Some(g) = &model.privacy {
+                    let header = PrivacyHeader { privacy: g };
+                    writeln!(out, "{}", serde_json::to_string(&header)?)?;
+                }
+                for (d, (t, topics)) in thetas.iter().zip(&tops).enumerate() {
+                    let row = Row {
+                        doc: d,
+                        tokens: t.num_tokens,
+                        topics,
+                    };
+                    writeln!(out, "{}", serde_json::to_string(&row)?)?;
+                }
             }
         }
     }

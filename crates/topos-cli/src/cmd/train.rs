@@ -65,20 +65,22 @@ pub struct Args {
     /// Also save the training documents' topic counts beside the model.
     #[arg(long)]
     pub doc_topics: bool,
-    /// Differentially private training: the model file is ε-differentially private with
+    /// Differentially private training: the model file is (ε, δ)-differentially private with
     /// respect to adding or removing one training document.
     ///
-    /// Every training document is cut to its first --max-doc-tokens tokens (in memory; the
-    /// corpus file is untouched). Before every iteration the word-topic counts are released with
-    /// discrete Laplace noise of scale L·(T+1)/ε (L the cap, T the iterations) and the ESCA
-    /// sampler reads only that release; the model written is one more release after the last
-    /// iteration: T + 1 releases at ε/(T+1) each, composed sequentially. The guarantee is
-    /// recorded in the model and shown by topics, eval and infer. Requires --epsilon,
-    /// --max-doc-tokens and --algo esca; refuses --checkpoint-every, --resume and --doc-topics
-    /// (they would write per-document private state). NOT reproducible: noise and the sampling
-    /// key come from the operating system, and --seed is ignored. If the corpus has a privacy
-    /// budget (`topos privacy budget`), ε is charged to it first and an over-budget run is
-    /// refused; without one the run is not charged anywhere. Expect little utility at small ε.
+    /// Every training document is cut to its first --max-doc-tokens L tokens (in memory; the
+    /// corpus file is untouched). The word-topic counts are released --releases R times with
+    /// discrete Laplace noise on every count: R − 1 releases spread evenly over the iterations,
+    /// which the ESCA sampler reads until the next one, and a last one after the final
+    /// iteration, which is the model. Only releases cost privacy, not iterations. The noise
+    /// scale is the smaller of basic composition's L·R/ε (pure ε) and what Rényi DP at --delta
+    /// needs (it wins for many releases); the model records which. The guarantee is shown by
+    /// topics, eval and infer. Requires --epsilon, --max-doc-tokens and --algo esca; refuses
+    /// --checkpoint-every, --resume and --doc-topics (they would write per-document private
+    /// state). NOT reproducible: noise and the sampling key come from the operating system,
+    /// and --seed is ignored. If the corpus has a privacy budget (`topos privacy budget`), ε is
+    /// charged to it first and an over-budget run is refused; without one the run is not
+    /// charged anywhere. Expect little utility at small ε (see BENCHMARKS.md).
     #[arg(long, verbatim_doc_comment)]
     pub private: bool,
     /// Total ε of a --private run.
@@ -87,6 +89,16 @@ pub struct Args {
     /// Per-document token cap L of a --private run (documents keep their first L tokens).
     #[arg(long)]
     pub max_doc_tokens: Option<u32>,
+    /// Noisy releases R of a --private run, the final model included (2 to T + 1; default 2,
+    /// or 1 for 0 iterations). More releases let the sampler learn from the data more often
+    /// but split ε more thinly; on 20 Newsgroups they paid off only at ε ≥ 1,000.
+    #[arg(long)]
+    pub releases: Option<u32>,
+    /// δ a --private run may use when Rényi accounting needs less noise than basic
+    /// composition (default 1e-6; 0 for pure ε). A corpus ledger tracks pure ε only, so a run
+    /// charged to one must end up pure ε.
+    #[arg(long)]
+    pub delta: Option<f64>,
     /// Where to train: auto (a GPU when one is usable, the CPU otherwise; it says which), cpu,
     /// cuda (the first GPU) or cuda:N.
     #[arg(long, default_value = "auto")]
@@ -171,7 +183,7 @@ pub struct Summary {
     pub estimated_memory_bytes: u64,
     /// The guarantee of a `--private` run (`null` otherwise).
     pub privacy: Option<topos_model::Guarantee>,
-    /// Noise scale per count of every release of a `--private` run, L·(T+1)/ε.
+    /// Noise scale per count of every release of a `--private` run (basic composition: L·R/ε).
     pub noise_scale: Option<f64>,
     /// How a `--private` run was accounted against the corpus's privacy budget.
     pub ledger: Option<LedgerStatus>,
@@ -200,8 +212,12 @@ struct PrivateRun {
 /// Refuses what a private run cannot do, each with one line.
 fn check_private(args: &Args, algorithm: Algorithm) -> Result<Option<PrivateRun>> {
     if !args.private {
-        if args.epsilon.is_some() || args.max_doc_tokens.is_some() {
-            bail!("--epsilon and --max-doc-tokens belong to --private training; add --private");
+        if args.epsilon.is_some()
+            || args.max_doc_tokens.is_some()
+            || args.releases.is_some()
+            || args.delta.is_some()
+        {
+            bail!("--epsilon, --max-doc-tokens, --releases and --delta belong to --private training; add --private");
         }
         return Ok(None);
     }
@@ -224,18 +240,30 @@ fn check_private(args: &Args, algorithm: Algorithm) -> Result<Option<PrivateRun>
     if args.doc_topics {
         bail!("--private cannot write --doc-topics: the training documents' topic counts are private data");
     }
+    let releases = args.releases.unwrap_or_else(|| {
+        topos_train::private::DEFAULT_RELEASES.min(args.iters.saturating_add(1))
+    });
+    let delta = args.delta.unwrap_or(topos_train::private::DEFAULT_DELTA);
+    if !(0.0..1.0).contains(&delta) {
+        bail!("--delta must be in [0, 1), got {delta}");
+    }
     let options = topos_train::PrivateOptions {
         epsilon,
+        delta,
         max_doc_tokens: cap,
         iterations: args.iters,
+        releases,
     };
-    // Calibrate now, so an ε the exact sampler cannot represent is refused before anything.
+    // Calibrate now, so bad settings or an ε the exact sampler cannot represent are refused
+    // before anything.
     topos_train::Releases::new(options, topos_privacy::NoiseSource::insecure_seeded(0))?;
     Ok(Some(PrivateRun { options }))
 }
 
 /// Charges a private run to the corpus's ledger if it has one (refusing an over-budget run);
-/// without a ledger nothing is charged.
+/// without a ledger nothing is charged. The ledger counts pure ε only (sequential composition
+/// of pure-ε charges), so a run whose guarantee needs δ > 0 is refused, never charged as if
+/// it were pure.
 fn charge_ledger(args: &Args, corpus: &Corpus, run: &PrivateRun) -> Result<LedgerStatus> {
     let path = topos_privacy::ledger::ledger_path(&args.corpus);
     if !path.exists() {
@@ -248,10 +276,21 @@ fn charge_ledger(args: &Args, corpus: &Corpus, run: &PrivateRun) -> Result<Ledge
         });
     }
     let o = &run.options;
+    let calibrated =
+        topos_train::Releases::new(*o, topos_privacy::NoiseSource::insecure_seeded(0))?;
+    if calibrated.guarantee().delta.is_some() {
+        bail!(
+            "{} tracks pure ε only, but this run's noise was calibrated by Rényi DP to (ε = {}, δ = {}); add --delta 0 (pure ε, basic composition: more noise) or train without the ledger",
+            path.display(),
+            o.epsilon.get(),
+            o.delta
+        );
+    }
     let query = format!(
-        "train --private -k {} --iters {} --epsilon {} --max-doc-tokens {}",
+        "train --private -k {} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
         args.topics,
         o.iterations,
+        o.releases,
         o.epsilon.get(),
         o.max_doc_tokens
     );
@@ -478,20 +517,27 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         }
         let source = topos_privacy::NoiseSource::from_os()?;
         let o = &p.options;
+        let t = Trainer::new_private(docs, corpus.vocab().len(), opts, p.options, source)?;
+        let r = t.privacy().expect("a private trainer");
+        let accountant = match r.calibration().chosen {
+            topos_privacy::rdp::Chosen::Basic => "basic composition, pure ε".to_string(),
+            topos_privacy::rdp::Chosen::Renyi { order } => {
+                format!("Rényi DP at order {order:.3}, δ = {:e}", o.delta)
+            }
+        };
         ui.info(format!(
-            "private: ε = {} over {} releases (ε = {:.6} each), documents capped at {} tokens, noise scale {:.3} per count; {}",
+            "private: ε = {} over {} releases ({accountant}), documents capped at {} tokens, noise scale {:.3} per count (basic composition would need {:.3}); {}",
             o.epsilon.get(),
             o.releases(),
-            o.epsilon_per_release(),
             o.max_doc_tokens,
-            f64::from(o.max_doc_tokens) / o.epsilon_per_release(),
+            r.scale(),
+            f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
             match &ledger {
                 Some(LedgerStatus { path: Some(path), .. }) => format!("charged to {path}"),
                 _ => "no privacy budget set for this corpus, nothing charged".to_string(),
             }
         ));
-        let t = Trainer::new_private(docs, corpus.vocab().len(), opts, p.options, source)?;
-        noise_scale = t.privacy().map(|p| p.scale());
+        noise_scale = Some(r.scale());
         Box::new(t)
     } else {
         let (session, plan) = open_session(args, docs, corpus.vocab().len(), opts, checkpoint, ui)?;
