@@ -5,22 +5,26 @@
 //!
 //! ```text
 //! p(k) ∝ (A¬_dk + α)(B¬_vk + β) / (n¬_k + Vβ)
-//!      = A¬_dk·(B¬_vk + β)·s_k  +  α·B¬_vk·s_k  +  α·β·s_k,        s_k = 1/(n¬_k + Vβ)
-//!        └ p₁: doc non-zeros ┘    └ word part ┘    └ smoothing ┘
+//!      = (A¬_dk + α)·s_k·B¬_vk  +  β·A¬_dk·s_k  +  α·β·s_k,        s_k = 1/(n¬_k + Vβ)
+//!        └ q: word non-zeros ┘    └ r: doc ┘      └ smoothing ┘
 //! ```
 //!
-//! This is the bucket decomposition of SparseLDA (Yao et al. 2009) in the form of CuLDA_CGS §6.1
-//! (Eq. 6–8: p₁ over the non-zeros of the document row, p₂ = α·p*(k) from a tree for the word).
-//! Unlike ESCA, the counts change after every token, so the K-sized branches are *updatable*:
-//! after a token moves from topic k_old to k_new only the weights at those two topics change.
-//! They are kept as blocked running sums ([`BlockedSums`]: O(1) per update, O(K/32 + 32) per
-//! draw) rather than F+ trees (O(log K) per update), because most tokens are drawn from p₁ and the
-//! updates, not the draws, dominate.
+//! This is the bucket decomposition of SparseLDA (Yao, Mimno & McCallum 2009, §3), the one Mallet
+//! samples with, visited **in document order** within a partition: the current document's row A_d
+//! is a dense K-vector in L1, and with it the coefficients c_k = (A_dk + α)·s_k, so the q bucket,
+//! which carries most of the mass, costs one multiply-add per non-zero of the *word's* row. On
+//! 20 Newsgroups at K = 100 a token's word row has about 12 non-zeros (token-weighted, after 50
+//! iterations) and its document row about 38: visiting by word (PDOW, SaberLDA §3.1.4, with
+//! CuLDA_CGS §6.1's p₁ over the document's non-zeros) paid for the larger one. The r bucket is a
+//! running sum kept exact per document and walked (over A_d's non-zeros) only when drawn; the
+//! smoothing bucket is a blocked running sum ([`BlockedSums`]: O(1) per update, drawn rarely).
+//! Only two topics' terms change per token (the old and the new one), so every update is O(1)
+//! apart from finding the old topic in the word's row.
 //!
-//! Tokens are visited in PDOW order (by word within a partition): all changes while a word is being
-//! processed are to that word's row, so one dense scratch row for B_v, one structure for its word
-//! part and one for the smoothing part (over all K) are enough, and exact. Words with few tokens in
-//! the partition skip the O(K) dense branch and scan the row's non-zeros instead.
+//! Word rows are partition-local copies of the iteration's counts B (with room for every topic
+//! the partition's tokens could add), updated token by token: within a partition the sampler is
+//! exact, as before. They are read at random, one row per token, and prefetched a few tokens
+//! ahead (the words of the coming tokens are known).
 //!
 //! **Parallelism (AD-LDA, Newman et al. 2009).** Documents are cut into a fixed number of
 //! partitions; each runs the exact sampler above against the word-topic counts of the start of
@@ -32,109 +36,95 @@ use crate::counts::WordTopics;
 use crate::layout::Partition;
 use topos_sampling::{BlockedSums, CounterRng, Philox4x32, Stream};
 
-/// Sparse, updatable document-topic rows of one partition: row `d` has capacity min(|d|, K).
+/// Updatable sparse word-topic rows of one partition, indexed by global word id: the iteration's
+/// counts B plus the partition's changes. Row `v` has room for min(K, nnz(B_v) + the partition's
+/// tokens of `v`) entries, since each of those tokens can add at most one topic to it.
 ///
-/// A row's start and length sit side by side (`meta[d]`) so that finding a row is one cache
-/// line; in word order the rows are visited in scattered order and their first touch is the
-/// sampler's largest single cost, which [`DocRows::prefetch`] hides.
-struct DocRows {
-    /// (start, len) of every row.
+/// A row's start and length sit side by side (`meta[v]`) so that finding a row is one cache line.
+struct WordRows {
+    /// (start, len) of every row; words absent from the partition have an empty row.
     meta: Vec<[u32; 2]>,
     topic: Vec<u16>,
     count: Vec<u32>,
 }
 
-impl DocRows {
-    fn build(p: &Partition, doc_starts: &[u64], z_part: &[u16], k: usize) -> Self {
-        let n = p.docs.len();
-        let mut meta = Vec::with_capacity(n);
-        let mut acc = 0u32;
-        for d in 0..n {
-            let dl = (doc_starts[p.docs.start + d + 1] - doc_starts[p.docs.start + d]) as usize;
-            meta.push([acc, 0]);
-            acc += dl.min(k) as u32;
+impl WordRows {
+    fn build(p: &Partition, b: &WordTopics) -> Self {
+        let k = b.num_topics as usize;
+        let mut meta = vec![[0u32; 2]; b.num_words()];
+        let mut cap = 0usize;
+        for (wi, &w) in p.words.iter().enumerate() {
+            let (wt, _) = b.row(w);
+            meta[w as usize] = [cap as u32, wt.len() as u32];
+            cap += (wt.len() + p.word_range(wi).len()).min(k);
         }
-        let mut rows = Self {
-            meta,
-            topic: vec![0; acc as usize],
-            count: vec![0; acc as usize],
-        };
-        // Counted through a dense row and a touched list: O(|d| + non-zeros) per document.
-        let mut dense = vec![0u32; k];
-        for d in 0..n {
-            let a = (doc_starts[p.docs.start + d] - p.token_start) as usize;
-            let b = (doc_starts[p.docs.start + d + 1] - p.token_start) as usize;
-            let s = rows.meta[d][0] as usize;
-            let mut n_nz = 0usize;
-            for &kk in &z_part[a..b] {
-                if dense[kk as usize] == 0 {
-                    rows.topic[s + n_nz] = kk;
-                    n_nz += 1;
-                }
-                dense[kk as usize] += 1;
-            }
-            for i in s..s + n_nz {
-                let t = rows.topic[i] as usize;
-                rows.count[i] = dense[t];
-                dense[t] = 0;
-            }
-            rows.meta[d][1] = n_nz as u32;
+        assert!(
+            cap <= u32::MAX as usize,
+            "partition word rows exceed 2^32 entries"
+        );
+        let mut topic = vec![0u16; cap];
+        let mut count = vec![0u32; cap];
+        for &w in &p.words {
+            let (wt, wc) = b.row(w);
+            let s = meta[w as usize][0] as usize;
+            topic[s..s + wt.len()].copy_from_slice(wt);
+            count[s..s + wt.len()].copy_from_slice(wc);
         }
-        rows
+        Self { meta, topic, count }
     }
 
     #[inline]
-    fn row(&self, d: usize) -> (&[u16], &[u32]) {
-        let [s, n] = self.meta[d];
+    fn row(&self, v: usize) -> (&[u16], &[u32]) {
+        let [s, n] = self.meta[v];
         let (s, e) = (s as usize, (s + n) as usize);
         (&self.topic[s..e], &self.count[s..e])
     }
 
-    /// Asks the cache for row `d`'s entries (its `meta` should already be cached).
+    /// Asks the cache for row `v`'s entries (its `meta` should already be cached).
     #[inline]
-    fn prefetch(&self, d: usize) {
-        let s = self.meta[d][0] as usize;
+    fn prefetch(&self, v: usize) {
+        let s = self.meta[v][0] as usize;
         prefetch(&self.topic, s);
         prefetch(&self.count, s);
     }
 
     #[inline]
-    fn decrement(&mut self, d: usize, k: u16) {
-        let [s, n] = self.meta[d];
+    fn decrement(&mut self, v: usize, k: u16) {
+        let [s, n] = self.meta[v];
         let (s, n) = (s as usize, n as usize);
         let i = s + find_topic(&self.topic[s..s + n], k)
-            .expect("token's topic missing from its document row");
+            .expect("token's topic missing from its word row");
         self.count[i] -= 1;
         if self.count[i] == 0 {
             let last = s + n - 1;
             self.topic[i] = self.topic[last];
             self.count[i] = self.count[last];
-            self.meta[d][1] -= 1;
+            self.meta[v][1] -= 1;
         }
     }
 
-    /// Adds one to the `i`-th entry of row `d` (a topic drawn from the row itself).
+    /// Adds one to the `i`-th entry of row `v` (a topic drawn from the row itself).
     #[inline]
-    fn increment_at(&mut self, d: usize, i: usize) {
-        self.count[self.meta[d][0] as usize + i] += 1;
+    fn increment_at(&mut self, v: usize, i: usize) {
+        self.count[self.meta[v][0] as usize + i] += 1;
     }
 
     #[inline]
-    fn increment(&mut self, d: usize, k: u16) {
-        let [s, n] = self.meta[d];
+    fn increment(&mut self, v: usize, k: u16) {
+        let [s, n] = self.meta[v];
         let (s, n) = (s as usize, n as usize);
         if let Some(i) = find_topic(&self.topic[s..s + n], k) {
             self.count[s + i] += 1;
         } else {
             self.topic[s + n] = k;
             self.count[s + n] = 1;
-            self.meta[d][1] += 1;
+            self.meta[v][1] += 1;
         }
     }
 }
 
-/// Position of topic `k` in a document row. SSE2 (part of the x86_64 baseline) compares eight
-/// topics per instruction; rows are short but scanned twice per token, so this matters.
+/// Position of topic `k` in a sparse row. SSE2 (part of the x86_64 baseline) compares eight
+/// topics per instruction; rows are short but searched on every token, so this matters.
 #[inline(always)]
 fn find_topic(row: &[u16], k: u16) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
@@ -178,32 +168,29 @@ fn prefetch<T>(slice: &[T], i: usize) {
     let _ = (slice, i);
 }
 
-/// How many tokens ahead the sweep asks for document rows (the row's `meta` twice as far ahead).
+/// How many tokens ahead the sweep asks for word rows (the row's `meta` twice as far ahead).
 const PREFETCH_AHEAD: usize = 4;
 
-/// Reusable per-partition buffers.
+/// Reusable per-partition buffers, all K long.
 pub struct Scratch {
-    word_row: Vec<u32>,
-    in_nonzeros: Vec<bool>,
-    nonzeros: Vec<u16>,
-    /// For a word with a dense branch: `q[k] = (B_vk + β)·s_k`, the p*(k) of CuLDA_CGS §6.1.3 that
-    /// every token of the word multiplies by A_dk.
-    q: Vec<f64>,
-    word_part: BlockedSums,
-    weights: Vec<f64>,
-    /// p₁'s terms for the current token.
+    /// The current document's row A_d, dense (zero outside the document).
+    doc_count: Vec<u32>,
+    /// Non-zero topics of the current document, and each topic's position in that list.
+    doc_nonzeros: Vec<u16>,
+    doc_pos: Vec<u32>,
+    /// c_k = (A_dk + α)·s_k for the current document: q's coefficients (SparseLDA's cache).
+    coef: Vec<f64>,
+    /// q's terms for the current token.
     terms: Vec<f64>,
 }
 
 impl Scratch {
     pub fn new(k: usize) -> Self {
         Self {
-            word_row: vec![0; k],
-            in_nonzeros: vec![false; k],
-            nonzeros: Vec::new(),
-            q: vec![0.0; k],
-            word_part: BlockedSums::default(),
-            weights: vec![0.0; k],
+            doc_count: vec![0; k],
+            doc_nonzeros: Vec::with_capacity(k),
+            doc_pos: vec![0; k],
+            coef: vec![0.0; k],
             terms: vec![0.0; k],
         }
     }
@@ -213,11 +200,13 @@ impl Scratch {
 pub struct Shared<'a> {
     pub word_topics: &'a WordTopics,
     pub doc_starts: &'a [u64],
+    /// Word of every token of the corpus, in corpus order.
+    pub tokens: &'a [u32],
     pub alpha: f64,
     pub beta: f64,
 }
 
-/// One exact Gibbs sweep over partition `p` in PDOW order, updating `z_part` in place.
+/// One exact Gibbs sweep over partition `p` in document order, updating `z_part` in place.
 pub fn sweep_partition(
     p: &Partition,
     z_part: &mut [u16],
@@ -230,164 +219,162 @@ pub fn sweep_partition(
     let k_topics = b.num_topics as usize;
     let (alpha, beta) = (shared.alpha, shared.beta);
     let v_beta = b.num_words() as f64 * beta;
-    let mut docs = DocRows::build(p, shared.doc_starts, z_part, k_topics);
+    let mut words = WordRows::build(p, b);
+    let tokens = &shared.tokens[p.token_start as usize..p.token_start as usize + p.num_tokens];
     // Partition-local n_k: the global totals plus this partition's changes so far.
     let mut nk: Vec<i64> = b.totals.iter().map(|&n| n as i64).collect();
     let mut s: Vec<f64> = nk.iter().map(|&n| 1.0 / (n as f64 + v_beta)).collect();
     let mut smoothing =
         BlockedSums::from_weights(&s.iter().map(|&x| alpha * beta * x).collect::<Vec<_>>());
+    let Scratch {
+        doc_count,
+        doc_nonzeros,
+        doc_pos,
+        coef,
+        terms,
+    } = scratch;
+    let doc_count = &mut doc_count[..k_topics];
+    let coef = &mut coef[..k_topics];
+    for (c, &sk) in coef.iter_mut().zip(&s) {
+        *c = alpha * sk;
+    }
     let gen = Philox4x32::new(seed);
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::is_x86_feature_detected!("avx2");
-    let n_entries = p.token_doc.len();
-    for e in 0..(2 * PREFETCH_AHEAD).min(n_entries) {
-        prefetch(&docs.meta, p.token_doc[e] as usize);
+    let n_tokens = tokens.len();
+    for &v in tokens.iter().take(2 * PREFETCH_AHEAD) {
+        prefetch(&words.meta, v as usize);
     }
 
-    for (wi, &w) in p.words.iter().enumerate() {
-        let range = p.word_range(wi);
-        let (wt, wc) = b.row(w);
-        scratch.nonzeros.clear();
-        for (&k, &c) in wt.iter().zip(wc) {
-            scratch.word_row[k as usize] = c;
-            scratch.in_nonzeros[k as usize] = true;
-            scratch.nonzeros.push(k);
-        }
-        // Dense branch (p*(k) cache and O(1)-update word part) when its O(K) build pays for
-        // itself over the word's tokens; otherwise both are computed from the row's non-zeros.
-        let dense = (range.len() as f64) * (wt.len() as f64) > 2.0 * k_topics as f64;
-        if dense {
-            for (((q, wgt), &c), &sk) in scratch
-                .q
-                .iter_mut()
-                .zip(scratch.weights.iter_mut())
-                .zip(&scratch.word_row)
-                .zip(&s)
-            {
-                *q = (c as f64 + beta) * sk;
-                *wgt = alpha * c as f64 * sk;
+    for d in p.docs.clone() {
+        let a = (shared.doc_starts[d] - p.token_start) as usize;
+        let e = (shared.doc_starts[d + 1] - p.token_start) as usize;
+        // The document's row, its coefficients and its r bucket r = β·Σ A_dk·s_k.
+        doc_nonzeros.clear();
+        for &k in &z_part[a..e] {
+            let k = k as usize;
+            if doc_count[k] == 0 {
+                doc_pos[k] = doc_nonzeros.len() as u32;
+                doc_nonzeros.push(k as u16);
             }
-            scratch.word_part.rebuild(&scratch.weights[..k_topics]);
+            doc_count[k] += 1;
         }
+        let mut r = 0.0;
+        for &k in doc_nonzeros.iter() {
+            let (k, c) = (k as usize, doc_count[k as usize] as f64);
+            coef[k] = (c + alpha) * s[k];
+            r += c * s[k];
+        }
+        r *= beta;
 
-        for e in range {
+        for i in a..e {
             // Rows two and one prefetch distances ahead: their meta, then their entries.
-            if e + 2 * PREFETCH_AHEAD < n_entries {
-                prefetch(&docs.meta, p.token_doc[e + 2 * PREFETCH_AHEAD] as usize);
-                prefetch(z_part, p.token_src[e + 2 * PREFETCH_AHEAD] as usize);
+            if i + 2 * PREFETCH_AHEAD < n_tokens {
+                prefetch(&words.meta, tokens[i + 2 * PREFETCH_AHEAD] as usize);
             }
-            if e + PREFETCH_AHEAD < n_entries {
-                docs.prefetch(p.token_doc[e + PREFETCH_AHEAD] as usize);
+            if i + PREFETCH_AHEAD < n_tokens {
+                words.prefetch(tokens[i + PREFETCH_AHEAD] as usize);
             }
-            let src = p.token_src[e] as usize;
-            let d = p.token_doc[e] as usize;
+            let v = tokens[i] as usize;
             // Remove the token from every count (the ¬ in the conditional).
-            let old = z_part[src];
+            let old = z_part[i];
             let o = old as usize;
-            docs.decrement(d, old);
-            scratch.word_row[o] -= 1;
+            let c_old = doc_count[o];
+            r -= beta * c_old as f64 * s[o];
+            doc_count[o] = c_old - 1;
+            if c_old == 1 {
+                let at = doc_pos[o] as usize;
+                let last = doc_nonzeros.pop().expect("token's topic in its document row");
+                if at < doc_nonzeros.len() {
+                    doc_nonzeros[at] = last;
+                    doc_pos[last as usize] = at as u32;
+                }
+            }
+            words.decrement(v, old);
             nk[o] -= 1;
             s[o] = 1.0 / (nk[o] as f64 + v_beta);
             smoothing.set(o, alpha * beta * s[o]);
-            if dense {
-                let c = scratch.word_row[o] as f64;
-                scratch.q[o] = (c + beta) * s[o];
-                scratch.word_part.set(o, alpha * c * s[o]);
-            }
+            r += beta * (c_old - 1) as f64 * s[o];
+            coef[o] = ((c_old - 1) as f64 + alpha) * s[o];
 
-            // p₁ over the document's non-zeros, into a preallocated buffer.
-            let (dt, dc) = docs.row(d);
-            let terms = &mut scratch.terms[..dt.len()];
-            let p1 = if dense {
-                let q = &scratch.q[..k_topics];
-                #[cfg(target_arch = "x86_64")]
-                if avx2 {
-                    // SAFETY: AVX2 was detected; every topic in the row is below K = q.len().
-                    unsafe { p1_terms_avx2(terms, dt, dc, q) }
-                } else {
-                    p1_terms(terms, dt, dc, |k| q[k])
-                }
-                #[cfg(not(target_arch = "x86_64"))]
-                p1_terms(terms, dt, dc, |k| q[k])
+            // q over the word's non-zeros, into a preallocated buffer.
+            let (wt, wc) = words.row(v);
+            let terms = &mut terms[..wt.len()];
+            #[cfg(target_arch = "x86_64")]
+            let q = if avx2 {
+                // SAFETY: AVX2 was detected; every topic in the row is below K = coef.len().
+                unsafe { row_terms_avx2(terms, wt, wc, coef) }
             } else {
-                let word_row = &scratch.word_row[..];
-                p1_terms(terms, dt, dc, |k| (word_row[k] as f64 + beta) * s[k])
+                row_terms(terms, wt, wc, |k| coef[k])
             };
-            let word_total = if dense {
-                scratch.word_part.total()
+            #[cfg(not(target_arch = "x86_64"))]
+            let q = row_terms(terms, wt, wc, |k| coef[k]);
+            // Rounding in the running sum may leave a tiny r for an emptied row.
+            let r_total = if doc_nonzeros.is_empty() {
+                0.0
             } else {
-                scratch
-                    .nonzeros
-                    .iter()
-                    .map(|&k| alpha * scratch.word_row[k as usize] as f64 * s[k as usize])
-                    .sum()
+                r.max(0.0)
             };
             let smooth_total = smoothing.total();
-            let u =
-                CounterRng::first_f64(&gen, Stream::Train, iteration, p.token_start + src as u64);
-            let x = u * (p1 + word_total + smooth_total);
-            let mut row_index = None;
-            let new = if x < p1 {
-                let i = pick_term(&scratch.terms[..dt.len()], x);
-                row_index = Some(i);
-                dt[i]
-            } else if x - p1 < word_total {
-                let y = x - p1;
-                if dense {
-                    scratch.word_part.sample(y) as u16
-                } else {
-                    let mut acc = 0.0;
-                    let mut pick = None;
-                    for &k in &scratch.nonzeros {
-                        let wgt = alpha * scratch.word_row[k as usize] as f64 * s[k as usize];
-                        if wgt > 0.0 {
-                            acc += wgt;
-                            pick = Some(k);
-                            if acc > y {
-                                break;
-                            }
-                        }
+            let u = CounterRng::first_f64(&gen, Stream::Train, iteration, p.token_start + i as u64);
+            let x = u * (q + r_total + smooth_total);
+            let mut word_index = None;
+            let new = if x < q {
+                let j = pick_term(terms, x);
+                word_index = Some(j);
+                wt[j]
+            } else if x - q < r_total {
+                let mut y = (x - q) / beta;
+                let mut pick = doc_nonzeros[doc_nonzeros.len() - 1];
+                for &k in doc_nonzeros.iter() {
+                    let t = doc_count[k as usize] as f64 * s[k as usize];
+                    if y < t {
+                        pick = k;
+                        break;
                     }
-                    pick.expect("word part has positive mass")
+                    y -= t;
                 }
+                pick
             } else {
-                smoothing.sample((x - p1 - word_total).min(smooth_total)) as u16
+                smoothing.sample((x - q - r_total).min(smooth_total)) as u16
             };
 
             // Add the token back under its new topic.
             let n = new as usize;
-            match row_index {
-                Some(i) => docs.increment_at(d, i),
-                None => docs.increment(d, new),
+            match word_index {
+                Some(j) => words.increment_at(v, j),
+                None => words.increment(v, new),
             }
-            if scratch.word_row[n] == 0 && !scratch.in_nonzeros[n] {
-                scratch.in_nonzeros[n] = true;
-                scratch.nonzeros.push(new);
+            let c_new = doc_count[n];
+            if c_new == 0 {
+                doc_pos[n] = doc_nonzeros.len() as u32;
+                doc_nonzeros.push(new);
             }
-            scratch.word_row[n] += 1;
+            r -= beta * c_new as f64 * s[n];
+            doc_count[n] = c_new + 1;
             nk[n] += 1;
             s[n] = 1.0 / (nk[n] as f64 + v_beta);
             smoothing.set(n, alpha * beta * s[n]);
-            if dense {
-                let c = scratch.word_row[n] as f64;
-                scratch.q[n] = (c + beta) * s[n];
-                scratch.word_part.set(n, alpha * c * s[n]);
-            }
-            z_part[src] = new;
+            r += beta * (c_new + 1) as f64 * s[n];
+            coef[n] = ((c_new + 1) as f64 + alpha) * s[n];
+            z_part[i] = new;
         }
-        for &k in &scratch.nonzeros {
-            scratch.word_row[k as usize] = 0;
-            scratch.in_nonzeros[k as usize] = false;
+        // Leave the scratch row empty and the coefficients at α·s_k for the next document.
+        for &k in doc_nonzeros.iter() {
+            let k = k as usize;
+            doc_count[k] = 0;
+            coef[k] = alpha * s[k];
         }
     }
 }
 
-/// Writes `A_dk · q(k)` for every non-zero of a document row into `terms` and returns their sum:
-/// the p₁ branch of CuLDA_CGS Eq. 7. The products are independent, so four partial sums keep the
-/// additions from forming one long dependency chain; the rarer search walks the terms only as far
-/// as the draw needs ([`pick_term`]).
+/// Writes `count_i · coef(topic_i)` for every non-zero of a sparse row into `terms` and returns
+/// their sum: the q bucket of SparseLDA (Yao et al. 2009, §3), Σ_k B_vk·(A_dk + α)·s_k over the
+/// word's row. The products are independent, so four partial sums keep the additions from
+/// forming one long dependency chain; the rarer search walks the terms only as far as the draw
+/// needs ([`pick_term`]).
 #[inline(always)]
-fn p1_terms(terms: &mut [f64], topics: &[u16], counts: &[u32], q: impl Fn(usize) -> f64) -> f64 {
+fn row_terms(terms: &mut [f64], topics: &[u16], counts: &[u32], q: impl Fn(usize) -> f64) -> f64 {
     for ((t, &k), &c) in terms.iter_mut().zip(topics).zip(counts) {
         *t = c as f64 * q(k as usize);
     }
@@ -402,12 +389,12 @@ fn p1_terms(terms: &mut [f64], topics: &[u16], counts: &[u32], q: impl Fn(usize)
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
-/// [`p1_terms`] for the dense branch with AVX2: four `q[k]` gathered per instruction. The caller
+/// [`row_terms`] with AVX2: four coefficients gathered per instruction. The caller
 /// checks that the CPU has AVX2; every topic must be below `q.len()` (the gather is unchecked),
 /// which holds because assignments are validated against K when they are made or loaded.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn p1_terms_avx2(terms: &mut [f64], topics: &[u16], counts: &[u32], q: &[f64]) -> f64 {
+unsafe fn row_terms_avx2(terms: &mut [f64], topics: &[u16], counts: &[u32], q: &[f64]) -> f64 {
     use std::arch::x86_64::*;
     let n = topics.len();
     debug_assert!(counts.len() == n && terms.len() == n);
@@ -464,12 +451,12 @@ mod tests {
     }
 
     #[test]
-    fn p1_terms_sum_and_pick() {
+    fn row_terms_sum_and_pick() {
         let q = [0.5, 2.0, 1.0, 4.0, 0.25];
         let topics = [4u16, 0, 3, 1, 2];
         let counts = [4u32, 2, 1, 1, 3];
         let mut terms = [0.0; 5];
-        let p1 = p1_terms(&mut terms, &topics, &counts, |k| q[k]);
+        let p1 = row_terms(&mut terms, &topics, &counts, |k| q[k]);
         assert_eq!(terms, [1.0, 1.0, 4.0, 2.0, 3.0]);
         assert_eq!(p1, 11.0);
         assert_eq!(pick_term(&terms, 0.0), 0);
@@ -493,9 +480,9 @@ mod tests {
             let topics: Vec<u16> = (0..n).map(|_| rng.below(1000) as u16).collect();
             let counts: Vec<u32> = (0..n).map(|_| 1 + rng.below(500)).collect();
             let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
-            let sa = p1_terms(&mut a, &topics, &counts, |k| q[k]);
+            let sa = row_terms(&mut a, &topics, &counts, |k| q[k]);
             // SAFETY: AVX2 detected above; topics are below q.len().
-            let sb = unsafe { p1_terms_avx2(&mut b, &topics, &counts, &q) };
+            let sb = unsafe { row_terms_avx2(&mut b, &topics, &counts, &q) };
             assert_eq!(sa.to_bits(), sb.to_bits());
             assert_eq!(a, b);
         }
