@@ -276,5 +276,8 @@ fn cgs_samples_the_exact_collapsed_posterior_on_a_tiny_corpus() {
         .sum::<f64>()
         / 2.0;
     eprintln!("total variation distance to the exact posterior: {tv:.4}");
-    assert!(tv < 0.05, "cgs does not sample the collapsed posterior: TV {tv}");
+    assert!(
+        tv < 0.05,
+        "cgs does not sample the collapsed posterior: TV {tv}"
+    );
 }
