@@ -40,13 +40,21 @@ use topos_sampling::{BlockedSums, CounterRng, Philox4x32, Stream};
 /// counts B plus the partition's changes. Row `v` has room for min(K, nnz(B_v) + the partition's
 /// tokens of `v`) entries, since each of those tokens can add at most one topic to it.
 ///
+/// Rows are padded to a multiple of four entries with the topic K, whose coefficient is zero
+/// (see [`Scratch::coef`]): the q pass then runs in whole AVX2 steps with no scalar tail, whose
+/// variable length cost a mispredicted branch per token, and padding can never match a topic.
 /// A row's start and length sit side by side (`meta[v]`) so that finding a row is one cache line.
 struct WordRows {
     /// (start, len) of every row; words absent from the partition have an empty row.
     meta: Vec<[u32; 2]>,
     topic: Vec<u16>,
     count: Vec<u32>,
+    /// The padding topic, K.
+    pad: u16,
 }
+
+/// Rows are processed four entries at a time.
+const STEP: usize = 4;
 
 impl WordRows {
     fn build(p: &Partition, b: &WordTopics) -> Self {
@@ -56,13 +64,16 @@ impl WordRows {
         for (wi, &w) in p.words.iter().enumerate() {
             let (wt, _) = b.row(w);
             meta[w as usize] = [cap as u32, wt.len() as u32];
-            cap += (wt.len() + p.word_range(wi).len()).min(k);
+            cap += (wt.len() + p.word_range(wi).len())
+                .min(k)
+                .next_multiple_of(STEP);
         }
         assert!(
             cap <= u32::MAX as usize,
             "partition word rows exceed 2^32 entries"
         );
-        let mut topic = vec![0u16; cap];
+        let pad = u16::try_from(k).expect("K ≤ 65,535");
+        let mut topic = vec![pad; cap];
         let mut count = vec![0u32; cap];
         for &w in &p.words {
             let (wt, wc) = b.row(w);
@@ -70,13 +81,19 @@ impl WordRows {
             topic[s..s + wt.len()].copy_from_slice(wt);
             count[s..s + wt.len()].copy_from_slice(wc);
         }
-        Self { meta, topic, count }
+        Self {
+            meta,
+            topic,
+            count,
+            pad,
+        }
     }
 
+    /// Row `v` with its padding (a multiple of [`STEP`] entries).
     #[inline]
-    fn row(&self, v: usize) -> (&[u16], &[u32]) {
+    fn padded_row(&self, v: usize) -> (&[u16], &[u32]) {
         let [s, n] = self.meta[v];
-        let (s, e) = (s as usize, (s + n) as usize);
+        let (s, e) = (s as usize, s as usize + (n as usize).next_multiple_of(STEP));
         (&self.topic[s..e], &self.count[s..e])
     }
 
@@ -88,27 +105,14 @@ impl WordRows {
         prefetch(&self.count, s);
     }
 
+    /// The count of the `i`-th entry of row `v`; it may be left at zero for a moment (a zero
+    /// count adds nothing to q) until [`WordRows::remove_if_empty`].
     #[inline]
-    fn decrement(&mut self, v: usize, k: u16) {
-        let [s, n] = self.meta[v];
-        let (s, n) = (s as usize, n as usize);
-        let i = s + find_topic(&self.topic[s..s + n], k)
-            .expect("token's topic missing from its word row");
-        self.count[i] -= 1;
-        if self.count[i] == 0 {
-            let last = s + n - 1;
-            self.topic[i] = self.topic[last];
-            self.count[i] = self.count[last];
-            self.meta[v][1] -= 1;
-        }
+    fn count_at(&mut self, v: usize, i: usize) -> &mut u32 {
+        &mut self.count[self.meta[v][0] as usize + i]
     }
 
-    /// Adds one to the `i`-th entry of row `v` (a topic drawn from the row itself).
-    #[inline]
-    fn increment_at(&mut self, v: usize, i: usize) {
-        self.count[self.meta[v][0] as usize + i] += 1;
-    }
-
+    /// Adds one to topic `k` of row `v`, appending it if absent.
     #[inline]
     fn increment(&mut self, v: usize, k: u16) {
         let [s, n] = self.meta[v];
@@ -119,6 +123,21 @@ impl WordRows {
             self.topic[s + n] = k;
             self.count[s + n] = 1;
             self.meta[v][1] += 1;
+        }
+    }
+
+    /// Drops the `i`-th entry of row `v` if its count is zero: the last entry takes its place
+    /// and the last slot becomes padding.
+    #[inline]
+    fn remove_if_empty(&mut self, v: usize, i: usize) {
+        let [s, n] = self.meta[v];
+        let (i, last) = (s as usize + i, (s + n - 1) as usize);
+        if self.count[i] == 0 {
+            self.topic[i] = self.topic[last];
+            self.count[i] = self.count[last];
+            self.topic[last] = self.pad;
+            self.count[last] = 0;
+            self.meta[v][1] -= 1;
         }
     }
 }
@@ -178,7 +197,8 @@ pub struct Scratch {
     /// Non-zero topics of the current document, and each topic's position in that list.
     doc_nonzeros: Vec<u16>,
     doc_pos: Vec<u32>,
-    /// c_k = (A_dk + α)·s_k for the current document: q's coefficients (SparseLDA's cache).
+    /// c_k = (A_dk + α)·s_k for the current document: q's coefficients (SparseLDA's cache),
+    /// K + 1 long: `coef[K]` stays 0, the coefficient of word rows' padding.
     coef: Vec<f64>,
     /// q's running sums for the current token.
     terms: Vec<f64>,
@@ -190,8 +210,8 @@ impl Scratch {
             doc_count: vec![0; k],
             doc_nonzeros: Vec::with_capacity(k),
             doc_pos: vec![0; k],
-            coef: vec![0.0; k],
-            terms: vec![0.0; k],
+            coef: vec![0.0; k + 1],
+            terms: vec![0.0; k.next_multiple_of(STEP)],
         }
     }
 }
@@ -234,10 +254,11 @@ pub fn sweep_partition(
         terms,
     } = scratch;
     let doc_count = &mut doc_count[..k_topics];
-    let coef = &mut coef[..k_topics];
+    let coef = &mut coef[..k_topics + 1];
     for (c, &sk) in coef.iter_mut().zip(&s) {
         *c = alpha * sk;
     }
+    coef[k_topics] = 0.0;
     let gen = Philox4x32::new(seed);
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::is_x86_feature_detected!("avx2");
@@ -292,25 +313,26 @@ pub fn sweep_partition(
                     doc_pos[last as usize] = at as u32;
                 }
             }
-            words.decrement(v, old);
             nk[o] -= 1;
             s[o] = 1.0 / (nk[o] as f64 + v_beta);
             smoothing.set(o, alpha * beta * s[o]);
             r += beta * (c_old - 1) as f64 * s[o];
             coef[o] = ((c_old - 1) as f64 + alpha) * s[o];
 
-            // q over the word's non-zeros, as running sums in a preallocated buffer.
-            let (wt, wc) = words.row(v);
+            // q over the word's non-zeros with the token's own count left out at o, as running
+            // sums in a preallocated buffer; the same pass finds o in the row.
+            let (wt, wc) = words.padded_row(v);
             let prefix = &mut terms[..wt.len()];
             #[cfg(target_arch = "x86_64")]
-            let q = if avx2 {
-                // SAFETY: AVX2 was detected; every topic in the row is below K = coef.len().
-                unsafe { row_prefix_avx2(prefix, wt, wc, coef) }
+            let (q, j_o) = if avx2 {
+                // SAFETY: AVX2 was detected; every topic in the row is at most K < coef.len(),
+                // and the row's length is a multiple of four.
+                unsafe { row_prefix_avx2(prefix, wt, wc, coef, old) }
             } else {
-                row_prefix(prefix, wt, wc, |k| coef[k])
+                row_prefix(prefix, wt, wc, |k| coef[k], old)
             };
             #[cfg(not(target_arch = "x86_64"))]
-            let q = row_prefix(prefix, wt, wc, |k| coef[k]);
+            let (q, j_o) = row_prefix(prefix, wt, wc, |k| coef[k], old);
             // Rounding in the running sum may leave a tiny r for an emptied row.
             let r_total = if doc_nonzeros.is_empty() {
                 0.0
@@ -351,10 +373,13 @@ pub fn sweep_partition(
 
             // Add the token back under its new topic.
             let n = new as usize;
+            *words.count_at(v, j_o) -= 1;
             match word_index {
-                Some(j) => words.increment_at(v, j),
+                Some(j) => *words.count_at(v, j) += 1,
                 None => words.increment(v, new),
             }
+            // After the increment, which may append: o's entry moves only if it emptied.
+            words.remove_if_empty(v, j_o);
             let c_new = doc_count[n];
             if c_new == 0 {
                 doc_pos[n] = doc_nonzeros.len() as u32;
@@ -378,63 +403,88 @@ pub fn sweep_partition(
     }
 }
 
-/// Writes the running sums of `count_i · coef(topic_i)` over a sparse row into `prefix` and
-/// returns the total: the q bucket of SparseLDA (Yao et al. 2009, §3), Σ_k B_vk·(A_dk + α)·s_k
-/// over the word's row. Running sums, not terms, so that the draw ([`pick_prefix`]) is a count
-/// of the sums at or below the uniform, with no data-dependent branch: the scan that stopped at
-/// the drawn term mispredicted its exit on nearly every token (12% of the sweep in `perf`).
+/// Writes the running sums of `count'_i · coef(topic_i)` over a padded word row into `prefix`
+/// and returns the total and the position of topic `o`, where count' is the count less one at
+/// `o` (the token being resampled: the ¬ of the conditional). The total is the q bucket of
+/// SparseLDA (Yao et al. 2009, §3), Σ_k B¬_vk·(A¬_dk + α)·s_k over the word's row. Leaving the
+/// token out here, in the pass that reads the row anyway, replaces a separate search for `o`.
 ///
-/// The sums are formed four at a time in the order of [`row_prefix_avx2`]'s in-register scan
-/// (a, a+b, (b+c)+a, (c+d)+(a+b), each plus the sum before the four), so both give the same bits
-/// and the model does not depend on the CPU.
+/// Running sums, not terms, so that the draw ([`pick_prefix`]) is a count of the sums at or
+/// below the uniform, with no data-dependent branch (the scan that stopped at the drawn term
+/// mispredicted its exit on nearly every token: 12% of the sweep in `perf`). The sums are formed
+/// four at a time in the order of [`row_prefix_avx2`]'s in-register scan (a, a+b, (b+c)+a,
+/// (c+d)+(a+b), each plus the sum before the four), so both give the same bits and the model does
+/// not depend on the CPU. The row's length must be a multiple of four, and `o` in it once.
 #[inline(always)]
 fn row_prefix(
     prefix: &mut [f64],
     topics: &[u16],
     counts: &[u32],
     coef: impl Fn(usize) -> f64,
-) -> f64 {
-    let n = topics.len();
-    let term = |i: usize| counts[i] as f64 * coef(topics[i] as usize);
+    o: u16,
+) -> (f64, usize) {
+    debug_assert!(topics.len() % STEP == 0);
+    let mut j_o = 0;
     let mut carry = 0.0;
-    let mut i = 0;
-    while i + 4 <= n {
-        let (a, b, c, d) = (term(i), term(i + 1), term(i + 2), term(i + 3));
+    for (i, p) in prefix.chunks_exact_mut(STEP).enumerate() {
+        let term = |j: usize| {
+            let (t, c) = (topics[4 * i + j], counts[4 * i + j]);
+            (c as i32 - i32::from(t == o)) as f64 * coef(t as usize)
+        };
+        for j in 0..STEP {
+            if topics[4 * i + j] == o {
+                j_o = 4 * i + j;
+            }
+        }
+        let (a, b, c, d) = (term(0), term(1), term(2), term(3));
         let ab = a + b;
-        let scan = [a, ab, (b + c) + a, (c + d) + ab];
-        for (p, x) in prefix[i..i + 4].iter_mut().zip(scan) {
+        for (p, x) in p.iter_mut().zip([a, ab, (b + c) + a, (c + d) + ab]) {
             *p = x + carry;
         }
-        carry = prefix[i + 3];
-        i += 4;
+        carry = p[3];
     }
-    while i < n {
-        carry += term(i);
-        prefix[i] = carry;
-        i += 1;
-    }
-    carry
+    (carry, j_o)
 }
 
 /// [`row_prefix`] with AVX2: four coefficients gathered per instruction and scanned in two
 /// shift-and-add steps, so the only serial chain is one add per four terms. The caller checks
-/// that the CPU has AVX2; every topic must be below `coef.len()` (the gather is unchecked), which
-/// holds because assignments are validated against K when they are made or loaded.
+/// that the CPU has AVX2; every topic must be below `coef.len()` (the gather is unchecked),
+/// which holds because assignments are validated against K when they are made or loaded and
+/// padding is K, and the row's length must be a multiple of four.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn row_prefix_avx2(prefix: &mut [f64], topics: &[u16], counts: &[u32], coef: &[f64]) -> f64 {
+unsafe fn row_prefix_avx2(
+    prefix: &mut [f64],
+    topics: &[u16],
+    counts: &[u32],
+    coef: &[f64],
+    o: u16,
+) -> (f64, usize) {
     use std::arch::x86_64::*;
     let n = topics.len();
-    debug_assert!(counts.len() == n && prefix.len() == n);
+    debug_assert!(counts.len() == n && prefix.len() == n && n % STEP == 0);
     debug_assert!(topics.iter().all(|&k| (k as usize) < coef.len()));
     let zero = _mm256_setzero_pd();
+    let ov = _mm_set1_epi32(i32::from(o));
     let mut carry = zero;
+    let mut j_o = 0usize;
     let mut i = 0;
-    while i + 4 <= n {
+    while i < n {
         let t = _mm_loadl_epi64(topics.as_ptr().add(i) as *const __m128i);
         let idx = _mm_cvtepu16_epi32(t);
         let cv = _mm256_i32gather_pd::<8>(coef.as_ptr(), idx);
-        let c = _mm_loadu_si128(counts.as_ptr().add(i) as *const __m128i);
+        // All ones (−1) where the topic is o: the count less one there.
+        let is_o = _mm_cmpeq_epi32(idx, ov);
+        let c = _mm_add_epi32(
+            _mm_loadu_si128(counts.as_ptr().add(i) as *const __m128i),
+            is_o,
+        );
+        let m = _mm_movemask_ps(_mm_castsi128_ps(is_o)) as u32;
+        j_o = if m != 0 {
+            i + m.trailing_zeros() as usize
+        } else {
+            j_o
+        };
         let x = _mm256_mul_pd(_mm256_cvtepi32_pd(c), cv); // [a, b, c, d]
                                                           // [0, a, b, c], then [a, a+b, b+c, c+d]
         let x1 = _mm256_blend_pd::<0b0001>(_mm256_permute4x64_pd::<0b10_01_00_00>(x), zero);
@@ -445,43 +495,39 @@ unsafe fn row_prefix_avx2(prefix: &mut [f64], topics: &[u16], counts: &[u32], co
         let sums = _mm256_add_pd(scan, carry);
         _mm256_storeu_pd(prefix.as_mut_ptr().add(i), sums);
         carry = _mm256_permute4x64_pd::<0b11_11_11_11>(sums);
-        i += 4;
+        i += STEP;
     }
-    let mut carry = _mm256_cvtsd_f64(carry);
-    while i < n {
-        carry += counts[i] as f64 * coef[topics[i] as usize];
-        prefix[i] = carry;
-        i += 1;
-    }
-    carry
+    (_mm256_cvtsd_f64(carry), j_o)
 }
 
 /// The index drawn by `x` in [0, total) from running sums: the number of sums at or below `x`
 /// (the last index if rounding leaves `x` at or beyond the total). Counting, rather than
 /// searching, gives the same answer even where rounding makes two neighbouring sums step down
-/// by an ulp, and has no branch that depends on the draw.
+/// by an ulp, and has no branch that depends on the draw. Padding repeats the total, so for
+/// `x` below the total it is never drawn.
 #[inline(always)]
 fn pick_prefix(prefix: &[f64], x: f64) -> usize {
     let below = prefix.iter().filter(|&&p| p <= x).count();
     below.min(prefix.len() - 1)
 }
 
-/// [`pick_prefix`] four sums per comparison. The caller checks that the CPU has AVX2.
+/// [`pick_prefix`] four sums per comparison, for a length that is a multiple of four. The caller
+/// checks that the CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn pick_prefix_avx2(prefix: &[f64], x: f64) -> usize {
     use std::arch::x86_64::*;
     let n = prefix.len();
+    debug_assert!(n % STEP == 0);
     let xv = _mm256_set1_pd(x);
     let mut below = 0u32;
     let mut i = 0;
-    while i + 4 <= n {
+    while i < n {
         let p = _mm256_loadu_pd(prefix.as_ptr().add(i));
         below += (_mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LE_OQ>(p, xv)) as u32).count_ones();
-        i += 4;
+        i += STEP;
     }
-    let below = below as usize + prefix[i..].iter().filter(|&&p| p <= x).count();
-    below.min(n - 1)
+    (below as usize).min(n - 1)
 }
 
 #[cfg(test)]
@@ -499,21 +545,22 @@ mod tests {
     }
 
     #[test]
-    fn row_prefix_sums_and_pick() {
-        let q = [0.5, 2.0, 1.0, 4.0, 0.25];
-        let topics = [4u16, 0, 3, 1, 2];
-        let counts = [4u32, 2, 1, 1, 3];
-        let mut prefix = [0.0; 5];
-        let total = row_prefix(&mut prefix, &topics, &counts, |k| q[k]);
-        // Terms 1, 1, 4, 2, 3.
-        assert_eq!(prefix, [1.0, 2.0, 6.0, 8.0, 11.0]);
-        assert_eq!(total, 11.0);
+    fn row_prefix_leaves_out_one_count_and_picks() {
+        let q = [0.5, 2.0, 1.0, 4.0, 0.25, 0.0];
+        // Five entries and three of padding (topic K = 5); the token's topic is 1.
+        let topics = [4u16, 0, 3, 1, 2, 5, 5, 5];
+        let counts = [4u32, 2, 1, 2, 3, 0, 0, 0];
+        let mut prefix = [0.0; 8];
+        let (total, j_o) = row_prefix(&mut prefix, &topics, &counts, |k| q[k], 1);
+        // Terms 1, 1, 4, 2 (one count of topic 1 left out), 3, then padding.
+        assert_eq!(prefix, [1.0, 2.0, 6.0, 8.0, 11.0, 11.0, 11.0, 11.0]);
+        assert_eq!((total, j_o), (11.0, 3));
         assert_eq!(pick_prefix(&prefix, 0.0), 0);
         assert_eq!(pick_prefix(&prefix, 1.0), 1);
         assert_eq!(pick_prefix(&prefix, 1.5), 1);
         assert_eq!(pick_prefix(&prefix, 5.99), 2);
         assert_eq!(pick_prefix(&prefix, 10.99), 4);
-        assert_eq!(pick_prefix(&prefix, 11.5), 4);
+        assert_eq!(pick_prefix(&prefix, 11.5), 7);
     }
 
     /// The AVX2 paths add and count exactly as the portable ones, so models do not depend on the
@@ -525,18 +572,23 @@ mod tests {
             return;
         }
         let mut rng = topos_sampling::CounterRng::new(3, Stream::Synthetic, 0, 0);
-        let q: Vec<f64> = (0..1000).map(|_| rng.next_f64() * 1e-3).collect();
-        for n in 1..40 {
-            let topics: Vec<u16> = (0..n).map(|_| rng.below(1000) as u16).collect();
+        let mut q: Vec<f64> = (0..1000).map(|_| rng.next_f64() * 1e-3).collect();
+        q.push(0.0);
+        for n in (4..44).step_by(4) {
+            // Distinct topics, as in a row; K = 1000 is padding.
+            let start = rng.below(1001) as usize;
+            let topics: Vec<u16> = (0..n).map(|i| ((start + 37 * i) % 1001) as u16).collect();
             let counts: Vec<u32> = (0..n).map(|_| 1 + rng.below(500)).collect();
+            let o = topics[rng.below(n as u32) as usize];
             let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
-            let sa = row_prefix(&mut a, &topics, &counts, |k| q[k]);
+            let sa = row_prefix(&mut a, &topics, &counts, |k| q[k], o);
             // SAFETY: AVX2 detected above; topics are below q.len().
-            let sb = unsafe { row_prefix_avx2(&mut b, &topics, &counts, &q) };
-            assert_eq!(sa.to_bits(), sb.to_bits());
+            let sb = unsafe { row_prefix_avx2(&mut b, &topics, &counts, &q, o) };
+            assert_eq!((sa.0.to_bits(), sa.1), (sb.0.to_bits(), sb.1));
+            assert_eq!(topics[sa.1], o);
             assert_eq!(a, b);
             for _ in 0..50 {
-                let x = rng.next_f64() * sa * 1.01;
+                let x = rng.next_f64() * sa.0 * 1.01;
                 // SAFETY: AVX2 detected above.
                 assert_eq!(pick_prefix(&a, x), unsafe { pick_prefix_avx2(&a, x) });
             }
