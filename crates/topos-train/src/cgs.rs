@@ -202,6 +202,8 @@ pub struct Scratch {
     coef: Vec<f64>,
     /// q's running sums for the current token.
     terms: Vec<f64>,
+    /// The current document's uniforms.
+    uniforms: Vec<f64>,
 }
 
 impl Scratch {
@@ -212,6 +214,7 @@ impl Scratch {
             doc_pos: vec![0; k],
             coef: vec![0.0; k + 1],
             terms: vec![0.0; k.next_multiple_of(STEP)],
+            uniforms: Vec::new(),
         }
     }
 }
@@ -252,6 +255,7 @@ pub fn sweep_partition(
         doc_pos,
         coef,
         terms,
+        uniforms,
     } = scratch;
     let doc_count = &mut doc_count[..k_topics];
     let coef = &mut coef[..k_topics + 1];
@@ -287,6 +291,15 @@ pub fn sweep_partition(
             r += c * s[k];
         }
         r *= beta;
+        // The document's random numbers, one per token keyed by its corpus position.
+        uniforms.resize(e - a, 0.0);
+        CounterRng::fill_first_f64(
+            &gen,
+            Stream::Train,
+            iteration,
+            p.token_start + a as u64,
+            uniforms,
+        );
 
         for i in a..e {
             // Rows two and one prefetch distances ahead: their meta, then their entries.
@@ -340,7 +353,7 @@ pub fn sweep_partition(
                 r.max(0.0)
             };
             let smooth_total = smoothing.total();
-            let u = CounterRng::first_f64(&gen, Stream::Train, iteration, p.token_start + i as u64);
+            let u = uniforms[i - a];
             let x = u * (q + r_total + smooth_total);
             let mut word_index = None;
             let new = if x < q {
