@@ -29,9 +29,9 @@
 //! corpus, so its random numbers (one Philox block per token, keyed by the token's position as
 //! before) are computed together before it is sampled, four blocks per AVX2 instruction.
 //!
-//! Measured on 20 Newsgroups at K = 100, one thread (BENCHMARKS.md): about 1.7–1.9× the tokens/s
-//! of the word-order sampler after 100 iterations, with the same held-out likelihood per
-//! iteration within the spread of seeds.
+//! Measured on 20 Newsgroups, one thread (BENCHMARKS.md, 2026-11-22): 1.75× the tokens/s of the
+//! word-order sampler over the first 30 iterations and 1.9× after 100 at K = 100 (1.4× and 1.7×
+//! at K = 1,000), with the same held-out likelihood per iteration within the spread of seeds.
 //!
 //! **Parallelism (AD-LDA, Newman et al. 2009).** Documents are cut into a fixed number of
 //! partitions; each runs the exact sampler above against the word-topic counts of the start of
@@ -197,7 +197,7 @@ fn prefetch<T>(slice: &[T], i: usize) {
 /// How many tokens ahead the sweep asks for word rows (the row's `meta` twice as far ahead).
 const PREFETCH_AHEAD: usize = 4;
 
-/// Reusable per-partition buffers, all K long.
+/// Reusable per-partition buffers, about K long each.
 pub struct Scratch {
     /// The current document's row A_d, dense (zero outside the document).
     doc_count: Vec<u32>,
@@ -427,7 +427,8 @@ fn sweep<const AVX2: bool>(
                 smoothing.sample((x - q - r_total).min(smooth_total)) as u16
             };
 
-            // Add the token back under its new topic.
+            // Move the token from o to its new topic (the word row still counts it at o: the q
+            // pass only left it out).
             let n = new as usize;
             *words.count_at(v, j_o) -= 1;
             match word_index {
@@ -479,7 +480,7 @@ fn row_prefix(
     coef: impl Fn(usize) -> f64,
     o: u16,
 ) -> (f64, usize) {
-    debug_assert!(topics.len() % STEP == 0);
+    debug_assert!(topics.len().is_multiple_of(STEP));
     let mut j_o = 0;
     let mut carry = 0.0;
     for (i, p) in prefix.chunks_exact_mut(STEP).enumerate() {
@@ -518,7 +519,7 @@ unsafe fn row_prefix_avx2(
 ) -> (f64, usize) {
     use std::arch::x86_64::*;
     let n = topics.len();
-    debug_assert!(counts.len() == n && prefix.len() == n && n % STEP == 0);
+    debug_assert!(counts.len() == n && prefix.len() == n && n.is_multiple_of(STEP));
     debug_assert!(topics.iter().all(|&k| (k as usize) < coef.len()));
     let zero = _mm256_setzero_pd();
     let ov = _mm_set1_epi32(i32::from(o));
@@ -574,7 +575,7 @@ fn pick_prefix(prefix: &[f64], x: f64) -> usize {
 unsafe fn pick_prefix_avx2(prefix: &[f64], x: f64) -> usize {
     use std::arch::x86_64::*;
     let n = prefix.len();
-    debug_assert!(n % STEP == 0);
+    debug_assert!(n.is_multiple_of(STEP));
     let xv = _mm256_set1_pd(x);
     let mut below = 0u32;
     let mut i = 0;
