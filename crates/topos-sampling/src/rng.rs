@@ -114,6 +114,29 @@ impl CounterRng {
         ((hi << 26) | lo) as f64 * (1.0 / 9_007_199_254_740_992.0)
     }
 
+    /// [`CounterRng::first_f64`] for every index of `first..first + out.len()`, into `out`: the
+    /// same numbers, several blocks at a time. A sampler that visits tokens in corpus order (the
+    /// `cgs` sweep, document by document) asks for a document's numbers at once; with AVX2 four
+    /// Philox blocks are computed per instruction (32×32→64-bit multiplies on four lanes), about
+    /// a third of the cost of one block at a time, and Philox was a tenth of that sweep.
+    pub fn fill_first_f64(
+        gen: &Philox4x32,
+        stream: Stream,
+        iteration: u32,
+        first: u64,
+        out: &mut [f64],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected.
+            unsafe { fill_first_f64_avx2(gen, stream, iteration, first, out) };
+            return;
+        }
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = Self::first_f64(gen, stream, iteration, first + i as u64);
+        }
+    }
+
     /// The next uniform 32-bit word.
     #[inline]
     pub fn next_u32(&mut self) -> u32 {
@@ -183,9 +206,107 @@ impl CounterRng {
     }
 }
 
+/// [`CounterRng::fill_first_f64`] with AVX2: the Philox rounds of [`Philox4x32::block`] on four
+/// counters at once, each 32-bit word in a 64-bit lane so that `_mm256_mul_epu32` gives the full
+/// product; only the two words a 53-bit uniform needs are kept. Integer arithmetic and an exact
+/// conversion (both halves below 2^52), so the numbers are bit-identical to the scalar path.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn fill_first_f64_avx2(
+    gen: &Philox4x32,
+    stream: Stream,
+    iteration: u32,
+    first: u64,
+    out: &mut [f64],
+) {
+    use std::arch::x86_64::*;
+    let n = out.len();
+    let mut keys = [[0u32; 2]; 10];
+    keys[0] = gen.key;
+    for r in 1..10 {
+        keys[r] = [
+            keys[r - 1][0].wrapping_add(W0),
+            keys[r - 1][1].wrapping_add(W1),
+        ];
+    }
+    let lo32 = _mm256_set1_epi64x(0xFFFF_FFFF);
+    let m0 = _mm256_set1_epi64x(i64::from(M0));
+    let m1 = _mm256_set1_epi64x(i64::from(M1));
+    let c2_init = _mm256_set1_epi64x(i64::from(iteration));
+    let c3_init = _mm256_set1_epi64x(i64::from((stream as u32) << 24));
+    // 2^52 as bits and as a float: (x | bits) − 2^52 converts an integer below 2^52 exactly.
+    let magic_bits = _mm256_set1_epi64x(0x4330_0000_0000_0000);
+    let magic = _mm256_set1_pd(4_503_599_627_370_496.0);
+    let two26 = _mm256_set1_pd(67_108_864.0);
+    let scale = _mm256_set1_pd(1.0 / 9_007_199_254_740_992.0);
+    let mut i = 0;
+    while i + 4 <= n {
+        let idx = [0usize, 1, 2, 3].map(|j| first + (i + j) as u64);
+        let mut c0 = _mm256_set_epi64x(
+            i64::from(idx[3] as u32),
+            i64::from(idx[2] as u32),
+            i64::from(idx[1] as u32),
+            i64::from(idx[0] as u32),
+        );
+        let mut c1 = _mm256_set_epi64x(
+            (idx[3] >> 32) as i64,
+            (idx[2] >> 32) as i64,
+            (idx[1] >> 32) as i64,
+            (idx[0] >> 32) as i64,
+        );
+        let (mut c2, mut c3) = (c2_init, c3_init);
+        for key in &keys {
+            let k0 = _mm256_set1_epi64x(i64::from(key[0]));
+            let k1 = _mm256_set1_epi64x(i64::from(key[1]));
+            let p0 = _mm256_mul_epu32(c0, m0);
+            let p1 = _mm256_mul_epu32(c2, m1);
+            let (hi0, lo0) = (_mm256_srli_epi64::<32>(p0), _mm256_and_si256(p0, lo32));
+            let (hi1, lo1) = (_mm256_srli_epi64::<32>(p1), _mm256_and_si256(p1, lo32));
+            c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), k0);
+            c1 = lo1;
+            c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), k1);
+            c3 = lo0;
+        }
+        // (b0 >> 5) · 2^26 + (b1 >> 6), then · 2^-53, as in `first_f64`.
+        let hi = _mm256_sub_pd(
+            _mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64::<5>(c0), magic_bits)),
+            magic,
+        );
+        let lo = _mm256_sub_pd(
+            _mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64::<6>(c1), magic_bits)),
+            magic,
+        );
+        let u = _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(hi, two26), lo), scale);
+        _mm256_storeu_pd(out.as_mut_ptr().add(i), u);
+        i += 4;
+    }
+    for (j, o) in out.iter_mut().enumerate().skip(i) {
+        *o = CounterRng::first_f64(gen, stream, iteration, first + j as u64);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fill_first_f64_matches_first_f64() {
+        let gen = Philox4x32::new(0x1234_5678_9abc_def0);
+        for (first, len) in [
+            (0u64, 0usize),
+            (5, 1),
+            (7, 4),
+            (11, 13),
+            ((1 << 32) - 6, 11),
+        ] {
+            let mut out = vec![0.0; len];
+            CounterRng::fill_first_f64(&gen, Stream::Train, 9, first, &mut out);
+            for (j, &u) in out.iter().enumerate() {
+                let want = CounterRng::first_f64(&gen, Stream::Train, 9, first + j as u64);
+                assert_eq!(u.to_bits(), want.to_bits(), "index {}", first + j as u64);
+            }
+        }
+    }
 
     /// Known-answer vectors of Random123's `kat_vectors` for philox4x32_10.
     #[test]

@@ -63,8 +63,12 @@ pub fn estimate(
     ];
     items.push(("φ for held-out evaluation (4 B × V × K)", 4 * words * k));
     if algorithm == Algorithm::Cgs {
-        // Every partition being sampled holds updatable rows for its documents.
-        items.push(("CGS document rows (6 B/token)", 6 * tokens));
+        // Every partition being sampled holds updatable copies of its words' rows, with room
+        // for one new topic per token (a bound: 6 B per non-zero and per token, 8 B per word).
+        items.push((
+            "CGS partition word rows",
+            6 * tokens + threads.max(1) * (6 * nnz_word + 8 * words),
+        ));
     }
     items.sort_by_key(|i| std::cmp::Reverse(i.1));
     MemoryEstimate { items }

@@ -328,6 +328,7 @@ impl<'a> Trainer<'a> {
                     let shared = cgs::Shared {
                         word_topics,
                         doc_starts: docs.offsets(),
+                        tokens: docs.tokens(),
                         alpha: h.alpha,
                         beta: h.beta,
                     };
