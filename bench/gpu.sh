@@ -7,6 +7,7 @@
 #                                           into .devdata/ (both ignored by git, carried)
 #   device machine:  bench/gpu.sh check     GPU tests (--ignored), compute-sanitizer, 20news
 #                                           held-out LL of GPU vs CPU
+#                    bench/gpu.sh formats [K...]  word-topic counts dense against hybrid
 #                    bench/gpu.sh bench [K...]   NYTimes-shaped synthetic corpus made there,
 #                                           tokens/s (mean of iterations 1-100 and steady state)
 #                                           and held-out LL at each K; CuLDA_CGS side by side when
@@ -195,20 +196,23 @@ for l in open(sys.argv[1]):
 fi
 
 if [ "$mode" = profile ]; then
-  # Nsight Compute on the sampler (one launch in a steady iteration) and every kernel's time in
-  # one iteration, at each K given (default 1024 10000), on the NYTimes-shaped corpus.
+  # Nsight Compute on the sampler (one launch in iteration AT, default 5) and every kernel's time
+  # in that iteration, at each K given (default 1024 10000), on the NYTimes-shaped corpus, with
+  # dense word-topic counts.
   nyt
+  at=${AT:-5}
   for k in ${*:-1024 10000}; do
     parts=$([ "$k" -le 2048 ] && echo 7 || echo 1)
-    ncu --clock-control none --kernel-name sample --launch-skip $((parts * 4)) --launch-count 1 \
+    export TOPOS_GPU_WORD_TOPICS=dense
+    ncu --clock-control none --kernel-name sample --launch-skip $((parts * (at - 1))) --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis --section SchedulerStats \
-      --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-      topos train /tmp/nyt.tcorp -k "$k" --iters 6 --device cuda --eval-every 0 -q -o /tmp/prof.tmod \
+      --metrics 'dram__bytes_read.sum,dram__bytes_write.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+      topos train /tmp/nyt.tcorp -k "$k" --iters $((at + 1)) --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
       > "$WORK/ncu-sample-$k.txt" 2>&1 || tail -20 "$WORK/ncu-sample-$k.txt"
-    ncu --clock-control none --launch-skip $(((parts * 2 + 2) * 4)) --launch-count $((parts * 2 + 2)) \
+    ncu --clock-control none --launch-skip $(((parts * 2 + 2) * (at - 1))) --launch-count $((parts * 2 + 2)) \
       --metrics gpu__time_duration.sum \
-      topos train /tmp/nyt.tcorp -k "$k" --iters 6 --device cuda --eval-every 0 -q -o /tmp/prof.tmod \
+      topos train /tmp/nyt.tcorp -k "$k" --iters $((at + 1)) --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
       > "$WORK/ncu-times-$k.txt" 2>&1 || tail -20 "$WORK/ncu-times-$k.txt"
     python3 - "$WORK/ncu-times-$k.txt" "$k" <<'PY' | tee -a "$table"
 import re, sys, collections
@@ -222,25 +226,62 @@ for line in open(sys.argv[1]):
         t[name] += v * {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0, "nsecond": 1e-6}.get(unit, 1.0)
 print(f"K={sys.argv[2]} kernel ms per iteration: " + ", ".join(f"{k} {v:.2f}" for k, v in t.most_common()))
 PY
-    grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Stall|Warp Cycles Per Issued|Issued Warp|No Eligible|L1/TEX Hit|L2 Hit|Memory Throughput|Compute \(SM\)|Block Limit|stalled" \
+    grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Stall|Warp Cycles Per Issued|Issued Warp|No Eligible|L1/TEX Hit|L2 Hit|Memory Throughput|dram__bytes|Compute \(SM\)|Block Limit|stalled" \
       "$WORK/ncu-sample-$k.txt" | sed "s/^/K=$k /" | head -70 | tee -a "$table"
+    unset TOPOS_GPU_WORD_TOPICS
   done
 fi
 
+# One short run for tuning: 40 iterations (ITERS), tokens/s over the second half, no evaluation
+# (at large K the host side of each one takes longer than the GPU run). Extra environment (knobs)
+# comes in front of the call, extra train arguments after: tune_run NAME K ALGO [ARG...].
+tune_run() {
+  local name=$1 k=$2 algo=$3 iters=${ITERS:-40}
+  shift 3
+  train "$name" /tmp/nyt.tcorp -k "$k" --iters "$iters" --algo "$algo" --device cuda \
+    --eval-every $((iters / 2)) --skip-heldout --skip-train-ll --log "$WORK/$name.log" -o /tmp/tune.tmod "$@"
+  echo "mean $(field "$WORK/$name.json" tokens_per_second) tok/s	steady $(python3 -c "
+import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; t=json.load(open(sys.argv[2]))['train_tokens']
+print(f'{(l[-1][\"iteration\"]-l[0][\"iteration\"])*t/(l[-1][\"seconds\"]-l[0][\"seconds\"])/1e6:.0f}M')" "$WORK/$name.log" "$WORK/$name.json")	$(field "$WORK/$name.json" gpu_plan.format) $(field "$WORK/$name.json" gpu_plan.mode)"
+}
+
 if [ "$mode" = tune ]; then
   # Sampler compile settings against K (TOPOS_GPU_ROW_REGS / TOPOS_GPU_MIN_BLOCKS as
-  # "regs:blocks" in TUNE, default "8:4 4:6 8:5"): 40 iterations each, tokens/s over 21-40, no
-  # held-out evaluation.
+  # "regs:blocks" in TUNE, default "8:4 4:6 8:5").
   nyt
   for k in ${*:-1024}; do
     for cfg in ${TUNE:-8:4 4:6 8:5}; do
       for algo in esca cgs; do
         name=tune-$k-${cfg/:/-}-$algo
-        TOPOS_GPU_ROW_REGS=${cfg%:*} TOPOS_GPU_MIN_BLOCKS=${cfg#*:} train "$name" /tmp/nyt.tcorp -k "$k" \
-          --iters 40 --algo $algo --device cuda --eval-every 20 --skip-heldout --log "$WORK/$name.log" -o /tmp/tune.tmod
-        row "tune K=$k regs:blocks $cfg $algo	mean $(field "$WORK/$name.json" tokens_per_second) tok/s	steady 21-40 $(python3 -c "
-import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; t=json.load(open(sys.argv[2]))['train_tokens']
-print(f'{20*t/(l[-1][\"seconds\"]-l[0][\"seconds\"])/1e6:.0f}M')" "$WORK/$name.log" "$WORK/$name.json")"
+        row "tune K=$k regs:blocks $cfg $algo	$(TOPOS_GPU_ROW_REGS=${cfg%:*} TOPOS_GPU_MIN_BLOCKS=${cfg#*:} tune_run "$name" "$k" $algo)"
+      done
+    done
+  done
+fi
+
+if [ "$mode" = partitions ]; then
+  # Tokens per resident partition (PARTS, default "16000000 4294967295"), FORMATS and ALGOS as
+  # below, at each K given (default 10000).
+  nyt
+  for k in ${*:-10000}; do
+    for parts in ${PARTS:-16000000 4294967295}; do
+      for fmt in ${FORMATS:-dense hybrid}; do
+        for algo in ${ALGOS:-esca}; do
+          row "partitions K=$k $parts $fmt $algo	$(TOPOS_GPU_WORD_TOPICS=$fmt tune_run "parts-$k-$parts-$fmt-$algo" "$k" $algo --gpu-partition-tokens "$parts")	$(field "$WORK/parts-$k-$parts-$fmt-$algo.json" gpu_plan.chunks)"
+        done
+      done
+    done
+  done
+fi
+
+if [ "$mode" = formats ]; then
+  # The word-topic counts dense against hybrid (TOPOS_GPU_WORD_TOPICS; FORMATS, default
+  # "dense hybrid") at each K given (default 1024 10000), both samplers (ALGOS).
+  nyt
+  for k in ${*:-1024 10000}; do
+    for fmt in ${FORMATS:-dense hybrid}; do
+      for algo in ${ALGOS:-esca cgs}; do
+        row "format K=$k $fmt $algo	$(TOPOS_GPU_WORD_TOPICS=$fmt tune_run "format-$k-$fmt-$algo" "$k" $algo)"
       done
     done
   done

@@ -2,12 +2,12 @@
 # Throughput (tokens/s over the timed iterations) and peak memory (max RSS) of both samplers at
 # several K on several corpora. Prints one TSV row per run:
 #   corpus  algo  K  threads  iterations  tokens_per_s  peak_rss_MiB  train_ll
-# usage: bench/throughput.sh "K1 K2 ..." ITERS THREADS CORPUS.tcorp...
+# usage: [ALGOS="esca cgs"] bench/throughput.sh "K1 K2 ..." ITERS THREADS CORPUS.tcorp...
 set -euo pipefail
 TOPOS=${TOPOS:-$(dirname "$0")/../target/release/topos}
 ks=$1; iters=$2; threads=$3; shift 3
 for corpus in "$@"; do
-  for algo in esca cgs; do
+  for algo in ${ALGOS:-esca cgs}; do
     for k in $ks; do
       out=$(mktemp -d)
       /usr/bin/time -f "%M" -o "$out/rss" "$TOPOS" train "$corpus" -k "$k" --iters "$iters" --algo "$algo" \

@@ -10,6 +10,7 @@
 use crate::chunks::{self, Item};
 use crate::error::{Check, GpuError};
 use crate::plan::{self, Mode, Plan};
+use crate::word_topics::WordTopicLayout;
 use cudarc::driver::{
     sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaEvent, CudaFunction, CudaSlice,
     CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg,
@@ -35,6 +36,7 @@ pub struct EngineConfig {
 
 struct Kernels {
     column_sums: CudaFunction,
+    hashed_column_sums: CudaFunction,
     normalizers: CudaFunction,
     count_words: CudaFunction,
     rebuild: CudaFunction,
@@ -94,8 +96,13 @@ pub struct Engine {
     lanes: [Arc<CudaStream>; 2],
     kernels: Kernels,
     cfg: EngineConfig,
+    /// Word-topic counts (dense or hybrid rows, see `word_topics`) and where each word's row is.
     b: CudaSlice<u32>,
     bn: CudaSlice<u32>,
+    word_off: CudaSlice<u64>,
+    word_slots: CudaSlice<u32>,
+    dense_rows: u32,
+    hashed_cells: u64,
     n: CudaSlice<u64>,
     inv_norm: CudaSlice<f32>,
     scratch: CudaSlice<u32>,
@@ -194,6 +201,7 @@ fn compile(ctx: &Arc<CudaContext>, topics: u32, sample_threads: u32) -> Result<K
     };
     Ok(Kernels {
         column_sums: f("column_sums")?,
+        hashed_column_sums: f("hashed_column_sums")?,
         normalizers: f("normalizers")?,
         count_words: f("count_words")?,
         rebuild: f("rebuild_doc_topics")?,
@@ -205,18 +213,31 @@ fn flatten(items: &[Item]) -> Vec<u32> {
     items.iter().flat_map(|i| i.iter().copied()).collect()
 }
 
+/// What a run starts from: the corpus, its PDOW partitions (the device chunks), the initial
+/// assignments in corpus order and where each word's word-topic row goes.
+pub struct Start<'a> {
+    pub docs: Docs<'a>,
+    pub layout: &'a Layout,
+    pub z: &'a [u16],
+    pub words: &'a WordTopicLayout,
+}
+
 impl Engine {
-    /// Uploads the corpus as `plan` says (its chunks are `layout`'s partitions) with the initial
-    /// assignments `z` (corpus order), and builds the first counts on the device.
+    /// Uploads the corpus as `plan` says with the initial assignments, and builds the first
+    /// counts on the device.
     pub fn new(
         ctx: Arc<CudaContext>,
         cfg: EngineConfig,
         plan: &Plan,
-        docs: Docs<'_>,
-        layout: &Layout,
-        z: &[u16],
+        start: Start<'_>,
         device: &crate::DeviceInfo,
     ) -> Result<Self, GpuError> {
+        let Start {
+            docs,
+            layout,
+            z,
+            words,
+        } = start;
         let (multiprocessors, max_shared_per_block) =
             (device.multiprocessors, device.max_shared_per_block);
         let smem_bytes = tree_floats(cfg.topics) * 4;
@@ -233,7 +254,7 @@ impl Engine {
             ctx.new_stream().check(|| "creating a CUDA stream".into())?,
         ];
         let k = cfg.topics as usize;
-        let v = cfg.words as usize;
+        let cells = words.cells as usize;
         if smem_bytes > max_shared_per_block {
             return Err(GpuError::Unsupported(format!(
                 "K = {} needs {} KiB of shared memory per block for the sampling tree, the device allows {} KiB; use fewer topics",
@@ -251,11 +272,17 @@ impl Engine {
             .check(|| "raising the sampler's shared-memory limit".into())?;
         let alloc = |what: &str, bytes: usize| format!("allocating {what} ({bytes} bytes)");
         let b = main
-            .alloc_zeros::<u32>(v * k)
-            .check(|| alloc("the word-topic counts", v * k * 4))?;
+            .alloc_zeros::<u32>(cells.max(1))
+            .check(|| alloc("the word-topic counts", cells * 4))?;
         let bn = main
-            .alloc_zeros::<u32>(v * k)
-            .check(|| alloc("the next word-topic counts", v * k * 4))?;
+            .alloc_zeros::<u32>(cells.max(1))
+            .check(|| alloc("the next word-topic counts", cells * 4))?;
+        let word_off = main
+            .clone_htod(&words.offsets)
+            .check(|| alloc("the word-topic row index", words.offsets.len() * 8))?;
+        let word_slots = main
+            .clone_htod(&words.slots)
+            .check(|| alloc("the word-topic row index", words.slots.len() * 4))?;
         let n = main
             .alloc_zeros::<u64>(k)
             .check(|| alloc("the topic totals", k * 8))?;
@@ -380,6 +407,10 @@ impl Engine {
             cfg,
             b,
             bn,
+            word_off,
+            word_slots,
+            dense_rows: words.dense_rows,
+            hashed_cells: words.hashed_cells(),
             n,
             inv_norm,
             scratch,
@@ -405,7 +436,8 @@ impl Engine {
         match &mut self.storage {
             Storage::Resident { chunks, .. } => {
                 for (c, m) in chunks.iter().zip(&self.meta) {
-                    launch_count(&self.main, &self.kernels, c, m, k, &mut self.b)?;
+                    let rows = (&self.word_off, &self.word_slots);
+                    launch_count(&self.main, &self.kernels, c, m, k, rows, &mut self.b)?;
                 }
             }
             Storage::Streamed { host, slots } => {
@@ -413,7 +445,8 @@ impl Engine {
                 let (d, _) = &mut slots[0];
                 for (h, m) in host.iter().zip(&self.meta) {
                     copy_in(&self.main, h, d, m)?;
-                    launch_count(&self.main, &self.kernels, d, m, k, &mut self.b)?;
+                    let rows = (&self.word_off, &self.word_slots);
+                    launch_count(&self.main, &self.kernels, d, m, k, rows, &mut self.b)?;
                 }
             }
         }
@@ -423,12 +456,58 @@ impl Engine {
             .check(|| "building the initial counts".into())
     }
 
-    /// n = column sums of B; normalizers from n.
+    /// n = column sums of B (of its dense rows, plus the counts of its hashed rows); normalizers
+    /// from n.
     fn totals(&mut self) -> Result<(), GpuError> {
-        let (k, v) = (self.cfg.topics, self.cfg.words);
+        let k = self.cfg.topics;
         self.main
             .memset_zeros(&mut self.n)
             .check(|| "clearing the topic totals".into())?;
+        if self.dense_rows > 0 {
+            self.dense_column_sums()?;
+        }
+        if self.hashed_cells > 0 {
+            let hashed = self.hashed_cells;
+            let dense_cells = u64::from(self.dense_rows) * u64::from(k);
+            let view = self.b.slice(dense_cells as usize..);
+            let blocks = hashed
+                .div_ceil(u64::from(BLOCK))
+                .min(u64::from(self.multiprocessors.max(1)) * 8);
+            let cfg = LaunchConfig {
+                grid_dim: (blocks as u32, 1, 1),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: argument types match the kernel's signature; the hashed cells follow the
+            // dense rows in `b`.
+            unsafe {
+                self.main
+                    .launch_builder(&self.kernels.hashed_column_sums)
+                    .arg(&view)
+                    .arg(&hashed)
+                    .arg(&mut self.n)
+                    .launch(cfg)
+            }
+            .check(|| "launching hashed_column_sums".into())?;
+        }
+        let v_beta = f64::from(self.cfg.words) * self.cfg.beta;
+        // SAFETY: argument types match the kernel's signature.
+        unsafe {
+            self.main
+                .launch_builder(&self.kernels.normalizers)
+                .arg(&self.n)
+                .arg(&k)
+                .arg(&v_beta)
+                .arg(&mut self.inv_norm)
+                .launch(LaunchConfig::for_num_elems(k))
+        }
+        .check(|| "launching normalizers".into())?;
+        Ok(())
+    }
+
+    /// n += the column sums of the dense rows (a `dense_rows × K` matrix at the start of B).
+    fn dense_column_sums(&mut self) -> Result<(), GpuError> {
+        let (k, v) = (self.cfg.topics, self.dense_rows);
         let col_blocks = k.div_ceil(BLOCK);
         let target_blocks = self.multiprocessors.max(1) * 16;
         let slices = (target_blocks / col_blocks).clamp(1, v.max(1));
@@ -450,18 +529,6 @@ impl Engine {
                 .launch(cfg)
         }
         .check(|| "launching column_sums".into())?;
-        let v_beta = f64::from(v) * self.cfg.beta;
-        // SAFETY: as above.
-        unsafe {
-            self.main
-                .launch_builder(&self.kernels.normalizers)
-                .arg(&self.n)
-                .arg(&k)
-                .arg(&v_beta)
-                .arg(&mut self.inv_norm)
-                .launch(LaunchConfig::for_num_elems(k))
-        }
-        .check(|| "launching normalizers".into())?;
         Ok(())
     }
 
@@ -478,6 +545,8 @@ impl Engine {
             cfg,
             b,
             bn,
+            word_off,
+            word_slots,
             n,
             inv_norm,
             scratch,
@@ -490,6 +559,8 @@ impl Engine {
         } = self;
         let model = Model {
             b,
+            word_off,
+            word_slots,
             n,
             inv_norm,
             cfg: *cfg,
@@ -587,6 +658,8 @@ impl Drop for Engine {
 #[derive(Clone, Copy)]
 struct Model<'a> {
     b: &'a CudaSlice<u32>,
+    word_off: &'a CudaSlice<u64>,
+    word_slots: &'a CudaSlice<u32>,
     n: &'a CudaSlice<u64>,
     inv_norm: &'a CudaSlice<f32>,
     cfg: EngineConfig,
@@ -654,6 +727,7 @@ fn launch_count(
     c: &DeviceChunk,
     m: &ChunkMeta,
     topics: u32,
+    (word_off, word_slots): (&CudaSlice<u64>, &CudaSlice<u32>),
     b: &mut CudaSlice<u32>,
 ) -> Result<(), GpuError> {
     if m.items == 0 {
@@ -670,6 +744,8 @@ fn launch_count(
             .arg(&c.items)
             .arg(&c.token_src)
             .arg(&c.z)
+            .arg(word_off)
+            .arg(word_slots)
             .arg(&topics)
             .arg(b)
             .launch(cfg)
@@ -756,6 +832,8 @@ fn sweep_view(
             .arg(&rows.count)
             .arg(&rows.nnz)
             .arg(model.b)
+            .arg(model.word_off)
+            .arg(model.word_slots)
             .arg(model.n)
             .arg(model.inv_norm)
             .arg(&topics)

@@ -9,8 +9,11 @@
 //   z[t]                        topic of token t, corpus order (chunk-local)
 //   row_topic/row_count[t]      sparse doc-topic row of document d at doc_off[d]..doc_off[d]+nnz[d]
 //                               (a row never has more non-zeros than its document has tokens)
-// Model: B[v*K + k] dense word-topic counts (frozen during a sweep), Bn the next iteration's
-// counts (atomics), n[k] topic totals, inv_norm[k] = 1 / (n_k + V*beta).
+// Model: B word-topic counts (frozen during a sweep), Bn the next iteration's counts (atomics),
+// n[k] topic totals, inv_norm[k] = 1 / (n_k + V*beta). Word v's row is cells
+// word_off[v] .. word_off[v] + word_slots[v] of B: dense (word_slots[v] == K, cell k is topic k's
+// count) or hashed (ezLDA §1.4.2, see word_topics.rs: a power of two below K of open-addressing
+// slots, (topic + 1) << 16 | count, 0 empty). Dense rows come first.
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -62,7 +65,47 @@ __device__ __forceinline__ float warp_inclusive_scan(float v) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Word-topic rows (dense or hashed).
+
+__device__ __forceinline__ u32 word_hash(u32 k, u32 slots) {
+    return (k * 0x9E3779B1u) >> (32 - (31 - __clz(slots)));
+}
+
+// Adds one token of topic k to word row (off, slots). A hashed row has room for every topic its
+// word can have (slots >= 2 x its tokens), so the probe ends.
+__device__ __forceinline__ void word_add(u32* __restrict__ B, u64 off, u32 slots, u32 K, u32 k) {
+    if (slots >= K) { atomicAdd(&B[off + k], 1u); return; }
+    u32 key = (k + 1) << 16, mask = slots - 1;
+    for (u32 h = word_hash(k, slots);; h = (h + 1) & mask) {
+        u32 cur = atomicCAS(&B[off + h], 0u, key | 1u);
+        if (cur == 0u) return;
+        if ((cur & 0xffff0000u) == key) { atomicAdd(&B[off + h], 1u); return; }
+    }
+}
+
+// Topic k's count in word row (off, slots) (read-only: the sweep's B does not change).
+__device__ __forceinline__ u32 word_count(const u32* __restrict__ B, u64 off, u32 slots, u32 K, u32 k) {
+    if (slots >= K) return B[off + k];
+    u32 key = (k + 1) << 16, mask = slots - 1;
+    for (u32 h = word_hash(k, slots), probes = 0; probes < slots; h = (h + 1) & mask, probes++) {
+        u32 cur = B[off + h];
+        if (cur == 0u) return 0u;
+        if ((cur & 0xffff0000u) == key) return cur & 0xffffu;
+    }
+    return 0u;
+}
+
+// ---------------------------------------------------------------------------------------------
 // M-step helpers.
+
+// n[k] += the counts of the hashed rows (cells [0, count) of the hashed part of B).
+extern "C" __global__ void hashed_column_sums(const u32* __restrict__ cells, u64 count,
+                                              u64* __restrict__ n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        u32 c = cells[i];
+        if (c) atomicAdd(&n[(c >> 16) - 1], (u64)(c & 0xffffu));
+    }
+}
 
 // n[k] = sum_v B[v*K + k]. Grid: x over topics (256 per block), y over word slices.
 extern "C" __global__ void column_sums(const u32* __restrict__ B, u32 V, u32 K, u32 words_per_slice,
@@ -85,11 +128,13 @@ extern "C" __global__ void normalizers(const u64* __restrict__ n, u32 K, double 
 
 // Initial word-topic counts from the assignments: one block per item.
 extern "C" __global__ void count_words(const uint4* __restrict__ items, const u32* __restrict__ token_src,
-                                       const u16* __restrict__ z, u32 K, u32* __restrict__ B) {
+                                       const u16* __restrict__ z, const u64* __restrict__ word_off,
+                                       const u32* __restrict__ word_slots, u32 K, u32* __restrict__ B) {
     uint4 it = items[blockIdx.x];
-    u64 row = (u64)it.x * K;
+    u64 off = word_off[it.x];
+    u32 slots = word_slots[it.x];
     for (u32 e = it.y + threadIdx.x; e < it.y + it.z; e += blockDim.x)
-        atomicAdd(&B[row + z[token_src[e]]], 1u);
+        word_add(B, off, slots, K, z[token_src[e]]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -379,7 +424,8 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
     const u32* __restrict__ doc_off, const u16* __restrict__ row_topic,
     const u32* __restrict__ row_count, const u32* __restrict__ row_nnz,
-    const u32* __restrict__ B, const u64* __restrict__ n, const float* __restrict__ inv_norm,
+    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
+    const u64* __restrict__ n, const float* __restrict__ inv_norm,
     u32 K, float alpha, float beta, double v_beta,
     u16* __restrict__ z, u32* __restrict__ Bn,
     u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration, int exclude) {
@@ -392,10 +438,25 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
     for (u32 item = blockIdx.x; item < num_items; item += gridDim.x) {
         uint4 it = items[item];
         u32 v = it.x;
-        const u32* Brow = B + (u64)v * K;
-        // Leaves: p*(k); zero padding.
-        for (u32 k = threadIdx.x; k < level_size(K, 0); k += blockDim.x)
-            tree.base[k] = k < K ? ((float)Brow[k] + beta) * inv_norm[k] : 0.0f;
+        u64 woff = word_off[v];
+        u32 wslots = word_slots[v];
+        const u32* Brow = B + woff;
+        // Leaves: p*(k); zero padding. A hashed row: beta * inv_norm[k] everywhere, then its
+        // non-zero counts scattered over them (the same float arithmetic as a dense row's).
+        u32 leaves = level_size(K, 0);
+        bool dense = wslots >= K;
+        for (u32 k = threadIdx.x; k < leaves; k += blockDim.x)
+            tree.base[k] = k < K ? ((dense ? (float)Brow[k] : 0.0f) + beta) * inv_norm[k] : 0.0f;
+        if (!dense) {
+            __syncthreads();
+            for (u32 i = threadIdx.x; i < wslots; i += blockDim.x) {
+                u32 c = Brow[i];
+                if (c) {
+                    u32 k = (c >> 16) - 1;
+                    tree.base[k] = ((float)(c & 0xffffu) + beta) * inv_norm[k];
+                }
+            }
+        }
         __syncthreads();
         for (int l = 1; l <= tree.top; l++) {
             u32 groups = level_size(K, l), below_size = level_size(K, l - 1);
@@ -441,7 +502,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                 if (exclude) {
                     my_k0 = z[my_src];
                     // p*(k₀) without this token: (B−1+β)/(n−1+Vβ).
-                    my_pex = ((float)Brow[my_k0] - 1.0f + beta) *
+                    my_pex = ((float)word_count(B, woff, wslots, K, my_k0) - 1.0f + beta) *
                              (float)(1.0 / ((double)n[my_k0] - 1.0 + v_beta));
                 }
             }
@@ -523,7 +584,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                 }
                 if (lane == 0) {
                     z[src] = (u16)k;
-                    atomicAdd(&Bn[(u64)v * K + k], 1u);
+                    word_add(Bn, woff, wslots, K, k);
                 }
             }
         }

@@ -2,6 +2,7 @@
 //!
 //! * [`device`]: `--device` specs, finding GPUs with the driver loaded at run time.
 //! * [`plan`]: the memory planner (resident or streamed in chunks), printed before a run.
+//! * [`word_topics`]: the word-topic counts dense or in ezLDA's hybrid dense/hashed format.
 //! * [`chunks`]: the PDOW chunk arrays and work items the kernels read.
 //! * [`engine`]: the kernels (CUDA C in `kernels.cu`, compiled by NVRTC for the device) and one
 //!   iteration on the device: ESCA (SaberLDA Alg. 1–2) or the stale-count collapsed Gibbs
@@ -17,6 +18,7 @@ pub mod engine;
 pub mod error;
 pub mod plan;
 pub mod session;
+pub mod word_topics;
 
 pub use device::{DeviceInfo, DeviceSpec};
 pub use error::GpuError;

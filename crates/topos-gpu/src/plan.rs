@@ -2,14 +2,15 @@
 //! decide whether the corpus stays on the GPU or streams through it in chunks, and say so before
 //! anything is allocated (SaberLDA §3.1.2; CuLDA_CGS §5.1, WorkSchedule2).
 //!
-//! What always lives on the device: the dense word-topic counts twice (B read during a sweep, B'
-//! accumulated for the next, 4 bytes a cell each), the topic totals, and the per-warp histograms of
-//! the doc-topic rebuild. What scales with the corpus, per token: its document and position (4 + 4
+//! What always lives on the device: the word-topic counts twice (B read during a sweep, B'
+//! accumulated for the next, 4 bytes a cell each, dense or in ezLDA's hybrid format: see
+//! `word_topics`), the topic totals, and the per-warp histograms of the doc-topic rebuild. What scales with the corpus, per token: its document and position (4 + 4
 //! bytes), its topic (2) and, for the chunk being sampled, its doc-topic row entry (2 + 4). A
 //! corpus whose arrays fit next to the model is uploaded once ("resident"); otherwise it is cut
 //! into chunks of whole documents that flow through two device slots, so one chunk's transfer
 //! overlaps the other's sampling ("streamed").
 
+use crate::word_topics::WordTopicFormat;
 use std::fmt;
 
 /// Bytes kept free for the CUDA context, the module and the allocator's slack.
@@ -49,6 +50,13 @@ pub struct PlanInput {
     pub partition_tokens: u64,
     /// Plan as if the corpus did not fit (tests, benchmarks of the streaming path).
     pub force_streaming: bool,
+    /// Cells (u32) of the word-topic counts when dense (`words × topics`) and when hybrid
+    /// (`word_topics::cells`).
+    pub dense_cells: u64,
+    pub hybrid_cells: u64,
+    /// The word-topic format asked for; `None` lets the planner choose: dense while the corpus
+    /// stays resident beside it, hybrid when that saves streaming or makes the model fit.
+    pub format: Option<WordTopicFormat>,
 }
 
 /// How the corpus meets the device.
@@ -69,7 +77,9 @@ pub struct Plan {
     pub chunks: usize,
     /// Target tokens per chunk.
     pub chunk_tokens: u64,
-    /// Device bytes of the model (B and B', totals, normalizers).
+    /// How the word-topic counts are stored.
+    pub format: WordTopicFormat,
+    /// Device bytes of the model (B and B', the row index, totals, normalizers).
     pub model_bytes: u64,
     /// Device bytes of the rebuild histograms.
     pub scratch_bytes: u64,
@@ -106,10 +116,11 @@ impl fmt::Display for Plan {
         }
         write!(
             f,
-            "; {:.2} GiB of {:.2} GiB (model {:.2}, histograms {:.2}, corpus {:.2})",
+            "; {:.2} GiB of {:.2} GiB (model {:.2} {}, histograms {:.2}, corpus {:.2})",
             g(self.total()),
             g(self.budget),
             g(self.model_bytes),
+            self.format,
             g(self.scratch_bytes),
             g(self.corpus_bytes)
         )
@@ -119,7 +130,7 @@ impl fmt::Display for Plan {
 /// Why no plan fits.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
-    #[error("the word-topic counts alone need {need_gib:.2} GiB on the GPU (2 × {words} words × {topics} topics × 4 bytes, plus histograms) but the budget is {budget_gib:.2} GiB; use fewer topics (-k), prune the vocabulary, raise --gpu-memory or train with --device cpu")]
+    #[error("the word-topic counts alone need {need_gib:.2} GiB on the GPU ({words} words × {topics} topics, twice, in the smaller of the dense and hybrid formats, plus histograms) but the budget is {budget_gib:.2} GiB; use fewer topics (-k), prune the vocabulary, raise --gpu-memory or train with --device cpu")]
     ModelTooLarge {
         words: u64,
         topics: u32,
@@ -143,20 +154,41 @@ fn corpus_arrays(tokens: u64, docs: u64, words: u64, chunks: u64) -> u64 {
     tokens * TOKEN_BYTES + (docs + chunks) * DOC_BYTES + items * ITEM_BYTES
 }
 
-/// Plans a run.
+/// Plans a run: in the format asked for, or, when none is, dense if the corpus then stays
+/// resident and hybrid otherwise (it frees memory for the corpus, or is the only one that fits).
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
-    let k = u64::from(input.topics);
     if input.topics > u32::from(u16::MAX) {
         return Err(PlanError::TooManyTopics(input.topics));
     }
-    let model_bytes = 2 * input.words * k * 4 + k * 12;
+    match input.format {
+        Some(f) => plan_format(input, f),
+        None => match plan_format(input, WordTopicFormat::Dense) {
+            Ok(p) if p.mode == Mode::Resident || input.force_streaming => Ok(p),
+            dense => plan_format(input, WordTopicFormat::Hybrid).or(dense),
+        },
+    }
+}
+
+fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanError> {
+    let k = u64::from(input.topics);
+    let cells = match format {
+        WordTopicFormat::Dense => input.dense_cells,
+        WordTopicFormat::Hybrid => input.hybrid_cells,
+    };
+    // B and B', the row index (offset and slots per word), totals and normalizers.
+    let model_bytes = 2 * cells * 4 + input.words * 12 + k * 12;
     let scratch_bytes = rebuild_warps(input.topics, input.multiprocessors) * k * 4;
     let usable = input.budget.saturating_sub(RESERVE_BYTES);
     if model_bytes + scratch_bytes >= usable {
+        let smallest = input.dense_cells.min(input.hybrid_cells);
         return Err(PlanError::ModelTooLarge {
             words: input.words,
             topics: input.topics,
-            need_gib: gib(model_bytes + scratch_bytes + RESERVE_BYTES),
+            need_gib: gib(2 * smallest * 4
+                + input.words * 12
+                + k * 12
+                + scratch_bytes
+                + RESERVE_BYTES),
             budget_gib: gib(input.budget),
         });
     }
@@ -172,6 +204,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             mode: Mode::Resident,
             chunks: partitions as usize,
             chunk_tokens: per_partition,
+            format,
             model_bytes,
             scratch_bytes,
             corpus_bytes: resident,
@@ -196,6 +229,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         mode: Mode::Streamed,
         chunks: chunks as usize,
         chunk_tokens,
+        format,
         model_bytes,
         scratch_bytes,
         corpus_bytes: 2 * (chunk_tokens + input.longest_doc) * per_token_slot,
@@ -206,21 +240,38 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::word_topics::cells;
 
     const GIB: u64 = 1 << 30;
 
-    fn nytimes(budget: u64, k: u32) -> PlanInput {
+    /// Zipf(1) token counts of `words` words over `tokens` tokens.
+    fn zipf(words: u64, tokens: u64) -> Vec<u64> {
+        let h: f64 = (1..=words).map(|r| 1.0 / r as f64).sum();
+        (1..=words)
+            .map(|r| ((tokens as f64 / (h * r as f64)) as u64).max(1))
+            .collect()
+    }
+
+    fn corpus(budget: u64, k: u32, words: u64) -> PlanInput {
+        let counts = zipf(words, 99_542_125);
         PlanInput {
             tokens: 99_542_125,
             docs: 299_752,
-            words: 101_636,
+            words,
             topics: k,
             longest_doc: 2_000,
             budget,
             multiprocessors: 132,
             partition_tokens: 16_000_000,
             force_streaming: false,
+            dense_cells: cells(&counts, k, WordTopicFormat::Dense),
+            hybrid_cells: cells(&counts, k, WordTopicFormat::Hybrid),
+            format: None,
         }
+    }
+
+    fn nytimes(budget: u64, k: u32) -> PlanInput {
+        corpus(budget, k, 101_636)
     }
 
     #[test]
@@ -228,17 +279,28 @@ mod tests {
         let p = plan(&nytimes(78 * GIB, 1024)).unwrap();
         assert_eq!(p.mode, Mode::Resident);
         assert_eq!(p.chunks, 7);
-        // B and B': 2 × 101,636 × 1,024 × 4 bytes.
-        assert_eq!(p.model_bytes, 2 * 101_636 * 1024 * 4 + 1024 * 12);
+        // Dense while the corpus stays resident beside it. B and B': 2 × 101,636 × 1,024 × 4
+        // bytes, the row index and the totals.
+        assert_eq!(p.format, WordTopicFormat::Dense);
+        assert_eq!(
+            p.model_bytes,
+            2 * 101_636 * 1024 * 4 + 101_636 * 12 + 1024 * 12
+        );
         assert!(p.total() < 3 * GIB, "{p}");
         assert!(p.to_string().contains("resident"), "{p}");
     }
 
     #[test]
     fn small_budget_streams_in_chunks_that_fit() {
-        let budget = 2 * GIB;
+        let budget = 3 * GIB / 2;
         let p = plan(&nytimes(budget, 1024)).unwrap();
         assert_eq!(p.mode, Mode::Streamed);
+        // Streamed either way: the hybrid counts leave more room for each chunk.
+        assert_eq!(p.format, WordTopicFormat::Hybrid);
+        let mut dense = nytimes(budget, 1024);
+        dense.format = Some(WordTopicFormat::Dense);
+        let d = plan(&dense).unwrap();
+        assert!(d.chunk_tokens < p.chunk_tokens, "{d} vs {p}");
         assert!(p.chunks >= 2);
         assert!(p.total() + RESERVE_BYTES <= budget, "{p}");
         assert!(p.chunk_tokens * p.chunks as u64 >= 99_542_125);
@@ -255,11 +317,24 @@ mod tests {
     }
 
     #[test]
-    fn model_too_large_says_what_to_do() {
+    fn hybrid_counts_fit_where_dense_do_not() {
         // PubMed's vocabulary at K = 32,768 in 20 GiB: the dense counts alone need 34 GiB.
-        let mut i = nytimes(20 * GIB, 32_768);
-        i.words = 141_043;
-        let e = plan(&i).unwrap_err();
+        let mut i = corpus(20 * GIB, 32_768, 141_043);
+        i.format = Some(WordTopicFormat::Dense);
+        assert!(matches!(
+            plan(&i).unwrap_err(),
+            PlanError::ModelTooLarge { .. }
+        ));
+        i.format = None;
+        let p = plan(&i).unwrap();
+        assert_eq!(p.format, WordTopicFormat::Hybrid);
+        assert_eq!(p.mode, Mode::Resident, "{p}");
+        assert!(p.to_string().contains("hybrid"), "{p}");
+    }
+
+    #[test]
+    fn model_too_large_says_what_to_do() {
+        let e = plan(&corpus(GIB, 32_768, 141_043)).unwrap_err();
         assert!(matches!(e, PlanError::ModelTooLarge { .. }));
         let msg = e.to_string();
         assert!(msg.contains("--gpu-memory") && msg.contains("-k"), "{msg}");

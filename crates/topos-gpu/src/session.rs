@@ -8,9 +8,10 @@
 
 use crate::chunks::longest_document;
 use crate::device::{self, DeviceInfo};
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::{Engine, EngineConfig, Start};
 use crate::error::GpuError;
 use crate::plan::{self, Plan, PlanInput};
+use crate::word_topics::{self, WordTopicFormat, WordTopicLayout};
 use std::time::Instant;
 use topos_corpus::{Docs, Vocabulary};
 use topos_model::{DocTopics, TopicModel};
@@ -39,6 +40,9 @@ pub struct GpuOptions {
     pub partition_tokens: Option<u64>,
     /// Stream the corpus even if it fits (tests and benchmarks of the streaming path).
     pub force_streaming: bool,
+    /// The word-topic format (`None`: the planner's choice, or `TOPOS_GPU_WORD_TOPICS=dense|hybrid`
+    /// for benchmarks).
+    pub word_topics: Option<WordTopicFormat>,
 }
 
 /// A run on one GPU.
@@ -71,6 +75,17 @@ impl<'a> GpuSession<'a> {
         let budget = gpu
             .memory_budget
             .map_or(info.free_bytes, |b| b.min(info.free_bytes));
+        let topics = opts.hyper.num_topics;
+        let word_tokens = word_topics::word_tokens(docs, num_words);
+        let format = match gpu.word_topics {
+            Some(f) => Some(f),
+            None => match std::env::var("TOPOS_GPU_WORD_TOPICS") {
+                Ok(v) => Some(v.parse().map_err(|e: String| {
+                    GpuError::Unsupported(format!("TOPOS_GPU_WORD_TOPICS: {e}"))
+                })?),
+                Err(_) => None,
+            },
+        };
         let plan = plan::plan(&PlanInput {
             tokens: docs.num_tokens(),
             docs: docs.len() as u64,
@@ -83,7 +98,11 @@ impl<'a> GpuSession<'a> {
                 .partition_tokens
                 .unwrap_or_else(|| default_partition_tokens(opts.hyper.num_topics)),
             force_streaming: gpu.force_streaming,
+            dense_cells: word_topics::cells(&word_tokens, topics, WordTopicFormat::Dense),
+            hybrid_cells: word_topics::cells(&word_tokens, topics, WordTopicFormat::Hybrid),
+            format,
         })?;
+        let word_layout = WordTopicLayout::new(&word_tokens, topics, plan.format);
         opts.partitions = Some(plan.chunks);
         let host = match resume {
             None => Trainer::new(docs, num_words, opts.clone()),
@@ -108,9 +127,12 @@ impl<'a> GpuSession<'a> {
             ctx,
             cfg,
             &plan,
-            docs,
-            host.layout(),
-            host.assignments(),
+            Start {
+                docs,
+                layout: host.layout(),
+                z: host.assignments(),
+                words: &word_layout,
+            },
             &info,
         )?;
         let iteration = host.iteration();

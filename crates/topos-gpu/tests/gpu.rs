@@ -1,6 +1,7 @@
 //! GPU tests: ignored by default (CI has no GPU); `bench/gpu.sh` runs them on the device machine
 //! with `--ignored`.
 
+use topos_gpu::word_topics::WordTopicFormat;
 use topos_gpu::{GpuOptions, GpuSession};
 use topos_model::Hyperparameters;
 use topos_train::synthetic::{generate, learned_topics, match_topics, SyntheticSpec, TopicShape};
@@ -136,6 +137,41 @@ fn streamed_and_partitioned_runs_equal_the_resident_run() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn hybrid_word_topics_give_the_dense_runs_assignments() {
+    // K = 512 over 500 words of about 320 tokens each: most rows are hashed (fewer than 256
+    // tokens), the frequent ones dense. The hashed rows are scattered into the same leaves, so
+    // every draw is the dense run's, bit for bit, resident or streamed.
+    let s = spec(13, 2000);
+    let corpus = generate(&s);
+    let docs = corpus.docs.view();
+    for algo in [Algorithm::Esca, Algorithm::Cgs] {
+        let run = |format, force_streaming| {
+            let gpu = GpuOptions {
+                word_topics: Some(format),
+                force_streaming,
+                ..Default::default()
+            };
+            let mut g = GpuSession::new(docs, s.num_words, options(algo, 512), gpu, None).unwrap();
+            assert_eq!(g.plan().format, format);
+            for _ in 0..8 {
+                g.step().unwrap();
+            }
+            (assignments(&mut g), g.log_likelihood().unwrap())
+        };
+        let (dense, ll_dense) = run(WordTopicFormat::Dense, false);
+        let (hybrid, ll_hybrid) = run(WordTopicFormat::Hybrid, false);
+        let (streamed, _) = run(WordTopicFormat::Hybrid, true);
+        eprintln!("{algo:?} K=512: LL dense {ll_dense:.4}, hybrid {ll_hybrid:.4}");
+        assert!(dense == hybrid, "{algo:?}: hybrid rows changed the draws");
+        assert!(
+            dense == streamed,
+            "{algo:?}: streamed hybrid rows changed the draws"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn same_seed_same_assignments_and_a_model_file_that_evaluates() {
     let s = spec(9, 500);
     let corpus = generate(&s);
@@ -164,21 +200,23 @@ fn large_k_runs() {
     let s = spec(11, 300);
     let corpus = generate(&s);
     let docs = corpus.docs.view();
-    for k in [10_000u32, 32_768] {
-        let mut g = GpuSession::new(
-            docs,
-            s.num_words,
-            options(Algorithm::Esca, k),
-            GpuOptions::default(),
-            None,
-        )
-        .unwrap();
+    for (k, format) in [
+        (10_000u32, WordTopicFormat::Dense),
+        (32_768, WordTopicFormat::Dense),
+        (32_768, WordTopicFormat::Hybrid),
+    ] {
+        let gpu = GpuOptions {
+            word_topics: Some(format),
+            ..Default::default()
+        };
+        let mut g =
+            GpuSession::new(docs, s.num_words, options(Algorithm::Esca, k), gpu, None).unwrap();
         let ll0 = g.log_likelihood().unwrap();
         for _ in 0..20 {
             g.step().unwrap();
         }
         let ll = g.log_likelihood().unwrap();
-        eprintln!("K={k}: LL {ll0:.3} -> {ll:.3}");
+        eprintln!("K={k} {format}: LL {ll0:.3} -> {ll:.3}");
         assert!(ll > ll0, "K={k}: {ll0} -> {ll}");
     }
 }

@@ -115,6 +115,11 @@ pub struct Args {
     /// CPU evaluation takes longer than the GPU training).
     #[arg(long, hide = true)]
     pub skip_heldout: bool,
+    /// No training log-likelihood either; `--log` still gets a line (times and tokens/s) every
+    /// `--eval-every` iterations (speed runs at large K, where each evaluation copies the
+    /// assignments back and recounts them on the CPU).
+    #[arg(long, hide = true)]
+    pub skip_train_ll: bool,
     /// Stream the corpus through the GPU even when it fits (tests the streaming path).
     #[arg(long, hide = true)]
     pub gpu_stream: bool,
@@ -397,6 +402,7 @@ fn open_session<'a>(
         memory_budget: args.gpu_memory,
         partition_tokens: args.gpu_partition_tokens,
         force_streaming: args.gpu_stream,
+        word_topics: None,
     };
     let gpu = |ordinal, checkpoint, opts| {
         GpuSession::new(docs, num_words, opts, gpu_options(ordinal), checkpoint).map(|s| {
@@ -596,11 +602,12 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
         let is_last = it == args.iters;
         let due = |every: u32| every > 0 && it % every == 0;
         // The training log-likelihood reads the true assignments: never for a private run.
-        let train_ll = if private.is_none() && (due(args.eval_every) || is_last) {
-            Some(trainer.log_likelihood()?)
-        } else {
-            None
-        };
+        let train_ll =
+            if private.is_none() && !args.skip_train_ll && (due(args.eval_every) || is_last) {
+                Some(trainer.log_likelihood()?)
+            } else {
+                None
+            };
         let heldout_ll = if has_heldout && due(heldout_every) {
             Some(
                 crate::cmd::eval::heldout_ll(
@@ -625,7 +632,8 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
             last_ll.map(|l| format!(", LL {l:.4}")).unwrap_or_default()
         ));
         bar.set_position(u64::from(it));
-        if let (Some(w), true) = (log.as_mut(), train_ll.is_some() || heldout_ll.is_some()) {
+        let log_due = train_ll.is_some() || heldout_ll.is_some() || due(args.eval_every);
+        if let (Some(w), true) = (log.as_mut(), log_due) {
             let line = LogLine {
                 iteration: it,
                 seconds: train_seconds,
@@ -651,7 +659,7 @@ pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
     }
     let train_ll = match last_ll {
         Some(l) => Some(l),
-        None if private.is_none() => Some(trainer.log_likelihood()?),
+        None if private.is_none() && !args.skip_train_ll => Some(trainer.log_likelihood()?),
         None => None,
     };
     let heldout_ll = match final_heldout {
