@@ -32,6 +32,8 @@ pub struct EngineConfig {
     pub alpha: f64,
     pub beta: f64,
     pub seed: u64,
+    /// 64-bit doc-topic row entries ([`wide_rows`] of the longest document, or forced by tests).
+    pub wide_rows: bool,
 }
 
 struct Kernels {
@@ -61,11 +63,17 @@ struct HostChunk {
     z: PinnedHostSlice<u16>,
 }
 
-/// Doc-topic rows of the chunk being sampled.
+/// Doc-topic rows of the chunk being sampled: one entry per non-zero, topic and count packed in
+/// one or two words (`RowEntry` in the kernels; `wide_rows`).
 struct Rows {
-    topic: CudaSlice<u16>,
-    count: CudaSlice<u32>,
+    entries: CudaSlice<u32>,
     nnz: CudaSlice<u32>,
+}
+
+/// Whether doc-topic row entries need 64 bits: a count of a document of 65,536 tokens or more
+/// does not fit the 16 bits beside the topic.
+pub fn wide_rows(longest_doc: u64) -> bool {
+    longest_doc > u64::from(u16::MAX)
 }
 
 /// Sizes of one chunk.
@@ -167,7 +175,12 @@ pub fn sampler_shape(topics: u32, sample_threads: u32) -> (u32, u32) {
     )
 }
 
-fn compile(ctx: &Arc<CudaContext>, topics: u32, sample_threads: u32) -> Result<Kernels, GpuError> {
+fn compile(
+    ctx: &Arc<CudaContext>,
+    topics: u32,
+    sample_threads: u32,
+    wide_rows: bool,
+) -> Result<Kernels, GpuError> {
     let (row_regs, min_blocks) = sampler_shape(topics, sample_threads);
     let (major, minor) = ctx
         .compute_capability()
@@ -186,6 +199,7 @@ fn compile(ctx: &Arc<CudaContext>, topics: u32, sample_threads: u32) -> Result<K
             format!("-DWARPS_PER_BLOCK={}", sample_threads / 32),
             format!("-DROW_REGS={row_regs}"),
             format!("-DMIN_BLOCKS={min_blocks}"),
+            format!("-DWIDE_ROWS={}", u8::from(wide_rows)),
         ],
         ..Default::default()
     };
@@ -242,7 +256,8 @@ impl Engine {
             (device.multiprocessors, device.max_shared_per_block);
         let smem_bytes = tree_floats(cfg.topics) * 4;
         let sample_threads = sample_block_threads(smem_bytes, device.shared_per_multiprocessor);
-        let kernels = compile(&ctx, cfg.topics, sample_threads)?;
+        let wide = cfg.wide_rows;
+        let kernels = compile(&ctx, cfg.topics, sample_threads, wide)?;
         // Streams are synchronized explicitly with events below (two chunk streams share the
         // model: B is read-only during a sweep, B' only receives commutative atomics).
         // SAFETY: every buffer is freed only after the context synchronizes (Drop), and no buffer
@@ -313,13 +328,11 @@ impl Engine {
         let new_rows = |s: &Arc<CudaStream>| -> Result<Rows, GpuError> {
             // SAFETY: rows are written by the rebuild before the sampler reads them.
             unsafe {
+                let words = max_tokens * if wide { 2 } else { 1 };
                 Ok(Rows {
-                    topic: s
-                        .alloc::<u16>(max_tokens)
-                        .check(|| alloc("doc-topic rows", max_tokens * 2))?,
-                    count: s
-                        .alloc::<u32>(max_tokens)
-                        .check(|| alloc("doc-topic rows", max_tokens * 4))?,
+                    entries: s
+                        .alloc::<u32>(words)
+                        .check(|| alloc("doc-topic rows", words * 4))?,
                     nnz: s
                         .alloc::<u32>(max_docs)
                         .check(|| alloc("doc-topic rows", max_docs * 4))?,
@@ -800,8 +813,7 @@ fn sweep_view(
             .arg(&docs)
             .arg(&topics)
             .arg(scratch)
-            .arg(&mut rows.topic)
-            .arg(&mut rows.count)
+            .arg(&mut rows.entries)
             .arg(&mut rows.nnz)
             .launch(rebuild_cfg)
     }
@@ -828,8 +840,7 @@ fn sweep_view(
             .arg(&c.token_doc)
             .arg(&c.token_src)
             .arg(&c.doc_off)
-            .arg(&rows.topic)
-            .arg(&rows.count)
+            .arg(&rows.entries)
             .arg(&rows.nnz)
             .arg(model.b)
             .arg(model.word_off)

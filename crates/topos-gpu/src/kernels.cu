@@ -7,8 +7,9 @@
 //                               are split over several items (ezLDA §1.5.1), largest items first
 //   doc_off[d]                  chunk-local token offset of document d (corpus order)
 //   z[t]                        topic of token t, corpus order (chunk-local)
-//   row_topic/row_count[t]      sparse doc-topic row of document d at doc_off[d]..doc_off[d]+nnz[d]
-//                               (a row never has more non-zeros than its document has tokens)
+//   rows[t]                     sparse doc-topic row of document d at doc_off[d]..doc_off[d]+nnz[d]
+//                               (a row never has more non-zeros than its document has tokens), one
+//                               RowEntry per non-zero: topic and count in one word (below)
 // Model: B word-topic counts (frozen during a sweep), Bn the next iteration's counts (atomics),
 // n[k] topic totals, inv_norm[k] = 1 / (n_k + V*beta). Word v's row is cells
 // word_off[v] .. word_off[v] + word_slots[v] of B: dense (word_slots[v] == K, cell k is topic k's
@@ -20,6 +21,26 @@ typedef unsigned short u16;
 typedef unsigned long long u64;
 
 #define FULL 0xffffffffu
+
+// A doc-topic row entry: topic and count packed in one word, so an entry is one load (ezLDA's
+// pair storage, thesis §1.3.3). 32 bits (topic << 16 | count) when every document has fewer than
+// 65,536 tokens, which the engine checks (WIDE_ROWS = 0); else 64 bits (topic << 32 | count).
+// Rows are the sampler's largest memory traffic at large K (profiled: DRAM reads of about 690 B a
+// token at K = 10,000 with separate u16 topic and u32 count arrays).
+#ifndef WIDE_ROWS
+#define WIDE_ROWS 0
+#endif
+#if WIDE_ROWS
+typedef unsigned long long RowEntry;
+#define ROW_SHIFT 32
+#define ROW_MASK 0xffffffffull
+#else
+typedef unsigned int RowEntry;
+#define ROW_SHIFT 16
+#define ROW_MASK 0xffffu
+#endif
+__device__ __forceinline__ u32 entry_topic(RowEntry e) { return (u32)(e >> ROW_SHIFT); }
+__device__ __forceinline__ u32 entry_count(RowEntry e) { return (u32)(e & ROW_MASK); }
 // Warps of a sampling block, set at compile time by the engine: 8 while the tree is small
 // enough for 8 blocks per multiprocessor, 32 when it is large (K in the thousands), so that the
 // one block a multiprocessor's shared memory holds still has warps enough to hide latency.
@@ -165,8 +186,7 @@ __device__ __forceinline__ u32 hash_claim(u32* table, u32 k, u32 bits, u32 mask)
 
 extern "C" __global__ void __launch_bounds__(REBUILD_WARPS * 32) rebuild_doc_topics(
     const u16* __restrict__ z, const u32* __restrict__ doc_off, u32 num_docs, u32 K,
-    u32* __restrict__ scratch, u16* __restrict__ row_topic, u32* __restrict__ row_count,
-    u32* __restrict__ row_nnz) {
+    u32* __restrict__ scratch, RowEntry* __restrict__ rows, u32* __restrict__ row_nnz) {
     __shared__ u32 tables[REBUILD_WARPS * HASH_SLOTS];
     u32 lane = lane_id();
     u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -214,8 +234,7 @@ extern "C" __global__ void __launch_bounds__(REBUILD_WARPS * 32) rebuild_doc_top
             u32 ballot = __ballot_sync(FULL, claim);
             if (claim) {
                 u32 pos = a + nnz + __popc(ballot & lt);
-                row_topic[pos] = (u16)k;
-                row_count[pos] = c;
+                rows[pos] = ((RowEntry)k << ROW_SHIFT) | (RowEntry)c;
             }
             nnz += __popc(ballot);
             __syncwarp();
@@ -292,15 +311,16 @@ __device__ __forceinline__ u32 tree_sample(const Tree& t, float y) {
 // the first non-zero entry count·p*(topic) whose running sum passes x, leaving out topic `skip`
 // (NO_TOPIC: none). Only non-zero entries may be chosen (see tree_sample); if rounding leaves x
 // past the end, the last non-zero entry is taken, or `fallback` when there is none.
-__device__ __forceinline__ u32 sample_row(const u16* __restrict__ topic, const u32* __restrict__ count,
-                                          u32 nnz, const float* pstar, float x, u32 skip, u32 fallback) {
+__device__ __forceinline__ u32 sample_row(const RowEntry* __restrict__ row, u32 nnz,
+                                          const float* pstar, float x, u32 skip, u32 fallback) {
     u32 lane = lane_id();
     float carry = 0.0f;
     u32 last = fallback;
     for (u32 i0 = 0; i0 < nnz; i0 += 32) {
         u32 i = i0 + lane;
-        u32 t = i < nnz ? (u32)topic[i] : skip;
-        float w = (i < nnz && t != skip) ? (float)count[i] * pstar[t] : 0.0f;
+        RowEntry e = i < nnz ? row[i] : 0;
+        u32 t = i < nnz ? entry_topic(e) : skip;
+        float w = (i < nnz && t != skip) ? (float)entry_count(e) * pstar[t] : 0.0f;
         float p = warp_inclusive_scan(w) + carry;
         u32 above = __ballot_sync(FULL, p > x && w > 0.0f);
         if (above) return __shfl_sync(FULL, t, __ffs(above) - 1);
@@ -333,16 +353,20 @@ __device__ __forceinline__ u32 row_topic_at(const RowRegs& row, int r) {
 }
 
 // Loads the row (nnz <= 32·ROW_REGS) and returns this lane's sum of weights.
-__device__ __forceinline__ float row_load(RowRegs& row, const u16* __restrict__ topic,
-                                          const u32* __restrict__ count, u32 nnz, const float* pstar) {
+__device__ __forceinline__ float row_load(RowRegs& row, const RowEntry* __restrict__ entries, u32 nnz,
+                                          const float* pstar) {
     u32 lane = lane_id();
-    u32 t[ROW_REGS], c[ROW_REGS];
+    RowEntry e[ROW_REGS];
 #pragma unroll
     for (int r = 0; r < ROW_REGS; r++) {
         u32 i = r * 32 + lane;
-        bool ok = i < nnz;
-        t[r] = ok ? (u32)topic[i] : 0u;
-        c[r] = ok ? count[i] : 0u;
+        e[r] = i < nnz ? entries[i] : 0;
+    }
+    u32 t[ROW_REGS], c[ROW_REGS];
+#pragma unroll
+    for (int r = 0; r < ROW_REGS; r++) {
+        t[r] = entry_topic(e[r]);
+        c[r] = entry_count(e[r]);
     }
     float sum = 0.0f;
 #pragma unroll
@@ -419,11 +443,11 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+#define LEAF_BATCH 4
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample(
     const uint4* __restrict__ items, u32 num_items,
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
-    const u32* __restrict__ doc_off, const u16* __restrict__ row_topic,
-    const u32* __restrict__ row_count, const u32* __restrict__ row_nnz,
+    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
     const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
     const u64* __restrict__ n, const float* __restrict__ inv_norm,
     u32 K, float alpha, float beta, double v_beta,
@@ -443,10 +467,25 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
         const u32* Brow = B + woff;
         // Leaves: p*(k); zero padding. A hashed row: beta * inv_norm[k] everywhere, then its
         // non-zero counts scattered over them (the same float arithmetic as a dense row's).
-        u32 leaves = level_size(K, 0);
+        // Each warp fills groups of 32 leaves, LEAF_BATCH groups' loads in flight at once (the
+        // leaves are O(K) per item: at K = 10,000 forty rounds of dependent loads per thread).
+        u32 groups = level_size(K, 0) / 32;
         bool dense = wslots >= K;
-        for (u32 k = threadIdx.x; k < leaves; k += blockDim.x)
-            tree.base[k] = k < K ? ((dense ? (float)Brow[k] : 0.0f) + beta) * inv_norm[k] : 0.0f;
+        for (u32 g0 = warp; g0 < groups; g0 += WARPS_PER_BLOCK * LEAF_BATCH) {
+            u32 b[LEAF_BATCH];
+            float inv[LEAF_BATCH];
+#pragma unroll
+            for (int j = 0; j < LEAF_BATCH; j++) {
+                u32 k = (g0 + j * WARPS_PER_BLOCK) * 32 + lane;
+                b[j] = dense && k < K ? Brow[k] : 0u;
+                inv[j] = k < K ? inv_norm[k] : 0.0f;
+            }
+#pragma unroll
+            for (int j = 0; j < LEAF_BATCH; j++) {
+                u32 g = g0 + j * WARPS_PER_BLOCK, k = g * 32 + lane;
+                if (g < groups) tree.base[k] = k < K ? ((float)b[j] + beta) * inv[j] : 0.0f;
+            }
+        }
         if (!dense) {
             __syncthreads();
             for (u32 i = threadIdx.x; i < wslots; i += blockDim.x) {
@@ -518,13 +557,15 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                     rnnz = __shfl_sync(FULL, my_nnz, j);
                     in_regs = rnnz <= 32 * ROW_REGS;
                     if (in_regs) {
-                        lane_sum = row_load(row, row_topic + ra, row_count + ra, rnnz, pstar);
+                        lane_sum = row_load(row, rows + ra, rnnz, pstar);
                         scan = warp_inclusive_scan(lane_sum);
                         s = __shfl_sync(FULL, scan, 31);
                     } else {
                         float acc = 0.0f;
-                        for (u32 i = lane; i < rnnz; i += 32)
-                            acc += (float)row_count[ra + i] * pstar[row_topic[ra + i]];
+                        for (u32 i = lane; i < rnnz; i += 32) {
+                            RowEntry e = rows[ra + i];
+                            acc += (float)entry_count(e) * pstar[entry_topic(e)];
+                        }
                         s = warp_sum(acc);
                     }
                 }
@@ -536,7 +577,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                     } else if (in_regs) {
                         k = row_draw(row, scan, lane_sum, x, NO_TOPIC, 0);
                     } else {
-                        k = sample_row(row_topic + ra, row_count + ra, rnnz, pstar, x, NO_TOPIC, 0);
+                        k = sample_row(rows + ra, rnnz, pstar, x, NO_TOPIC, 0);
                     }
                 } else {
                     // The token's own assignment and its counts.
@@ -555,9 +596,10 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                     } else {
                         for (u32 i0 = 0; i0 < rnnz; i0 += 32) {
                             u32 i = i0 + lane;
-                            u32 hit = __ballot_sync(FULL, i < rnnz && row_topic[ra + i] == k0);
+                            RowEntry e = i < rnnz ? rows[ra + i] : 0;
+                            u32 hit = __ballot_sync(FULL, i < rnnz && entry_topic(e) == k0);
                             if (hit) {
-                                a0 = (float)__shfl_sync(FULL, i < rnnz ? row_count[ra + i] : 0u, __ffs(hit) - 1);
+                                a0 = (float)__shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
                                 break;
                             }
                         }
@@ -570,7 +612,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                         k = k0;
                     } else if ((x -= w_old) < s_ex) {
                         k = in_regs ? row_draw(row, scan_ex, sum_ex, x, k0, k0)
-                                    : sample_row(row_topic + ra, row_count + ra, rnnz, pstar, x, k0, k0);
+                                    : sample_row(rows + ra, rnnz, pstar, x, k0, k0);
                     } else {
                         // p2 without k0: redraw while the tree lands on k0 (fresh blocks of the
                         // token's stream; bounded, then k0 is kept).

@@ -17,8 +17,15 @@ use std::fmt;
 pub const RESERVE_BYTES: u64 = 512 << 20;
 /// Bytes per token of a chunk on the device: document (4), position (4), topic (2).
 pub const TOKEN_BYTES: u64 = 10;
-/// Bytes per token of the doc-topic rows of the chunk being sampled: topic (2) and count (4).
-pub const ROW_BYTES: u64 = 6;
+/// Bytes per token of the doc-topic rows of the chunk being sampled: topic and count packed in 4
+/// bytes (8 when a document has 65,536 tokens or more, see `engine::wide_rows`).
+pub fn row_bytes(longest_doc: u64) -> u64 {
+    if crate::engine::wide_rows(longest_doc) {
+        8
+    } else {
+        4
+    }
+}
 /// Bytes per document: token offset (4) and row length (4).
 pub const DOC_BYTES: u64 = 8;
 /// Bytes per work item (word, start, length, padding).
@@ -154,16 +161,24 @@ fn corpus_arrays(tokens: u64, docs: u64, words: u64, chunks: u64) -> u64 {
     tokens * TOKEN_BYTES + (docs + chunks) * DOC_BYTES + items * ITEM_BYTES
 }
 
-/// Plans a run: in the format asked for, or, when none is, dense if the corpus then stays
-/// resident and hybrid otherwise (it frees memory for the corpus, or is the only one that fits).
+/// Above this many topics the hybrid word-topic format is preferred even when dense fits. Measured
+/// on an H100 (NYTimes-shaped corpus, tokens/s of iterations 21-40, BENCHMARKS.md): equal at
+/// K = 1,024 and 10,000 (within 0.6%), hybrid 14% faster at K = 32,768, where a dense row is
+/// 128 KiB of DRAM traffic per work item even for a word of a few tokens.
+pub const HYBRID_ABOVE_TOPICS: u32 = 10_000;
+
+/// Plans a run: in the format asked for, or, when none is, hybrid above
+/// [`HYBRID_ABOVE_TOPICS`], and below it dense if the corpus then stays resident and hybrid
+/// otherwise (it frees memory for the corpus, or is the only one that fits).
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     if input.topics > u32::from(u16::MAX) {
         return Err(PlanError::TooManyTopics(input.topics));
     }
+    let prefer_hybrid = input.topics > HYBRID_ABOVE_TOPICS;
     match input.format {
         Some(f) => plan_format(input, f),
         None => match plan_format(input, WordTopicFormat::Dense) {
-            Ok(p) if p.mode == Mode::Resident || input.force_streaming => Ok(p),
+            Ok(p) if !prefer_hybrid && (p.mode == Mode::Resident || input.force_streaming) => Ok(p),
             dense => plan_format(input, WordTopicFormat::Hybrid).or(dense),
         },
     }
@@ -198,7 +213,7 @@ fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanE
     let partitions = tokens.div_ceil(part).min(input.docs.max(1));
     let per_partition = tokens.div_ceil(partitions);
     let resident = corpus_arrays(tokens, input.docs, input.words, partitions)
-        + (per_partition + input.longest_doc) * ROW_BYTES;
+        + (per_partition + input.longest_doc) * row_bytes(input.longest_doc);
     if !input.force_streaming && resident <= avail {
         return Ok(Plan {
             mode: Mode::Resident,
@@ -212,7 +227,7 @@ fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanE
         });
     }
     // Two slots, each a chunk's arrays and rows; a chunk may overshoot its target by one document.
-    let per_token_slot = TOKEN_BYTES + ROW_BYTES + DOC_BYTES + ITEM_BYTES;
+    let per_token_slot = TOKEN_BYTES + row_bytes(input.longest_doc) + DOC_BYTES + ITEM_BYTES;
     let mut chunk = (avail / 2 / per_token_slot).saturating_sub(input.longest_doc);
     if input.force_streaming {
         chunk = chunk.min(tokens.div_ceil(4).max(input.longest_doc));
@@ -330,6 +345,18 @@ mod tests {
         assert_eq!(p.format, WordTopicFormat::Hybrid);
         assert_eq!(p.mode, Mode::Resident, "{p}");
         assert!(p.to_string().contains("hybrid"), "{p}");
+    }
+
+    #[test]
+    fn hybrid_is_preferred_at_large_k() {
+        assert_eq!(
+            plan(&nytimes(78 * GIB, 10_000)).unwrap().format,
+            WordTopicFormat::Dense
+        );
+        assert_eq!(
+            plan(&nytimes(78 * GIB, 32_768)).unwrap().format,
+            WordTopicFormat::Hybrid
+        );
     }
 
     #[test]

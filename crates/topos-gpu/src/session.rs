@@ -8,7 +8,7 @@
 
 use crate::chunks::longest_document;
 use crate::device::{self, DeviceInfo};
-use crate::engine::{Engine, EngineConfig, Start};
+use crate::engine::{self, Engine, EngineConfig, Start};
 use crate::error::GpuError;
 use crate::plan::{self, Plan, PlanInput};
 use crate::word_topics::{self, WordTopicFormat, WordTopicLayout};
@@ -43,6 +43,9 @@ pub struct GpuOptions {
     /// The word-topic format (`None`: the planner's choice, or `TOPOS_GPU_WORD_TOPICS=dense|hybrid`
     /// for benchmarks).
     pub word_topics: Option<WordTopicFormat>,
+    /// 64-bit doc-topic row entries even when every document is shorter than 65,536 tokens (tests
+    /// of the wide path).
+    pub force_wide_rows: bool,
 }
 
 /// A run on one GPU.
@@ -76,6 +79,7 @@ impl<'a> GpuSession<'a> {
             .memory_budget
             .map_or(info.free_bytes, |b| b.min(info.free_bytes));
         let topics = opts.hyper.num_topics;
+        let longest = longest_document(docs);
         let word_tokens = word_topics::word_tokens(docs, num_words);
         let format = match gpu.word_topics {
             Some(f) => Some(f),
@@ -91,7 +95,7 @@ impl<'a> GpuSession<'a> {
             docs: docs.len() as u64,
             words: num_words as u64,
             topics: opts.hyper.num_topics,
-            longest_doc: longest_document(docs),
+            longest_doc: longest,
             budget,
             multiprocessors: info.multiprocessors,
             partition_tokens: gpu
@@ -122,6 +126,7 @@ impl<'a> GpuSession<'a> {
             alpha: opts.hyper.alpha,
             beta: opts.hyper.beta,
             seed: opts.seed,
+            wide_rows: gpu.force_wide_rows || engine::wide_rows(longest),
         };
         let engine = Engine::new(
             ctx,

@@ -161,6 +161,22 @@ fn hybrid_word_topics_give_the_dense_runs_assignments() {
         let (dense, ll_dense) = run(WordTopicFormat::Dense, false);
         let (hybrid, ll_hybrid) = run(WordTopicFormat::Hybrid, false);
         let (streamed, _) = run(WordTopicFormat::Hybrid, true);
+        // 64-bit doc-topic row entries (documents of 65,536 tokens or more) draw the same.
+        let wide = {
+            let gpu = GpuOptions {
+                force_wide_rows: true,
+                ..Default::default()
+            };
+            let mut g = GpuSession::new(docs, s.num_words, options(algo, 512), gpu, None).unwrap();
+            for _ in 0..8 {
+                g.step().unwrap();
+            }
+            assignments(&mut g)
+        };
+        assert!(
+            dense == wide,
+            "{algo:?}: 64-bit row entries changed the draws"
+        );
         eprintln!("{algo:?} K=512: LL dense {ll_dense:.4}, hybrid {ll_hybrid:.4}");
         assert!(dense == hybrid, "{algo:?}: hybrid rows changed the draws");
         assert!(

@@ -403,6 +403,7 @@ fn open_session<'a>(
         partition_tokens: args.gpu_partition_tokens,
         force_streaming: args.gpu_stream,
         word_topics: None,
+        force_wide_rows: false,
     };
     let gpu = |ordinal, checkpoint, opts| {
         GpuSession::new(docs, num_words, opts, gpu_options(ordinal), checkpoint).map(|s| {
