@@ -53,6 +53,13 @@ enum Command {
 }
 
 fn main() {
+    // A closed stdout (`topos eval … | head`) ends the process quietly, as for other Unix tools,
+    // instead of a panic in `println!`. Rust ignores SIGPIPE by default.
+    #[cfg(unix)]
+    // SAFETY: restores the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let ui = Ui {
         json: cli.json,

@@ -87,6 +87,22 @@ fn pipeline_prepare_train_topics_eval_infer() {
         .iter()
         .all(|l| l["heldout_ll"].is_f64() && l["train_ll"].is_f64()));
 
+    // A reader that stops early (`topos topics … | head -1`) ends the process quietly: no panic
+    // from a closed stdout. The pipe is closed before the binary has loaded the model.
+    {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_topos"))
+            .args(["topics", s(&model), "--top", "15"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "closed stdout: {err}");
+    }
+
     // Three themes, three topics: every topic's top words come from one theme.
     let topics: serde_json::Value =
         serde_json::from_str(&ok(&["topics", s(&model), "--top", "4", "--json"])).unwrap();
