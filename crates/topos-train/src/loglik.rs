@@ -33,35 +33,61 @@ pub fn log_likelihood_per_token(
         .collect();
     let smooth_sum: f64 = inv.iter().map(|&x| beta * x).sum();
     let k_alpha = k as f64 * alpha;
-    let total: FixedSum = layout
+    // Tasks of a partition's consecutive words with about an equal share of its tokens, so that a
+    // layout of one partition (the GPU engine's at large K) still uses every thread.
+    let target = (docs.num_tokens() as usize / (rayon::current_num_threads() * 8)).max(1 << 16);
+    let tasks: Vec<(usize, std::ops::Range<usize>)> = layout
         .partitions
-        .par_iter()
-        .map(|p| {
-            let mut phi: Vec<f64> = inv.iter().map(|&x| beta * x).collect();
-            let mut acc = FixedSum::default();
-            for (wi, &w) in p.words.iter().enumerate() {
-                let (wt, wc) = word_topics.row(w);
-                let mut phi_sum = smooth_sum;
-                for (&t, &c) in wt.iter().zip(wc) {
-                    phi[t as usize] = (c as f64 + beta) * inv[t as usize];
-                    phi_sum += c as f64 * inv[t as usize];
-                }
-                for e in p.word_range(wi) {
-                    let d = p.docs.start + p.token_doc[e] as usize;
-                    let (dt, dc) = doc_topics.row(d);
-                    let mut num = alpha * phi_sum;
-                    for (&t, &c) in dt.iter().zip(dc) {
-                        num += c as f64 * phi[t as usize];
-                    }
-                    let n_d = docs.doc(d).len() as f64;
-                    acc.add((num / (n_d + k_alpha)).ln());
-                }
-                for &t in wt {
-                    phi[t as usize] = beta * inv[t as usize];
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, p)| {
+            let mut out = Vec::new();
+            let mut start = 0;
+            for wi in 0..p.words.len() {
+                if (p.word_starts[wi + 1] - p.word_starts[start]) as usize >= target {
+                    out.push((pi, start..wi + 1));
+                    start = wi + 1;
                 }
             }
-            acc
+            if start < p.words.len() {
+                out.push((pi, start..p.words.len()));
+            }
+            out
         })
+        .collect();
+    let total: FixedSum = tasks
+        .par_iter()
+        .map_init(
+            || inv.iter().map(|&x| beta * x).collect::<Vec<f64>>(),
+            |phi, (pi, words)| {
+                let p = &layout.partitions[*pi];
+                let mut acc = FixedSum::default();
+                for wi in words.clone() {
+                    let w = p.words[wi];
+                    let (wt, wc) = word_topics.row(w);
+                    let mut phi_sum = smooth_sum;
+                    for (&t, &c) in wt.iter().zip(wc) {
+                        phi[t as usize] = (c as f64 + beta) * inv[t as usize];
+                        phi_sum += c as f64 * inv[t as usize];
+                    }
+                    for e in p.word_range(wi) {
+                        let d = p.docs.start + p.token_doc[e] as usize;
+                        let (dt, dc) = doc_topics.row(d);
+                        let mut num = alpha * phi_sum;
+                        for (&t, &c) in dt.iter().zip(dc) {
+                            num += c as f64 * phi[t as usize];
+                        }
+                        let n_d = docs.doc(d).len() as f64;
+                        acc.add((num / (n_d + k_alpha)).ln());
+                    }
+                    // Back to the smoothing-only row for the next word.
+                    for &t in wt {
+                        phi[t as usize] = beta * inv[t as usize];
+                    }
+                }
+                acc
+            },
+        )
         .sum();
     let n = docs.num_tokens();
     if n == 0 {

@@ -232,6 +232,29 @@ pub fn match_topics(truth: &[f64], learned: &[f64], v: usize) -> Vec<f64> {
     best
 }
 
+/// How well word-topic counts recover the true topics: [`match_topics`] of the counts' φ
+/// ([`learned_topics`]) against the truth, with its mean and worst value (the summary every
+/// topic-recovery test asserts on, CPU and GPU alike).
+#[derive(Clone, Debug)]
+pub struct Recovery {
+    /// Per true topic, the Jensen–Shannon divergence to its matched learned topic.
+    pub per_topic: Vec<f64>,
+    pub mean: f64,
+    pub worst: f64,
+}
+
+/// [`Recovery`] of the true topics `truth` (K × V row-major) by the counts `b` smoothed with `beta`.
+pub fn recovery(truth: &[f64], b: &crate::counts::WordTopics, beta: f64) -> Recovery {
+    let per_topic = match_topics(truth, &learned_topics(b, beta), b.num_words());
+    let mean = per_topic.iter().sum::<f64>() / per_topic.len().max(1) as f64;
+    let worst = per_topic.iter().cloned().fold(0.0, f64::max);
+    Recovery {
+        per_topic,
+        mean,
+        worst,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
