@@ -78,6 +78,13 @@ if [ "$mode" = check ]; then
       row "memcheck	$algo $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-$algo$extra.log")"
     done
   done
+  # Hybrid word-topic rows (hashed rows: probes and CAS inserts), both samplers.
+  for algo in esca cgs; do
+    TOPOS_GPU_WORD_TOPICS=hybrid compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      topos train /tmp/small.tcorp -k 500 --iters 3 --algo $algo --device cuda -q -o /tmp/s.tmod \
+      > "$WORK/sanitizer-$algo-hybrid.log" 2>&1 || { cat "$WORK/sanitizer-$algo-hybrid.log"; exit 1; }
+    row "memcheck	$algo hybrid	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-$algo-hybrid.log")"
+  done
   compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
     topos train /tmp/small.tcorp -k 50 --iters 1 --device cuda -q -o /tmp/s.tmod > "$WORK/racecheck.log" 2>&1 \
     || { tail -40 "$WORK/racecheck.log"; exit 1; }
@@ -145,7 +152,7 @@ mean = s["tokens_per_second"]
 # Steady state: after the first logged point (iteration iters/5) to the end.
 a, b = log[0], log[-1]
 steady = (b["iteration"] - a["iteration"]) * s["train_tokens"] / max(b["seconds"] - a["seconds"], 1e-9)
-print(f"{corpus} K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll'] or float('nan'):.4f}\ttrain {s['train_ll']:.4f}\t{s['gpu_plan']['mode']} {s['gpu_plan']['chunks']}")
+print(f"{corpus} K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll'] or float('nan'):.4f}\ttrain {s['train_ll'] or float('nan'):.4f}\t{s['gpu_plan']['mode']} {s['gpu_plan']['chunks']}")
 print("  curve (iteration, training seconds, held-out LL): " + ", ".join(f"{d['iteration']} {d['seconds']:.2f}s {d.get('heldout_ll') or float('nan'):.4f}" for d in log))
 PY
     done
