@@ -247,10 +247,10 @@ fn private_model_records_and_shows_its_guarantee() {
 }
 
 /// Many releases: the noise is calibrated by Rényi DP at δ, which the model records and every
-/// reader shows; a corpus ledger (pure ε) refuses such a run unless it is made pure with
-/// --delta 0.
+/// reader shows; a corpus ledger charges such a run its ε and δ, and refuses it when its δ budget
+/// (`privacy budget --total-delta`) cannot pay, unless it is made pure with --delta 0.
 #[test]
-fn renyi_accounted_runs_record_delta_and_the_ledger_refuses_them() {
+fn renyi_accounted_runs_record_delta_and_the_ledger_charges_it() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = prepare(dir.path());
     let c = s(&corpus);
@@ -314,14 +314,14 @@ fn renyi_accounted_runs_record_delta_and_the_ledger_refuses_them() {
     let first: serde_json::Value = serde_json::from_str(head.lines().next().unwrap()).unwrap();
     assert_eq!(first["privacy"]["delta"], 1e-6);
 
-    // With a ledger: refused (it tracks pure ε), nothing charged or written.
+    // With a ledger that has no δ budget: refused, nothing charged or written.
     ok(&["privacy", "budget", c, "--total", "5", "-q"]);
     let ledger = std::fs::read_to_string(format!("{c}.ledger")).unwrap();
     let refused = dir.path().join("refused.tmod");
     let args = train(&[], &refused);
     fails_releasing_nothing(
         &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        "tracks pure ε only",
+        "δ budget would be exceeded",
     );
     assert!(!refused.exists());
     assert_eq!(
@@ -335,6 +335,37 @@ fn renyi_accounted_runs_record_delta_and_the_ledger_refuses_them() {
     assert_eq!(summary["privacy"]["delta"], serde_json::Value::Null);
     assert_eq!(summary["ledger"]["remaining"], 3.0);
     assert!((summary["noise_scale"].as_f64().unwrap() - 252.5).abs() < 1e-6);
+    // A δ budget: the Rényi-calibrated run spends ε = 2 and its δ = 1e-6 (basic composition),
+    // and the ledger becomes version 2, which records δ.
+    ok(&[
+        "privacy",
+        "budget",
+        c,
+        "--total",
+        "7",
+        "--total-delta",
+        "1.5e-6",
+        "-q",
+    ]);
+    let approx = dir.path().join("approx.tmod");
+    let args = train(&[], &approx);
+    let summary = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(summary["privacy"]["delta"], 1e-6);
+    assert_eq!(summary["ledger"]["remaining"], 3.0);
+    let l = json(&["privacy", "ledger", c]);
+    assert_eq!(l["spent_delta"], 1e-6);
+    assert_eq!(l["total_delta"], 1.5e-6);
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{c}.ledger")).unwrap()).unwrap();
+    assert_eq!(file["version"], 2);
+    // A second one fits the ε left but would need δ = 2e-6 in all: refused, nothing released.
+    let again = dir.path().join("again.tmod");
+    let args = train(&[], &again);
+    fails_releasing_nothing(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        "δ budget would be exceeded",
+    );
+    assert!(!again.exists());
 }
 
 #[test]

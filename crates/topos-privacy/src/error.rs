@@ -39,6 +39,23 @@ pub enum PrivacyError {
     #[error("cannot set the total to ε = {total}: ε = {spent} is already spent")]
     TotalBelowSpent { total: f64, spent: f64 },
 
+    /// The (ε, δ) query would exceed the ledger's total δ; nothing was charged or released.
+    #[error("the ledger's δ budget would be exceeded: spent δ = {spent}, this query asks δ = {asked} (total δ = {total}); raise it with `topos privacy budget {corpus} --total E --total-delta D`, or use a pure-ε query (train with --delta 0); nothing was released")]
+    OverDelta {
+        spent: f64,
+        asked: f64,
+        total: f64,
+        corpus: String,
+    },
+
+    /// A new total δ below what is already spent.
+    #[error("cannot set the total to δ = {total}: δ = {spent} is already spent")]
+    TotalDeltaBelowSpent { total: f64, spent: f64 },
+
+    /// A δ outside [0, 1).
+    #[error("δ must be in [0, 1), got {0}")]
+    BadDelta(f64),
+
     /// Another process holds the ledger.
     #[error("{0} exists: another topos process is using the ledger (if none is running, a crashed one left the lock; remove it)")]
     Locked(PathBuf),

@@ -16,6 +16,13 @@
 //! the order of charges (0.1 + 0.2 fits a budget of 0.3). A charge is rounded *up* to a unit and
 //! the total *down*, except that a value within floating-point error of a unit counts as that
 //! unit, so a decimal ε with up to 12 places is accounted exactly.
+//!
+//! **δ.** A ledger may also hold a total δ (`privacy budget --total-delta`): an (ε, δ) charge —
+//! a private training run calibrated by Rényi DP — then spends both, and (ε, δ) charges compose
+//! by adding their ε's and their δ's (basic sequential composition of approximate DP; Dwork &
+//! Roth 2014, Theorem 3.16). δ is summed in the same fixed-point units. A ledger with δ spent or
+//! budgeted is written as version 2 (an older build refuses it rather than drop the δ charges
+//! when it rewrites the file); one without stays version 1.
 
 use crate::{Epsilon, PrivacyError};
 use serde::{Deserialize, Serialize};
@@ -26,7 +33,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use topos_io::{AtomicFile, FormatError};
 
 const FORMAT: &str = "topos-privacy-ledger";
+/// Version of a ledger with no δ (readable by every build).
 const VERSION: u32 = 1;
+/// Version of a ledger that budgets or spends δ.
+const VERSION_DELTA: u32 = 2;
 const UNITS_PER_EPSILON: f64 = 1e12;
 
 /// One charge: what was asked, at which ε, when.
@@ -36,6 +46,9 @@ pub struct Charge {
     pub query: String,
     /// The ε spent.
     pub epsilon: f64,
+    /// The δ spent (0 for a pure-ε charge).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delta: f64,
     /// UTC time, RFC 3339.
     pub time: String,
 }
@@ -47,7 +60,13 @@ struct LedgerFile {
     /// Hex, as JSON numbers lose u64 precision in many readers.
     corpus_checksum: String,
     total_epsilon: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    total_delta: f64,
     charges: Vec<Charge>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// A corpus's ledger as read from (or just written to) its file.
@@ -56,6 +75,7 @@ pub struct Ledger {
     path: PathBuf,
     checksum: u64,
     total: f64,
+    total_delta: f64,
     charges: Vec<Charge>,
 }
 
@@ -134,9 +154,9 @@ impl Ledger {
                 f.format
             )));
         }
-        if f.version != VERSION {
+        if f.version != VERSION && f.version != VERSION_DELTA {
             return Err(bad(format!(
-                "version {} is not supported by this build (it reads {VERSION})",
+                "version {} is not supported by this build (it reads {VERSION} and {VERSION_DELTA})",
                 f.version
             )));
         }
@@ -159,20 +179,29 @@ impl Ledger {
         {
             return Err(bad(format!("charge {:?} has ε = {}", c.query, c.epsilon)));
         }
+        if !(0.0..1.0).contains(&f.total_delta) {
+            return Err(bad(format!("total δ {} is not in [0, 1)", f.total_delta)));
+        }
+        if let Some(c) = f.charges.iter().find(|c| !(0.0..1.0).contains(&c.delta)) {
+            return Err(bad(format!("charge {:?} has δ = {}", c.query, c.delta)));
+        }
         Ok(Ledger {
             path: path.to_path_buf(),
             checksum,
             total: f.total_epsilon,
+            total_delta: f.total_delta,
             charges: f.charges,
         })
     }
 
     fn write(&self) -> Result<(), PrivacyError> {
+        let has_delta = self.total_delta > 0.0 || self.charges.iter().any(|c| c.delta > 0.0);
         let f = LedgerFile {
             format: FORMAT.into(),
-            version: VERSION,
+            version: if has_delta { VERSION_DELTA } else { VERSION },
             corpus_checksum: format!("{:016x}", self.checksum),
             total_epsilon: self.total,
+            total_delta: self.total_delta,
             charges: self.charges.clone(),
         };
         let mut text = serde_json::to_string_pretty(&f).expect("ledger serializes");
@@ -183,9 +212,25 @@ impl Ledger {
         Ok(())
     }
 
-    /// Sets the total budget of `corpus`, creating its ledger if there is none. A total below
-    /// what is already spent is refused.
+    /// Sets the total ε of `corpus`, creating its ledger if there is none (with no δ). A total
+    /// below what is already spent is refused.
     pub fn set_total(corpus: &Path, checksum: u64, total: Epsilon) -> Result<Ledger, PrivacyError> {
+        Self::set_budget(corpus, checksum, total, None)
+    }
+
+    /// Sets the total ε and, when given, the total δ (in [0, 1)) of `corpus`, creating its ledger
+    /// if there is none. A total below what is already spent is refused.
+    pub fn set_budget(
+        corpus: &Path,
+        checksum: u64,
+        total: Epsilon,
+        total_delta: Option<f64>,
+    ) -> Result<Ledger, PrivacyError> {
+        if let Some(d) = total_delta {
+            if !(0.0..1.0).contains(&d) {
+                return Err(PrivacyError::BadDelta(d));
+            }
+        }
         let path = ledger_path(corpus);
         let _lock = Lock::take(&path)?;
         let mut ledger = if path.exists() {
@@ -195,6 +240,7 @@ impl Ledger {
                 path: path.clone(),
                 checksum,
                 total: total.get(),
+                total_delta: 0.0,
                 charges: Vec::new(),
             }
         };
@@ -203,6 +249,15 @@ impl Ledger {
                 total: total.get(),
                 spent: ledger.spent(),
             });
+        }
+        if let Some(d) = total_delta {
+            if units(d, false) < ledger.spent_delta_units() {
+                return Err(PrivacyError::TotalDeltaBelowSpent {
+                    total: d,
+                    spent: ledger.spent_delta(),
+                });
+            }
+            ledger.total_delta = d;
         }
         ledger.total = total.get();
         ledger.write()?;
@@ -218,6 +273,21 @@ impl Ledger {
         query: &str,
         eps: Epsilon,
     ) -> Result<Ledger, PrivacyError> {
+        Self::charge_approx(corpus, checksum, query, eps, 0.0)
+    }
+
+    /// [`Ledger::charge`] of an (ε, δ) query: refused with [`PrivacyError::OverBudget`] or
+    /// [`PrivacyError::OverDelta`] (changing nothing) when either total would be exceeded.
+    pub fn charge_approx(
+        corpus: &Path,
+        checksum: u64,
+        query: &str,
+        eps: Epsilon,
+        delta: f64,
+    ) -> Result<Ledger, PrivacyError> {
+        if !(0.0..1.0).contains(&delta) {
+            return Err(PrivacyError::BadDelta(delta));
+        }
         let path = ledger_path(corpus);
         if !path.exists() {
             return Err(PrivacyError::NoLedger {
@@ -235,9 +305,23 @@ impl Ledger {
                 total: ledger.total,
             });
         }
+        let asked_delta = if delta > 0.0 {
+            units(delta, true).max(1)
+        } else {
+            0
+        };
+        if ledger.spent_delta_units() + asked_delta > units(ledger.total_delta, false) {
+            return Err(PrivacyError::OverDelta {
+                spent: ledger.spent_delta(),
+                asked: delta,
+                total: ledger.total_delta,
+                corpus: corpus.display().to_string(),
+            });
+        }
         ledger.charges.push(Charge {
             query: query.to_string(),
             epsilon: eps.get(),
+            delta,
             time: rfc3339_now(),
         });
         ledger.write()?;
@@ -250,6 +334,29 @@ impl Ledger {
 
     fn total_units(&self) -> u128 {
         units(self.total, false)
+    }
+
+    fn spent_delta_units(&self) -> u128 {
+        self.charges
+            .iter()
+            .filter(|c| c.delta > 0.0)
+            .map(|c| units(c.delta, true).max(1))
+            .sum()
+    }
+
+    /// The total δ (0: pure-ε charges only).
+    pub fn total_delta(&self) -> f64 {
+        self.total_delta
+    }
+
+    /// δ spent so far.
+    pub fn spent_delta(&self) -> f64 {
+        from_units(self.spent_delta_units())
+    }
+
+    /// δ left.
+    pub fn remaining_delta(&self) -> f64 {
+        from_units(units(self.total_delta, false).saturating_sub(self.spent_delta_units()))
     }
 
     /// The file.
@@ -380,5 +487,47 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert_eq!(names, vec!["c.tcorp.ledger".to_string()]);
+    }
+
+    #[test]
+    fn delta_is_budgeted_and_charged_by_basic_composition() {
+        let dir = tempfile::tempdir().unwrap();
+        let corpus = dir.path().join("c.tcorp");
+        Ledger::set_total(&corpus, 7, e(3.0)).unwrap();
+        // No δ budget: an (ε, δ) charge is refused, a pure one is not.
+        let err = Ledger::charge_approx(&corpus, 7, "rdp", e(1.0), 1e-6).unwrap_err();
+        assert!(matches!(err, PrivacyError::OverDelta { .. }), "{err}");
+        assert!(err.to_string().contains("--total-delta"), "{err}");
+        assert!(Ledger::open(&corpus, 7).unwrap().charges().is_empty());
+        Ledger::charge(&corpus, 7, "pure", e(0.5)).unwrap();
+        let text = std::fs::read_to_string(ledger_path(&corpus)).unwrap();
+        assert!(
+            text.contains("\"version\": 1") && !text.contains("delta"),
+            "{text}"
+        );
+
+        Ledger::set_budget(&corpus, 7, e(3.0), Some(2e-6)).unwrap();
+        let l = Ledger::charge_approx(&corpus, 7, "rdp", e(1.0), 1e-6).unwrap();
+        assert_eq!(l.spent(), 1.5);
+        assert_eq!(l.spent_delta(), 1e-6);
+        assert_eq!(l.remaining_delta(), 1e-6);
+        let text = std::fs::read_to_string(ledger_path(&corpus)).unwrap();
+        assert!(text.contains("\"version\": 2"), "{text}");
+        // Exactly the rest of δ fits; one more does not.
+        Ledger::charge_approx(&corpus, 7, "rdp 2", e(1.0), 1e-6).unwrap();
+        let err = Ledger::charge_approx(&corpus, 7, "rdp 3", e(0.1), 1e-9).unwrap_err();
+        assert!(matches!(err, PrivacyError::OverDelta { .. }), "{err}");
+        // Reopened, δ is still counted; a total δ below it is refused.
+        let l = Ledger::open(&corpus, 7).unwrap();
+        assert_eq!(l.spent_delta(), 2e-6);
+        assert_eq!(l.charges()[0].delta, 0.0);
+        assert!(matches!(
+            Ledger::set_budget(&corpus, 7, e(3.0), Some(1e-6)).unwrap_err(),
+            PrivacyError::TotalDeltaBelowSpent { .. }
+        ));
+        assert!(matches!(
+            Ledger::set_budget(&corpus, 7, e(3.0), Some(1.0)).unwrap_err(),
+            PrivacyError::BadDelta(_)
+        ));
     }
 }

@@ -43,6 +43,10 @@ pub struct BudgetArgs {
     /// Total ε every query on this corpus together may spend.
     #[arg(long, allow_negative_numbers = true)]
     pub total: f64,
+    /// Total δ the (ε, δ) queries on this corpus together may spend (private training calibrated
+    /// by Rényi DP, whose --delta is charged); default: unchanged, 0 for a new ledger (pure ε only).
+    #[arg(long, allow_negative_numbers = true)]
+    pub total_delta: Option<f64>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -103,6 +107,9 @@ struct LedgerView<'a> {
     total_epsilon: f64,
     spent_epsilon: f64,
     remaining_epsilon: f64,
+    total_delta: f64,
+    spent_delta: f64,
+    remaining_delta: f64,
     charges: &'a [Charge],
 }
 
@@ -113,19 +120,39 @@ fn view<'a>(corpus: &Path, l: &'a Ledger) -> LedgerView<'a> {
         total_epsilon: l.total(),
         spent_epsilon: l.spent(),
         remaining_epsilon: l.remaining(),
+        total_delta: l.total_delta(),
+        spent_delta: l.spent_delta(),
+        remaining_delta: l.remaining_delta(),
         charges: l.charges(),
+    }
+}
+
+/// "; total δ = …, spent …, remaining …" when the ledger has a δ budget or δ charges.
+fn delta_line(v: &LedgerView<'_>) -> String {
+    if v.total_delta > 0.0 || v.spent_delta > 0.0 {
+        format!(
+            "; total δ = {:e}, spent {:e}, remaining {:e}",
+            v.total_delta, v.spent_delta, v.remaining_delta
+        )
+    } else {
+        String::new()
     }
 }
 
 fn budget(a: BudgetArgs, ui: Ui) -> Result<()> {
     let total = epsilon(a.total, "--total")?;
     let corpus = open_corpus(&a.corpus)?;
-    let l = Ledger::set_total(&a.corpus, corpus.checksum(), total)?;
+    let l = Ledger::set_budget(&a.corpus, corpus.checksum(), total, a.total_delta)?;
     let v = view(&a.corpus, &l);
     ui.result(&v, || {
         println!(
-            "privacy budget of {}: total ε = {}, spent {}, remaining {} (ledger {})",
-            v.corpus, v.total_epsilon, v.spent_epsilon, v.remaining_epsilon, v.ledger
+            "privacy budget of {}: total ε = {}, spent {}, remaining {}{} (ledger {})",
+            v.corpus,
+            v.total_epsilon,
+            v.spent_epsilon,
+            v.remaining_epsilon,
+            delta_line(&v),
+            v.ledger
         );
     })
 }
@@ -136,11 +163,20 @@ fn ledger(a: LedgerArgs, ui: Ui) -> Result<()> {
     let v = view(&a.corpus, &l);
     ui.result(&v, || {
         println!(
-            "{}: total ε = {}, spent {}, remaining {}",
-            v.corpus, v.total_epsilon, v.spent_epsilon, v.remaining_epsilon
+            "{}: total ε = {}, spent {}, remaining {}{}",
+            v.corpus,
+            v.total_epsilon,
+            v.spent_epsilon,
+            v.remaining_epsilon,
+            delta_line(&v)
         );
         for c in v.charges {
-            println!("  {}  ε = {:<10} {}", c.time, c.epsilon, c.query);
+            let delta = if c.delta > 0.0 {
+                format!(" δ = {:e}", c.delta)
+            } else {
+                String::new()
+            };
+            println!("  {}  ε = {:<10}{delta} {}", c.time, c.epsilon, c.query);
         }
         if v.charges.is_empty() {
             println!("  (no queries yet)");

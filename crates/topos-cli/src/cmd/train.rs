@@ -266,9 +266,8 @@ fn check_private(args: &Args, algorithm: Algorithm) -> Result<Option<PrivateRun>
 }
 
 /// Charges a private run to the corpus's ledger if it has one (refusing an over-budget run);
-/// without a ledger nothing is charged. The ledger counts pure ε only (sequential composition
-/// of pure-ε charges), so a run whose guarantee needs δ > 0 is refused, never charged as if
-/// it were pure.
+/// without a ledger nothing is charged. A run calibrated by Rényi DP is (ε, δ)-DP: it spends
+/// both ε and δ (basic composition), and is refused when the ledger's δ budget cannot pay.
 fn charge_ledger(args: &Args, corpus: &Corpus, run: &PrivateRun) -> Result<LedgerStatus> {
     let path = topos_privacy::ledger::ledger_path(&args.corpus);
     if !path.exists() {
@@ -283,14 +282,7 @@ fn charge_ledger(args: &Args, corpus: &Corpus, run: &PrivateRun) -> Result<Ledge
     let o = &run.options;
     let calibrated =
         topos_train::Releases::new(*o, topos_privacy::NoiseSource::insecure_seeded(0))?;
-    if calibrated.guarantee().delta.is_some() {
-        bail!(
-            "{} tracks pure ε only, but this run's noise was calibrated by Rényi DP to (ε = {}, δ = {}); add --delta 0 (pure ε, basic composition: more noise) or train without the ledger",
-            path.display(),
-            o.epsilon.get(),
-            o.delta
-        );
-    }
+    let delta = calibrated.guarantee().delta.unwrap_or(0.0);
     let query = format!(
         "train --private -k {} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
         args.topics,
@@ -299,7 +291,13 @@ fn charge_ledger(args: &Args, corpus: &Corpus, run: &PrivateRun) -> Result<Ledge
         o.epsilon.get(),
         o.max_doc_tokens
     );
-    let ledger = topos_privacy::Ledger::charge(&args.corpus, corpus.checksum(), &query, o.epsilon)?;
+    let ledger = topos_privacy::Ledger::charge_approx(
+        &args.corpus,
+        corpus.checksum(),
+        &query,
+        o.epsilon,
+        delta,
+    )?;
     Ok(LedgerStatus {
         path: Some(ledger.path().display().to_string()),
         charged: true,
