@@ -41,6 +41,7 @@ typedef unsigned int RowEntry;
 #endif
 __device__ __forceinline__ u32 entry_topic(RowEntry e) { return (u32)(e >> ROW_SHIFT); }
 __device__ __forceinline__ u32 entry_count(RowEntry e) { return (u32)(e & ROW_MASK); }
+
 // Warps of a sampling block, set at compile time by the engine: 8 while the tree is small
 // enough for 8 blocks per multiprocessor, 32 when it is large (K in the thousands), so that the
 // one block a multiprocessor's shared memory holds still has warps enough to hide latency.
