@@ -40,6 +40,16 @@ fn prepare(dir: &Path) -> PathBuf {
     corpus
 }
 
+/// Runs `args` (a private `train` writing `out` on `corpus`, which has a ledger) and checks that it
+/// is refused with `needle`, releases nothing, writes no model and leaves the ledger byte for byte.
+fn refused_leaving_ledger(args: &[String], out: &Path, corpus: &str, needle: &str) {
+    let ledger = || std::fs::read_to_string(format!("{corpus}.ledger")).unwrap();
+    let before = ledger();
+    fails_releasing_nothing(&args.iter().map(String::as_str).collect::<Vec<_>>(), needle);
+    assert!(!out.exists());
+    assert_eq!(ledger(), before);
+}
+
 fn theme_of(word: &str) -> usize {
     THEMES
         .iter()
@@ -316,17 +326,12 @@ fn renyi_accounted_runs_record_delta_and_the_ledger_charges_it() {
 
     // With a ledger that has no δ budget: refused, nothing charged or written.
     ok(&["privacy", "budget", c, "--total", "5", "-q"]);
-    let ledger = std::fs::read_to_string(format!("{c}.ledger")).unwrap();
     let refused = dir.path().join("refused.tmod");
-    let args = train(&[], &refused);
-    fails_releasing_nothing(
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    refused_leaving_ledger(
+        &train(&[], &refused),
+        &refused,
+        c,
         "δ budget would be exceeded",
-    );
-    assert!(!refused.exists());
-    assert_eq!(
-        std::fs::read_to_string(format!("{c}.ledger")).unwrap(),
-        ledger
     );
     // --delta 0: pure ε by basic composition, charged.
     let pure = dir.path().join("pure.tmod");
@@ -360,12 +365,7 @@ fn renyi_accounted_runs_record_delta_and_the_ledger_charges_it() {
     assert_eq!(file["version"], 2);
     // A second one fits the ε left but would need δ = 2e-6 in all: refused, nothing released.
     let again = dir.path().join("again.tmod");
-    let args = train(&[], &again);
-    fails_releasing_nothing(
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        "δ budget would be exceeded",
-    );
-    assert!(!again.exists());
+    refused_leaving_ledger(&train(&[], &again), &again, c, "δ budget would be exceeded");
 }
 
 #[test]
@@ -406,16 +406,7 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     assert!(ledger.contains("train --private"), "{ledger}");
     // Over budget: refused before anything is trained or written.
     let second = dir.path().join("second.tmod");
-    let a = args(&second);
-    fails_releasing_nothing(
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        "budget exceeded",
-    );
-    assert!(!second.exists());
-    assert_eq!(
-        std::fs::read_to_string(format!("{c}.ledger")).unwrap(),
-        ledger
-    );
+    refused_leaving_ledger(&args(&second), &second, c, "budget exceeded");
 }
 
 #[test]

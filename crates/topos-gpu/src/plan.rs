@@ -57,9 +57,8 @@ pub struct PlanInput {
     pub partition_tokens: u64,
     /// Plan as if the corpus did not fit (tests, benchmarks of the streaming path).
     pub force_streaming: bool,
-    /// Cells (u32) of the word-topic counts when dense (`words × topics`) and when hybrid
-    /// (`word_topics::cells`).
-    pub dense_cells: u64,
+    /// Cells (u32) of the word-topic counts when hybrid (`word_topics::cells`; dense they are
+    /// `words × topics`).
     pub hybrid_cells: u64,
     /// The word-topic format asked for; `None` lets the planner choose: dense while the corpus
     /// stays resident beside it, hybrid when that saves streaming or makes the model fit.
@@ -186,8 +185,9 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
 
 fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanError> {
     let k = u64::from(input.topics);
+    let dense_cells = input.words * k;
     let cells = match format {
-        WordTopicFormat::Dense => input.dense_cells,
+        WordTopicFormat::Dense => dense_cells,
         WordTopicFormat::Hybrid => input.hybrid_cells,
     };
     // B and B', the row index (offset and slots per word), totals and normalizers.
@@ -195,7 +195,7 @@ fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanE
     let scratch_bytes = rebuild_warps(input.topics, input.multiprocessors) * k * 4;
     let usable = input.budget.saturating_sub(RESERVE_BYTES);
     if model_bytes + scratch_bytes >= usable {
-        let smallest = input.dense_cells.min(input.hybrid_cells);
+        let smallest = dense_cells.min(input.hybrid_cells);
         return Err(PlanError::ModelTooLarge {
             words: input.words,
             topics: input.topics,
@@ -279,7 +279,6 @@ mod tests {
             multiprocessors: 132,
             partition_tokens: 16_000_000,
             force_streaming: false,
-            dense_cells: cells(&counts, k, WordTopicFormat::Dense),
             hybrid_cells: cells(&counts, k, WordTopicFormat::Hybrid),
             format: None,
         }

@@ -102,7 +102,6 @@ impl<'a> GpuSession<'a> {
                 .partition_tokens
                 .unwrap_or_else(|| default_partition_tokens(opts.hyper.num_topics)),
             force_streaming: gpu.force_streaming,
-            dense_cells: word_topics::cells(&word_tokens, topics, WordTopicFormat::Dense),
             hybrid_cells: word_topics::cells(&word_tokens, topics, WordTopicFormat::Hybrid),
             format,
         })?;

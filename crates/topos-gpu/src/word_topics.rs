@@ -137,7 +137,8 @@ impl WordTopicLayout {
     }
 }
 
-/// Training tokens of every word.
+/// Training tokens of every word. (Not the corpus file's `word_frequencies`: those include the
+/// held-out documents, and a GPU session sees only the training documents.)
 pub fn word_tokens(docs: topos_corpus::Docs<'_>, num_words: usize) -> Vec<u64> {
     use rayon::prelude::*;
     docs.tokens()

@@ -98,6 +98,15 @@ fn units(x: f64, up: bool) -> u128 {
     }
 }
 
+/// Units of a δ charge: rounded up, and never 0 for a δ > 0 (a δ below one unit still costs one).
+fn delta_units(delta: f64) -> u128 {
+    if delta > 0.0 {
+        units(delta, true).max(1)
+    } else {
+        0
+    }
+}
+
 fn from_units(u: u128) -> f64 {
     u as f64 / UNITS_PER_EPSILON
 }
@@ -305,11 +314,7 @@ impl Ledger {
                 total: ledger.total,
             });
         }
-        let asked_delta = if delta > 0.0 {
-            units(delta, true).max(1)
-        } else {
-            0
-        };
+        let asked_delta = delta_units(delta);
         if ledger.spent_delta_units() + asked_delta > units(ledger.total_delta, false) {
             return Err(PrivacyError::OverDelta {
                 spent: ledger.spent_delta(),
@@ -337,11 +342,7 @@ impl Ledger {
     }
 
     fn spent_delta_units(&self) -> u128 {
-        self.charges
-            .iter()
-            .filter(|c| c.delta > 0.0)
-            .map(|c| units(c.delta, true).max(1))
-            .sum()
+        self.charges.iter().map(|c| delta_units(c.delta)).sum()
     }
 
     /// The total δ (0: pure-ε charges only).

@@ -243,6 +243,30 @@ pub struct Recovery {
     pub worst: f64,
 }
 
+impl Recovery {
+    /// Mean JS a sampler that learned the topics stays under (a sampler that learns nothing stays
+    /// near the divergence between unrelated topics, about 0.3 on the test corpora).
+    pub const MEAN_BOUND: f64 = 0.03;
+    /// JS every single true topic stays under (a merged or split topic does not).
+    pub const WORST_BOUND: f64 = 0.08;
+
+    /// Panics, naming `what` and every topic's divergence, unless the topics were recovered
+    /// within [`Self::MEAN_BOUND`] and [`Self::WORST_BOUND`] (the check of the CPU and GPU
+    /// topic-recovery tests).
+    pub fn assert_recovered(&self, what: &str) {
+        assert!(
+            self.mean < Self::MEAN_BOUND,
+            "{what} did not recover the topics: {:?}",
+            self.per_topic
+        );
+        assert!(
+            self.worst < Self::WORST_BOUND,
+            "{what} missed a topic: {:?}",
+            self.per_topic
+        );
+    }
+}
+
 /// [`Recovery`] of the true topics `truth` (K × V row-major) by the counts `b` smoothed with `beta`.
 pub fn recovery(truth: &[f64], b: &crate::counts::WordTopics, beta: f64) -> Recovery {
     let per_topic = match_topics(truth, &learned_topics(b, beta), b.num_words());

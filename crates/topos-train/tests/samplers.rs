@@ -75,16 +75,7 @@ fn both_samplers_recover_known_topics() {
         );
         // A sampler that learns nothing stays where it started (mean JS ≈ 0.3 here).
         assert!(before.mean > 0.2);
-        assert!(
-            after.mean < 0.03,
-            "{algo:?} did not recover the topics: {:?}",
-            after.per_topic
-        );
-        assert!(
-            after.worst < 0.08,
-            "{algo:?} missed a topic: {:?}",
-            after.per_topic
-        );
+        after.assert_recovered(&format!("{algo:?}"));
         assert!(t.log_likelihood() > ll_before + 0.5);
     }
 }
