@@ -8,6 +8,9 @@
 #   device machine:  bench/gpu.sh check     GPU tests (--ignored), compute-sanitizer, 20news
 #                                           held-out LL of GPU vs CPU
 #                    bench/gpu.sh formats [K...]  word-topic counts dense against hybrid
+#                    bench/gpu.sh knn [METRICS]  sparse k-NN (issue 5): the GPU k-NN tests, then
+#                                           10-NN of every row of random, Zipf-degree and 20news
+#                                           matrices, Topos's GPU engine and CuPy side by side
 #                    bench/gpu.sh bench [K...]   NYTimes-shaped synthetic corpus made there,
 #                                           tokens/s (mean of iterations 1-100 and steady state)
 #                                           and held-out LL at each K; CuLDA_CGS side by side when
@@ -31,8 +34,11 @@ if [ "$mode" = build ]; then
   cargo test --release -p topos-gpu --no-run 2>&1 | tee /tmp/gpu-build.log
   test_bin=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/gpu-build.log | tail -1)
   rm -rf .devbin && mkdir -p .devbin .devdata
+  cargo build --release -p topos-gpu --example knn_gpu
+  cargo build --release -p topos-distance --example random_csr --example corpus_csr
   cp target/release/topos .devbin/topos
   cp "$test_bin" .devbin/gpu-tests
+  cp target/release/examples/{knn_gpu,random_csr,corpus_csr} .devbin/
   strip .devbin/*
   data=${TOPOS_20NEWS:-/tmp/bench/20news.tcorp}
   if [ ! -f .devdata/20news.tcorp ]; then
@@ -291,6 +297,41 @@ if [ "$mode" = formats ]; then
         row "format K=$k $fmt $algo	$(TOPOS_GPU_WORD_TOPICS=$fmt tune_run "format-$k-$fmt-$algo" "$k" $algo)"
       done
     done
+  done
+fi
+
+if [ "$mode" = knn ]; then
+  echo "== GPU k-NN tests"
+  .devbin/gpu-tests --ignored --test-threads 1 --nocapture knn 2>&1 | tee "$WORK/knn-tests.log"
+  grep -q "test result: ok" "$WORK/knn-tests.log"
+  row "knn tests	$(grep 'test result' "$WORK/knn-tests.log")"
+  # Matrices (raw CSR, made here): random 20,000 × 50,000 and NYTimes-sized 300,000 × 102,000
+  # at 0.2% (fixed density per row), the latter with Zipf row degrees too, and 20news counts.
+  D=/tmp/knn
+  mkdir -p $D
+  [ -f $D/random/meta.json ] || random_csr $D/random 20000 50000 0.002 1
+  [ -f $D/nyt/meta.json ] || random_csr $D/nyt 300000 102000 0.002 1
+  [ -f $D/zipf/meta.json ] || random_csr $D/zipf 300000 102000 0.002 1 zipf
+  [ -f $D/20news/meta.json ] || corpus_csr .devdata/20news.tcorp $D/20news
+  [ -f $D/small/meta.json ] || random_csr $D/small 3000 5000 0.01 2 zipf
+  for m in cosine chebyshev jensen-shannon; do
+    compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 knn_gpu $D/small 10 300 $m \
+      > "$WORK/sanitizer-knn-$m.log" 2>&1 || { cat "$WORK/sanitizer-knn-$m.log"; exit 1; }
+    row "memcheck	knn $m	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-knn-$m.log")"
+  done
+  metrics=${*:-all}
+  for data in ${DATA:-random 20news nyt zipf}; do
+    knn_gpu $D/$data 10 1000000000 $metrics | tee -a "$WORK/knn-$data.jsonl"
+    while read -r line; do
+      row "knn $data	$(python3 -c 'import json,sys; print("{engine}\t{metric}\t{queries} q\t{seconds} s\tprepare {prepare_s} s\tchecksum {index_checksum}".format(**json.loads(sys.argv[1])))' "$line")"
+    done < <(grep '^{' "$WORK/knn-$data.jsonl")
+    if [ -z "${NO_CUPY:-}" ]; then
+      python3 bench/knn_cupy.py $D/$data --k 10 --queries 1000000000 --metrics cosine euclidean \
+        --batch ${CUPY_BATCH:-2048} | tee "$WORK/cupy-$data.jsonl" || echo "CuPy failed"
+      while read -r line; do
+        row "knn $data	$(python3 -c 'import json,sys; print("cupy\t{metric}\t{queries} q\t{seconds} s\tbatch {batch}\tchecksum {index_checksum}".format(**json.loads(sys.argv[1])))' "$line")"
+      done < <(grep '^{' "$WORK/cupy-$data.jsonl" 2>/dev/null)
+    fi
   done
 fi
 

@@ -2,8 +2,11 @@
 //! every entry is non-zero with probability `density` (exactly: each row draws
 //! round(density·cols) ± its binomial spread of distinct columns), values uniform in (0, 1].
 //!
-//! `cargo run --release -p topos-distance --example random_csr -- DIR [ROWS COLS DENSITY SEED]`
-//! (defaults: 20000 50000 0.002 1).
+//! `cargo run --release -p topos-distance --example random_csr -- DIR [ROWS COLS DENSITY SEED [zipf]]`
+//! (defaults: 20000 50000 0.002 1). With `zipf`, row degrees are skewed like text: each row's
+//! density is DENSITY × w with w Pareto-distributed (tail index 1.5, mean 1; capped at half the
+//! columns), so most rows are short and a few are hundreds of times longer — the load-balancing
+//! case of the paper's §3.3.2.
 
 mod common;
 
@@ -35,6 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cols: usize = args.get(2).map_or(Ok(50_000), |s| s.parse())?;
     let density: f64 = args.get(3).map_or(Ok(0.002), |s| s.parse())?;
     let seed: u64 = args.get(4).map_or(Ok(1), |s| s.parse())?;
+    let zipf = args.get(5).is_some_and(|s| s == "zipf");
     let mut rng = Rng(seed);
     let mut offsets = vec![0u64];
     let (mut indices, mut values) = (Vec::new(), Vec::new());
@@ -42,9 +46,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..rows {
         // Geometric gaps give each column probability `density`, independently.
         row.clear();
+        let d = if zipf {
+            // Pareto(x_m = 1/3, α = 1.5): mean α·x_m/(α − 1) = 1.
+            let w = (1.0 / 3.0) / rng.unit().powf(1.0 / 1.5);
+            (density * w).min(0.5)
+        } else {
+            density
+        };
         let mut c = -1i64;
         loop {
-            let gap = (rng.unit().ln() / (1.0 - density).ln()).floor() as i64;
+            let gap = (rng.unit().ln() / (1.0 - d).ln()).floor() as i64;
             c += gap + 1;
             if c >= cols as i64 {
                 break;

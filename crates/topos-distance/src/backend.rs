@@ -1,13 +1,11 @@
 //! The seam between what is computed and where: a [`Backend`] prepares an index matrix once for
-//! one metric ([`PreparedIndex`]) and then answers batches of queries. The CPU backend
-//! ([`crate::cpu`]) is the only one today; a CUDA backend (the paper's load-balanced CSR+COO
-//! kernel, §3.3) would implement the same two traits — upload the index in `prepare`, run one
-//! kernel launch per batch in `knn`/`distances` — and callers would not change.
+//! one metric ([`PreparedIndex`]) and then answers batches of queries. Two implement it: the
+//! CPU engine ([`crate::cpu`]) and the CUDA engine in `topos-gpu` (`topos_gpu::distance`), which
+//! uploads the index in `prepare` and runs one kernel launch per batch; callers do not change.
+//! The checks every backend makes the same way live here.
 
 use crate::{CsrMatrix, DistanceError, Metric};
-use std::fmt;
 use std::ops::Range;
-use std::str::FromStr;
 
 /// The k nearest index rows of each query of a batch, best first.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,40 +82,59 @@ pub trait Backend: Send + Sync {
     ) -> Result<Box<dyn PreparedIndex + 'a>, DistanceError>;
 }
 
-/// A device name as given on a command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Device {
-    Cpu,
-    Cuda,
-}
-
-impl FromStr for Device {
-    type Err = DistanceError;
-    fn from_str(s: &str) -> Result<Device, DistanceError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "cpu" => Ok(Device::Cpu),
-            "cuda" | "gpu" => Ok(Device::Cuda),
-            _ => Err(DistanceError::UnknownDevice(s.to_string())),
+/// Refuses values outside `metric`'s domain among `rows` of `m` (negative values for Hellinger,
+/// Jensen–Shannon and KL divergence). Every backend checks the index and each query batch.
+pub fn check_domain(
+    m: &CsrMatrix,
+    rows: Range<usize>,
+    metric: Metric,
+) -> Result<(), DistanceError> {
+    if metric.requires_non_negative() {
+        if let Some((row, col, value)) = m.first_negative_in(rows) {
+            return Err(DistanceError::NegativeValue {
+                metric: metric.name(),
+                row,
+                col,
+                value,
+            });
         }
     }
+    Ok(())
 }
 
-impl fmt::Display for Device {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Device::Cpu => "cpu",
-            Device::Cuda => "cuda",
-        })
+/// Checks a query batch against an index of `n_cols` columns: the same number of columns,
+/// rows in range, values in the metric's domain.
+pub fn check_queries(
+    queries: &CsrMatrix,
+    rows: &Range<usize>,
+    n_cols: usize,
+    metric: Metric,
+) -> Result<(), DistanceError> {
+    if queries.n_cols() != n_cols {
+        return Err(DistanceError::DimensionMismatch {
+            left: queries.n_cols(),
+            right: n_cols,
+        });
     }
+    if rows.end > queries.n_rows() || rows.start > rows.end {
+        return Err(DistanceError::InvalidCsr(format!(
+            "query rows {}..{} out of range (the matrix has {} rows)",
+            rows.start,
+            rows.end,
+            queries.n_rows()
+        )));
+    }
+    check_domain(queries, rows.clone(), metric)
 }
 
-/// The backend for `device`: the CPU one, or an error for a device this build has no engine
-/// for (there is no GPU engine yet).
-pub fn backend(device: Device) -> Result<Box<dyn Backend>, DistanceError> {
-    match device {
-        Device::Cpu => Ok(Box::new(crate::cpu::CpuBackend)),
-        Device::Cuda => Err(DistanceError::NoGpuEngine(device.to_string())),
+/// Checks k against the candidate rows: between 1 and the index's rows (less one when a
+/// query is not its own neighbour).
+pub fn check_k(k: usize, index_rows: usize, exclude_self: bool) -> Result<(), DistanceError> {
+    let max = index_rows.saturating_sub(usize::from(exclude_self));
+    if k == 0 || k > max {
+        return Err(DistanceError::InvalidK { k, max });
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -125,12 +142,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cuda_is_refused_with_one_clear_line() {
-        let dev: Device = "cuda".parse().unwrap();
-        let msg = backend(dev).err().unwrap().to_string();
-        assert!(msg.contains("no GPU engine yet"), "{msg}");
-        assert!(!msg.contains('\n'));
-        assert!("tpu".parse::<Device>().is_err());
-        assert_eq!(backend(Device::Cpu).unwrap().name(), "cpu");
+    fn checks_say_what_is_wrong() {
+        let m = CsrMatrix::from_dense(&[vec![1.0, -2.0], vec![0.0, 1.0]], 2).unwrap();
+        assert!(check_domain(&m, 0..2, Metric::Manhattan).is_ok());
+        assert!(check_domain(&m, 1..2, Metric::Hellinger).is_ok());
+        let e = check_domain(&m, 0..2, Metric::Hellinger)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hellinger") && e.contains("non-negative"), "{e}");
+        assert!(matches!(
+            check_queries(&m, &(0..2), 3, Metric::Cosine),
+            Err(DistanceError::DimensionMismatch { left: 2, right: 3 })
+        ));
+        assert!(check_queries(&m, &(1..3), 2, Metric::Cosine).is_err());
+        assert_eq!(
+            check_k(0, 5, false),
+            Err(DistanceError::InvalidK { k: 0, max: 5 })
+        );
+        assert_eq!(
+            check_k(5, 5, true),
+            Err(DistanceError::InvalidK { k: 5, max: 4 })
+        );
+        assert!(check_k(5, 5, false).is_ok());
     }
 }

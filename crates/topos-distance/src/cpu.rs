@@ -27,7 +27,7 @@
 //! written to its own slot: results are bit-identical for any number of threads.
 
 use crate::aggregate::{Canberra, Hamming, JensenShannon, KlDivergence, Manhattan, Minkowski};
-use crate::backend::{Backend, Neighbors, PreparedIndex};
+use crate::backend::{check_domain, check_k, check_queries, Backend, Neighbors, PreparedIndex};
 use crate::expanded::{
     Correlation, Cosine, Dice, DotProduct, Euclidean, Hellinger, Jaccard, RussellRao,
 };
@@ -89,23 +89,6 @@ impl Backend for CpuBackend {
 /// Refuses values of `rows` of `m` outside the metric's domain (negative values for
 /// Hellinger, Jensen–Shannon and KL divergence, where square roots and logarithms of them are
 /// undefined).
-fn check_domain(m: &CsrMatrix, rows: Range<usize>, metric: Metric) -> Result<(), DistanceError> {
-    if metric.requires_non_negative() {
-        if let Some((row, col, value)) = m.first_negative_in(rows) {
-            return Err(DistanceError::NegativeValue {
-                metric: metric.name(),
-                row,
-                col,
-                value,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The index in compressed sparse columns: the (row, value) entries of column j are at
-/// `col_offsets[j]..col_offsets[j + 1]`, rows increasing. Rows and values are interleaved so a
-/// column is one contiguous stream (one cache miss where two arrays would take two).
 struct Csc {
     col_offsets: Vec<u64>,
     entries: Vec<(u32, f32)>,
@@ -290,24 +273,6 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             touched: Vec::new(),
             topk: TopK::new(k),
         }
-    }
-
-    fn check_queries(&self, queries: &CsrMatrix, rows: &Range<usize>) -> Result<(), DistanceError> {
-        if queries.n_cols() != self.csr.n_cols() {
-            return Err(DistanceError::DimensionMismatch {
-                left: queries.n_cols(),
-                right: self.csr.n_cols(),
-            });
-        }
-        if rows.end > queries.n_rows() || rows.start > rows.end {
-            return Err(DistanceError::InvalidCsr(format!(
-                "query rows {}..{} out of range (the matrix has {} rows)",
-                rows.start,
-                rows.end,
-                queries.n_rows()
-            )));
-        }
-        check_domain(queries, rows.clone(), self.metric)
     }
 
     /// One query against every index row: the intersection pass, then the expansion scan.
@@ -499,11 +464,8 @@ impl<'a, K: Kernel + 'a> PreparedIndex for Prepared<'a, K> {
         k: usize,
         exclude_self: bool,
     ) -> Result<Neighbors, DistanceError> {
-        self.check_queries(queries, &rows)?;
-        let max = self.csr.n_rows().saturating_sub(usize::from(exclude_self));
-        if k == 0 || k > max {
-            return Err(DistanceError::InvalidK { k, max });
-        }
+        check_queries(queries, &rows, self.csr.n_cols(), self.metric)?;
+        check_k(k, self.csr.n_rows(), exclude_self)?;
         let start = rows.start;
         let chunks = parallel_chunks(
             rows.len(),
@@ -541,7 +503,7 @@ impl<'a, K: Kernel + 'a> PreparedIndex for Prepared<'a, K> {
         queries: &CsrMatrix,
         rows: Range<usize>,
     ) -> Result<Vec<f32>, DistanceError> {
-        self.check_queries(queries, &rows)?;
+        check_queries(queries, &rows, self.csr.n_cols(), self.metric)?;
         let n = self.csr.n_rows();
         let cells = rows
             .len()

@@ -227,7 +227,7 @@ impl CsrMatrix {
     }
 
     /// [`CsrMatrix::first_negative`] among the rows `rows` only.
-    pub(crate) fn first_negative_in(&self, rows: Range<usize>) -> Option<(usize, u32, f32)> {
+    pub fn first_negative_in(&self, rows: Range<usize>) -> Option<(usize, u32, f32)> {
         let (a, b) = (
             self.offsets[rows.start] as usize,
             self.offsets[rows.end] as usize,

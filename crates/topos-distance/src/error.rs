@@ -35,12 +35,10 @@ pub enum DistanceError {
     /// Minkowski's p outside [1, ∞).
     #[error("minkowski needs a finite p >= 1 (p = infinity is chebyshev), got {0}")]
     InvalidMinkowskiP(f64),
-    /// A device was asked for that this build cannot compute on.
-    #[error("no GPU engine yet: --device {0} is not available in this build; use --device cpu")]
-    NoGpuEngine(String),
-    /// An unknown device name.
-    #[error("unknown device {0:?}; known: cpu, cuda")]
-    UnknownDevice(String),
+    /// A device engine (the CUDA backend in `topos-gpu`) failed; the message says what it was
+    /// doing and what to do.
+    #[error("{0}")]
+    Device(String),
     /// A batch size of zero.
     #[error("batch size must be at least 1")]
     ZeroBatch,

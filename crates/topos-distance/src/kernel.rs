@@ -214,3 +214,32 @@ pub(crate) fn sum(row: Row) -> f64 {
 pub(crate) fn sum_abs(row: Row) -> f64 {
     row.values.iter().map(|&v| f64::from(v).abs()).sum()
 }
+
+/// The aggregates `metric`'s kernel computes for `row` in a space of `n_cols` columns — what a
+/// device backend uploads beside the rows, so that its expansions read the very numbers the
+/// CPU's do.
+pub fn row_aggregate(metric: crate::Metric, row: Row, n_cols: usize) -> RowAgg {
+    use crate::aggregate::{Canberra, Hamming, JensenShannon, KlDivergence, Manhattan, Minkowski};
+    use crate::expanded::{
+        Correlation, Cosine, Dice, DotProduct, Euclidean, Hellinger, Jaccard, RussellRao,
+    };
+    use crate::union::Chebyshev;
+    use crate::Metric as M;
+    match metric {
+        M::Correlation => Correlation.aggregate(row, n_cols),
+        M::Cosine => Cosine.aggregate(row, n_cols),
+        M::Dice => Dice.aggregate(row, n_cols),
+        M::DotProduct => DotProduct.aggregate(row, n_cols),
+        M::Euclidean => Euclidean.aggregate(row, n_cols),
+        M::Canberra => Canberra.aggregate(row, n_cols),
+        M::Chebyshev => Chebyshev.aggregate(row, n_cols),
+        M::Hamming => Hamming.aggregate(row, n_cols),
+        M::Hellinger => Hellinger.aggregate(row, n_cols),
+        M::Jaccard => Jaccard.aggregate(row, n_cols),
+        M::JensenShannon => JensenShannon.aggregate(row, n_cols),
+        M::KlDivergence => KlDivergence.aggregate(row, n_cols),
+        M::Manhattan => Manhattan.aggregate(row, n_cols),
+        M::Minkowski(p) => Minkowski { p }.aggregate(row, n_cols),
+        M::RussellRao => RussellRao.aggregate(row, n_cols),
+    }
+}

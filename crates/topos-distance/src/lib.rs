@@ -1,6 +1,6 @@
 //! Sparse pairwise distances and brute-force k-nearest neighbours over CSR matrices, for all 15
 //! distances of *GPU Semiring Primitives for Sparse Neighborhood Methods* (Nolet et al.), on a
-//! multithreaded CPU engine behind a [`Backend`] seam for a future GPU engine.
+//! multithreaded CPU engine behind a [`Backend`] seam that the GPU engine (`topos-gpu`) also implements.
 //!
 //! ```
 //! use topos_distance::{knn, pairwise_distances, CsrMatrix, Metric};
@@ -20,7 +20,8 @@
 //!   non-zero columns (§2.2 Eq. 3, §3.3.1) and Chebyshev.
 //! * [`cpu`]: the engine (inverted index, per-query accumulator, expansion scan, rayon);
 //!   [`topk`]: top-k selection; [`mod@knn`]: batched k-NN; [`pairwise`]: full matrices;
-//!   [`mod@backend`]: the device seam (`--device cuda` is refused: no GPU engine yet).
+//!   [`mod@backend`]: the device seam (the CUDA engine is `topos_gpu::distance`) and the checks
+//!   every backend shares.
 
 pub mod aggregate;
 pub mod backend;
@@ -35,10 +36,11 @@ pub mod pairwise;
 pub mod topk;
 pub mod union;
 
-pub use backend::{backend, Backend, Device, Neighbors, PreparedIndex};
+pub use backend::{check_domain, check_k, check_queries, Backend, Neighbors, PreparedIndex};
 pub use cpu::CpuBackend;
 pub use csr::{CsrMatrix, Row, RowNorm};
 pub use error::DistanceError;
+pub use kernel::{row_aggregate, RowAgg};
 pub use knn::{knn, knn_with, KnnOptions};
 pub use metric::{Metric, Strategy};
 pub use pairwise::{pairwise_distances, pairwise_distances_with, DistanceMatrix};

@@ -5,11 +5,11 @@ use std::fmt;
 /// Why the GPU engine could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
-    #[error("no NVIDIA driver found (libcuda.so could not be loaded); install the NVIDIA driver or train with --device cpu")]
+    #[error("no NVIDIA driver found (libcuda.so could not be loaded); install the NVIDIA driver or use --device cpu")]
     NoDriver,
-    #[error("the NVRTC runtime compiler (libnvrtc.so) could not be loaded; install the CUDA toolkit's NVRTC (CUDA 12 or 13) or train with --device cpu")]
+    #[error("the NVRTC runtime compiler (libnvrtc.so) could not be loaded; install the CUDA toolkit's NVRTC (CUDA 12 or 13) or use --device cpu")]
     NoNvrtc,
-    #[error("no CUDA device found; train with --device cpu")]
+    #[error("no CUDA device found; use --device cpu")]
     NoDevice,
     #[error("CUDA device {ordinal} does not exist ({count} found: cuda:0 to cuda:{last}); see `topos devices`", last = count.saturating_sub(1))]
     NoSuchDevice { ordinal: usize, count: usize },

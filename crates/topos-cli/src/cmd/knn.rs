@@ -11,7 +11,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use topos_corpus::{Corpus, Docs};
-use topos_distance::{backend, CsrMatrix, Device, Metric, PreparedIndex, RowNorm};
+use topos_distance::{Backend, CpuBackend, CsrMatrix, Metric, PreparedIndex, RowNorm};
+use topos_gpu::DeviceSpec;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -54,15 +55,17 @@ pub struct SearchArgs {
     /// Minkowski's exponent p (≥ 1).
     #[arg(long)]
     pub p: Option<f64>,
-    /// Where to compute: cpu (or cuda, which this build does not have yet).
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
+    /// Where to compute: auto (a GPU when one is usable, the CPU otherwise; it says which), cpu,
+    /// cuda or cuda:N. Both give the same neighbours.
+    #[arg(long, default_value = "auto")]
+    pub device: DeviceSpec,
     /// Worker threads (0 = all cores); results do not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Queries per batch (memory is bounded by the batch, never by queries × documents).
-    #[arg(long, default_value_t = 1024)]
-    pub batch: usize,
+    /// Queries per batch (memory is bounded by the batch, never by queries × documents);
+    /// default 1,024 on the CPU, 65,536 on a GPU.
+    #[arg(long)]
+    pub batch: Option<usize>,
     /// Output format: jsonl (one line per query) or csv (one line per neighbour).
     #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "csv"])]
     pub format: String,
@@ -88,17 +91,46 @@ impl SearchArgs {
         Ok(metric)
     }
 
-    /// Checks what can be checked before loading anything: k, batch, device.
-    pub fn validate(&self) -> Result<Device> {
+    /// Checks what can be checked before loading anything: k and batch.
+    pub fn validate(&self) -> Result<()> {
         if self.k == 0 {
             bail!("-k must be at least 1");
         }
-        if self.batch == 0 {
+        if self.batch == Some(0) {
             bail!("--batch must be at least 1");
         }
-        let device: Device = self.device.parse()?;
-        backend(device)?;
-        Ok(device)
+        Ok(())
+    }
+
+    /// The engine --device names, opened (a GPU that cannot be used is a one-line error; under
+    /// auto it is passed over, and `ui` says so), with its batch size.
+    pub fn engine(&self, ui: Ui) -> Result<(Box<dyn Backend>, usize)> {
+        let gpu = |ordinal| -> Result<(Box<dyn Backend>, usize)> {
+            let b = topos_gpu::distance::CudaBackend::open(ordinal)?;
+            ui.info(format!(
+                "searching on cuda:{} ({})",
+                b.info().ordinal,
+                b.info().name
+            ));
+            Ok((Box::new(b), self.batch.unwrap_or(65_536)))
+        };
+        let cpu =
+            || -> (Box<dyn Backend>, usize) { (Box::new(CpuBackend), self.batch.unwrap_or(1024)) };
+        match self.device {
+            DeviceSpec::Cpu => Ok(cpu()),
+            DeviceSpec::Cuda(ordinal) => gpu(ordinal),
+            DeviceSpec::Auto => {
+                let usable = topos_gpu::device::device_count().is_ok_and(|n| n > 0)
+                    && topos_gpu::device::nvrtc_present();
+                if !usable {
+                    return Ok(cpu());
+                }
+                gpu(None).or_else(|e| {
+                    ui.info(format!("not using the GPU: {e}"));
+                    Ok(cpu())
+                })
+            }
+        }
     }
 }
 
@@ -317,7 +349,7 @@ fn idf(m: &CsrMatrix) -> Vec<f32> {
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
-    let device = args.search.validate()?;
+    args.search.validate()?;
     let metric = args.search.metric(Metric::Cosine)?;
     let t0 = Instant::now();
     let corpus = Corpus::open(&args.corpus)?;
@@ -396,14 +428,14 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     let mut out = Output::open(args.search.output.as_deref(), &args.search.format)?;
     let index_ids = corpus.train_ids();
     with_threads(args.search.threads, || {
-        let engine = backend(device)?;
+        let (engine, batch) = args.search.engine(ui)?;
         let prepared = engine.prepare(&index, metric)?;
         search(
             prepared.as_ref(),
             &queries,
             0..queries.n_rows(),
             k,
-            args.search.batch,
+            batch,
             exclude_self,
             index_ids,
             |i| serde_json::Value::from(query_ids[i]),

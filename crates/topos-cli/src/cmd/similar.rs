@@ -11,7 +11,7 @@ use crate::ui::Ui;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
-use topos_distance::{backend, CsrMatrix, Metric};
+use topos_distance::{CsrMatrix, Metric};
 use topos_model::{doc_to_ids, infer, DocTopics, Phi, TopicModel};
 
 #[derive(clap::Args, Debug)]
@@ -82,7 +82,7 @@ enum Query {
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
-    let device = args.search.validate()?;
+    args.search.validate()?;
     let metric = args.search.metric(Metric::JensenShannon)?;
     let n_modes = usize::from(!args.docs.is_empty())
         + usize::from(!args.texts.is_empty())
@@ -210,7 +210,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             infer(&phi, &model.hyper, docs.view(), &args.foldin.options())
                 .context("inference failed")?
         };
-        let engine = backend(device)?;
+        let (engine, batch) = args.search.engine(ui)?;
         let prepared = engine.prepare(&index, metric)?;
         let index_ids = corpus.train_ids();
         let m = theta_matrix(inferred.iter().map(|t| t.dense()), k_topics)?;
@@ -252,7 +252,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                         &m,
                         w..w + run,
                         k,
-                        args.search.batch,
+                        batch,
                         false,
                         index_ids,
                         |r| labels[r].clone(),

@@ -1,0 +1,755 @@
+//! The CUDA engine of sparse k-nearest neighbours (issue 5): `topos_distance`'s [`Backend`] on one
+//! GPU, for all 15 metrics.
+//!
+//! `prepare` uploads the index once — its rows (for the union form and Chebyshev's walks), the
+//! kernel's row aggregates computed by the CPU code (`topos_distance::row_aggregate`), and the
+//! index cut into tiles of [`tile_rows`] rows, each stored by columns (an inverted index per
+//! tile, rows as 16-bit offsets) — and each `knn` call uploads one batch of queries and runs one
+//! launch of `knn_tiles` (`knn.cu`): one warp per query, an f64 accumulator per tile row in
+//! shared memory, the expansion and a top-k list in registers. See `knn.cu` for the work split
+//! and why it walks the intersection instead of the paper's query-row lookups (§3.3).
+//!
+//! The sums are the CPU engine's, in the same order and arithmetic, so the neighbours are the
+//! CPU's (a GPU test checks every metric against it); only the logarithms and powers of
+//! Jensen–Shannon, KL and Minkowski (p ∉ {1, 2}) may differ in the last bit (CUDA's libm).
+
+use crate::device;
+use crate::error::{Check, GpuError};
+use cudarc::driver::{
+    sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaFunction, CudaSlice, CudaStream,
+    DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use topos_distance::{
+    check_domain, check_k, check_queries, row_aggregate, union::magnitude_order, Backend,
+    CsrMatrix, DistanceError, Metric, Neighbors, PreparedIndex, RowAgg,
+};
+
+const SOURCE: &str = include_str!("knn.cu");
+
+/// The most neighbours per query the GPU keeps (its top-k list lives in registers: k/32
+/// entries per lane).
+pub const MAX_K: usize = 256;
+
+/// Rows per tile: the accumulator of one warp is `TILE` f64 slots (plus `TILE` counts) in shared
+/// memory. 1,024 keeps two blocks of eight warps per multiprocessor on an H100; env
+/// `TOPOS_KNN_TILE` overrides it (a power of two, 256 to 8,192) for tuning.
+pub fn tile_rows() -> u32 {
+    env_u32("TOPOS_KNN_TILE", 256..=8192)
+        .filter(|t| t.is_power_of_two())
+        .unwrap_or(1024)
+}
+
+/// Warps (queries) per block; env `TOPOS_KNN_WARPS` overrides it (1 to 16).
+pub fn block_warps() -> u32 {
+    env_u32("TOPOS_KNN_WARPS", 1..=16).unwrap_or(8)
+}
+
+fn env_u32(name: &str, range: std::ops::RangeInclusive<u32>) -> Option<u32> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|x| range.contains(x))
+}
+
+/// Bytes of shared memory one block needs for `metric`: per warp `tile` accumulator slots and
+/// 32 staging slots (f64), `tile` counts (u32) when the metric counts the intersection, and for
+/// Chebyshev `tile` + 32 masks of the query's largest columns.
+pub fn shared_bytes(tile: u32, warps: u32, metric: Metric) -> u32 {
+    warps * (tile + 32) * 8
+        + if counts(metric) { warps * tile * 4 } else { 0 }
+        + if metric == Metric::Chebyshev {
+            warps * (tile + 32) * 4
+        } else {
+            0
+        }
+}
+
+/// The metric's number in `knn.cu`.
+fn metric_id(m: Metric) -> u32 {
+    match m {
+        Metric::Correlation => 0,
+        Metric::Cosine => 1,
+        Metric::Dice => 2,
+        Metric::DotProduct => 3,
+        Metric::Euclidean => 4,
+        Metric::Canberra => 5,
+        Metric::Chebyshev => 6,
+        Metric::Hamming => 7,
+        Metric::Hellinger => 8,
+        Metric::Jaccard => 9,
+        Metric::JensenShannon => 10,
+        Metric::KlDivergence => 11,
+        Metric::Manhattan => 12,
+        Metric::Minkowski(_) => 13,
+        Metric::RussellRao => 14,
+    }
+}
+
+/// Whether `knn.cu` counts the intersection for `m` (`NEEDS_COUNT` there).
+fn counts(m: Metric) -> bool {
+    matches!(
+        m,
+        Metric::Dice
+            | Metric::Jaccard
+            | Metric::RussellRao
+            | Metric::Canberra
+            | Metric::Hamming
+            | Metric::KlDivergence
+            | Metric::Chebyshev
+    )
+}
+
+/// [`RowAgg`] as `struct Agg` in `knn.cu`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct GpuAgg {
+    a: f64,
+    b: f64,
+    c: f64,
+    nnz: u32,
+    pad: u32,
+}
+
+// SAFETY: plain old data with the C layout `knn.cu` reads.
+unsafe impl DeviceRepr for GpuAgg {}
+
+impl From<RowAgg> for GpuAgg {
+    fn from(r: RowAgg) -> Self {
+        GpuAgg {
+            a: r.a,
+            b: r.b,
+            c: r.c,
+            nnz: r.nnz,
+            pad: 0,
+        }
+    }
+}
+
+fn device_err(e: GpuError) -> DistanceError {
+    DistanceError::Device(e.to_string())
+}
+
+/// The index cut into tiles of `tile` rows, each stored by columns: per tile, `n_cols + 1`
+/// column offsets relative to the tile's first entry, and its entries' rows (offsets inside the
+/// tile) and values, by column and then by row.
+#[derive(Debug, PartialEq)]
+pub struct Tiles {
+    pub tile: u32,
+    pub colptr: Vec<u32>,
+    pub base: Vec<u64>,
+    pub rows: Vec<u16>,
+    pub vals: Vec<f32>,
+}
+
+impl Tiles {
+    /// Builds the tiles of `m` (in parallel over tiles).
+    pub fn build(m: &CsrMatrix, tile: u32) -> Tiles {
+        assert!(tile as usize <= 1 << 16, "tile rows are 16-bit");
+        let n_cols = m.n_cols();
+        let n_tiles = m.n_rows().div_ceil(tile as usize);
+        let parts: Vec<(Vec<u32>, Vec<u16>, Vec<f32>)> = (0..n_tiles)
+            .into_par_iter()
+            .map(|t| {
+                let r0 = t * tile as usize;
+                let r1 = (r0 + tile as usize).min(m.n_rows());
+                let mut ptr = vec![0u32; n_cols + 1];
+                for r in r0..r1 {
+                    for &c in m.row(r).indices {
+                        ptr[c as usize + 1] += 1;
+                    }
+                }
+                for c in 0..n_cols {
+                    ptr[c + 1] += ptr[c];
+                }
+                let nnz = ptr[n_cols] as usize;
+                let mut next = ptr[..n_cols].to_vec();
+                let (mut rows, mut vals) = (vec![0u16; nnz], vec![0f32; nnz]);
+                for r in r0..r1 {
+                    let row = m.row(r);
+                    for (&c, &v) in row.indices.iter().zip(row.values) {
+                        let slot = &mut next[c as usize];
+                        rows[*slot as usize] = (r - r0) as u16;
+                        vals[*slot as usize] = v;
+                        *slot += 1;
+                    }
+                }
+                (ptr, rows, vals)
+            })
+            .collect();
+        let mut out = Tiles {
+            tile,
+            colptr: Vec::with_capacity(n_tiles * (n_cols + 1)),
+            base: Vec::with_capacity(n_tiles),
+            rows: Vec::with_capacity(m.indices().len()),
+            vals: Vec::with_capacity(m.indices().len()),
+        };
+        for (ptr, rows, vals) in parts {
+            out.base.push(out.rows.len() as u64);
+            out.colptr.extend(ptr);
+            out.rows.extend(rows);
+            out.vals.extend(vals);
+        }
+        out
+    }
+
+    /// Device bytes of `n_rows × n_cols` with `nnz` non-zeros in tiles of `tile` rows.
+    pub fn bytes(n_rows: usize, n_cols: usize, nnz: u64, tile: u32) -> u64 {
+        let n_tiles = n_rows.div_ceil(tile as usize) as u64;
+        n_tiles * (n_cols as u64 + 1) * 4 + n_tiles * 8 + nnz * 6
+    }
+}
+
+/// Positions of each row's values by decreasing magnitude, row after row (Chebyshev's walks).
+fn magnitude_orders(m: &CsrMatrix, rows: Range<usize>) -> Vec<u32> {
+    let per_row: Vec<Vec<u32>> = rows
+        .into_par_iter()
+        .map(|r| {
+            let mut o = Vec::new();
+            magnitude_order(m.row(r).values, &mut o);
+            o
+        })
+        .collect();
+    per_row.concat()
+}
+
+/// One GPU as a distance backend.
+pub struct CudaBackend {
+    ctx: Arc<CudaContext>,
+    info: device::DeviceInfo,
+}
+
+impl CudaBackend {
+    /// Opens CUDA device `ordinal` (`None`: the first); a machine without a GPU gets a one-line
+    /// error.
+    pub fn open(ordinal: Option<usize>) -> Result<CudaBackend, GpuError> {
+        let ctx = device::open(ordinal)?;
+        let info = device::info(&ctx)?;
+        if info.compute_capability.0 < 7 {
+            return Err(GpuError::Unsupported(format!(
+                "GPU k-NN needs compute capability 7.0 or newer (warp match instructions); {} has {}.{}; use --device cpu",
+                info.name, info.compute_capability.0, info.compute_capability.1
+            )));
+        }
+        Ok(CudaBackend { ctx, info })
+    }
+
+    /// The device.
+    pub fn info(&self) -> &device::DeviceInfo {
+        &self.info
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn prepare<'a>(
+        &self,
+        index: &'a CsrMatrix,
+        metric: Metric,
+    ) -> Result<Box<dyn PreparedIndex + 'a>, DistanceError> {
+        let metric = match metric {
+            Metric::Minkowski(p) => Metric::minkowski(p)?,
+            m => m,
+        };
+        check_domain(index, 0..index.n_rows(), metric)?;
+        if index.n_rows() >= u32::MAX as usize || index.n_cols() >= u32::MAX as usize {
+            return Err(DistanceError::InvalidCsr(format!(
+                "{} x {} exceeds the GPU engine's 32-bit row and column numbers",
+                index.n_rows(),
+                index.n_cols()
+            )));
+        }
+        GpuIndex::new(self, index, metric)
+            .map(|g| Box::new(g) as Box<dyn PreparedIndex + 'a>)
+            .map_err(device_err)
+    }
+}
+
+/// What one compiled `knn_tiles` is specialized for.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    metric: Metric,
+    tile: u32,
+    warps: u32,
+    slots: u32,
+    dense: bool,
+}
+
+/// Compiles `knn.cu` with NVRTC for compute capability `major.minor`.
+fn compile(s: Shape, major: i32, minor: i32) -> Result<cudarc::nvrtc::Ptx, GpuError> {
+    let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+    let p = match s.metric {
+        Metric::Minkowski(p) => p,
+        _ => 1.0,
+    };
+    let opts = cudarc::nvrtc::CompileOptions {
+        arch: Some(arch),
+        options: vec![
+            "--std=c++17".into(),
+            "-default-device".into(),
+            // No fused multiply-adds: the CPU's arithmetic rounds every product (Rust does
+            // not contract), and the same sums must give the same bits.
+            "--fmad=false".into(),
+            format!("-DMETRIC={}", metric_id(s.metric)),
+            format!("-DTILE={}", s.tile),
+            format!("-DWARPS={}", s.warps),
+            format!("-DKSLOTS={}", s.slots),
+            format!("-DDENSE={}", u8::from(s.dense)),
+            // The f64 exactly (Rust's shortest round-trip decimal).
+            format!("-DMINK_P={p:?}"),
+        ],
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts)
+        .map_err(|e| GpuError::Compile(format!("{e:?}")))
+}
+
+/// The index on the device for one metric.
+struct GpuIndex {
+    metric: Metric,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    n_rows: usize,
+    n_cols: usize,
+    tile: u32,
+    warps: u32,
+    n_tiles: u32,
+    ptr: CudaSlice<u64>,
+    cols: CudaSlice<u32>,
+    vals: CudaSlice<f32>,
+    aggs: CudaSlice<GpuAgg>,
+    by_mag: CudaSlice<u32>,
+    tile_colptr: CudaSlice<u32>,
+    tile_base: CudaSlice<u64>,
+    tile_rows: CudaSlice<u16>,
+    tile_vals: CudaSlice<f32>,
+    /// Index rows per column: a query's work is the sum over its columns.
+    df: Vec<u32>,
+    /// Compiled kernels by (top-k slots, dense output).
+    kernels: Mutex<HashMap<(u32, bool), CudaFunction>>,
+}
+
+impl GpuIndex {
+    fn new(backend: &CudaBackend, m: &CsrMatrix, metric: Metric) -> Result<GpuIndex, GpuError> {
+        let (tile, warps) = (tile_rows(), block_warps());
+        let smem = shared_bytes(tile, warps, metric);
+        if smem > backend.info.max_shared_per_block {
+            return Err(GpuError::Unsupported(format!(
+                "{warps} warps with tiles of {tile} rows need {} KiB of shared memory per block, the device allows {} KiB; lower TOPOS_KNN_TILE or TOPOS_KNN_WARPS",
+                smem / 1024,
+                backend.info.max_shared_per_block / 1024
+            )));
+        }
+        let need = Tiles::bytes(m.n_rows(), m.n_cols(), m.nnz(), tile)
+            + m.nnz() * 8
+            + (m.n_rows() as u64 + 1) * 8
+            + m.n_rows() as u64 * 32;
+        let ctx = backend.ctx.clone();
+        let (free, _) = ctx
+            .mem_get_info()
+            .check(|| "reading free GPU memory".into())?;
+        if need > free as u64 {
+            return Err(GpuError::Unsupported(format!(
+                "the index needs {:.1} GiB of GPU memory and {:.1} GiB are free; search a smaller index or use --device cpu",
+                need as f64 / f64::from(1u32 << 30),
+                free as f64 / f64::from(1u32 << 30)
+            )));
+        }
+        let n = m.n_cols();
+        let aggs: Vec<GpuAgg> = (0..m.n_rows())
+            .into_par_iter()
+            .map(|r| row_aggregate(metric, m.row(r), n).into())
+            .collect();
+        let by_mag = if metric == Metric::Chebyshev {
+            magnitude_orders(m, 0..m.n_rows())
+        } else {
+            vec![0]
+        };
+        let tiles = Tiles::build(m, tile);
+        let mut df = vec![0u32; n];
+        for &c in m.indices() {
+            df[c as usize] += 1;
+        }
+        let stream = ctx.new_stream().check(|| "creating a CUDA stream".into())?;
+        let up = |what: &str| format!("uploading the index ({what})");
+        let nonempty = |v: &[u32]| if v.is_empty() { vec![0] } else { v.to_vec() };
+        let g = GpuIndex {
+            metric,
+            n_rows: m.n_rows(),
+            n_cols: n,
+            tile,
+            warps,
+            n_tiles: tiles.base.len() as u32,
+            ptr: stream.clone_htod(m.offsets()).check(|| up("row offsets"))?,
+            cols: stream
+                .clone_htod(&nonempty(m.indices()))
+                .check(|| up("columns"))?,
+            vals: stream
+                .clone_htod(&if m.values().is_empty() {
+                    vec![0.0]
+                } else {
+                    m.values().to_vec()
+                })
+                .check(|| up("values"))?,
+            aggs: stream.clone_htod(&aggs).check(|| up("row aggregates"))?,
+            by_mag: stream.clone_htod(&by_mag).check(|| up("magnitude order"))?,
+            tile_colptr: stream
+                .clone_htod(&tiles.colptr)
+                .check(|| up("tile columns"))?,
+            tile_base: stream
+                .clone_htod(&tiles.base)
+                .check(|| up("tile offsets"))?,
+            tile_rows: stream
+                .clone_htod(&if tiles.rows.is_empty() {
+                    vec![0]
+                } else {
+                    tiles.rows
+                })
+                .check(|| up("tile rows"))?,
+            tile_vals: stream
+                .clone_htod(&if tiles.vals.is_empty() {
+                    vec![0.0]
+                } else {
+                    tiles.vals
+                })
+                .check(|| up("tile values"))?,
+            kernels: Mutex::new(HashMap::new()),
+            df,
+            stream,
+            ctx,
+        };
+        g.stream
+            .synchronize()
+            .check(|| "uploading the index".into())?;
+        Ok(g)
+    }
+
+    /// The kernel for `slots` top-k slots per lane (or dense rows), compiled on first use.
+    fn kernel(&self, slots: u32, dense: bool) -> Result<CudaFunction, GpuError> {
+        let mut cache = self.kernels.lock().unwrap();
+        if let Some(f) = cache.get(&(slots, dense)) {
+            return Ok(f.clone());
+        }
+        let (major, minor) = self
+            .ctx
+            .compute_capability()
+            .check(|| "reading the compute capability".into())?;
+        let shape = Shape {
+            metric: self.metric,
+            tile: self.tile,
+            warps: self.warps,
+            slots,
+            dense,
+        };
+        let ptx = compile(shape, major, minor)?;
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .check(|| "loading the k-NN kernel".into())?;
+        let f = module
+            .load_function("knn_tiles")
+            .check(|| "finding kernel knn_tiles".into())?;
+        f.set_attribute(
+            FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            self.smem() as i32,
+        )
+        .check(|| "raising the k-NN kernel's shared-memory limit".into())?;
+        cache.insert((slots, dense), f.clone());
+        Ok(f)
+    }
+
+    fn smem(&self) -> u32 {
+        shared_bytes(self.tile, self.warps, self.metric)
+    }
+
+    /// Runs one launch over `rows` of `queries`; returns (indices, distances) as the kernel
+    /// wrote them: k per query, or `n_rows` distances per query when `k` is `None`.
+    fn launch(
+        &self,
+        queries: &CsrMatrix,
+        rows: Range<usize>,
+        k: Option<usize>,
+        exclude_self: bool,
+    ) -> Result<(Vec<u32>, Vec<f32>), GpuError> {
+        let nq = rows.len();
+        let (dense, k) = match k {
+            Some(k) => (false, k),
+            None => (true, 1),
+        };
+        let slots = k.div_ceil(32) as u32;
+        let f = self.kernel(slots, dense)?;
+        let s = &self.stream;
+        let (a, b) = (
+            queries.offsets()[rows.start] as usize,
+            queries.offsets()[rows.end] as usize,
+        );
+        let offsets: Vec<u64> = queries.offsets()[rows.start..=rows.end]
+            .iter()
+            .map(|&o| o - a as u64)
+            .collect();
+        let nonempty_u32 = |v: &[u32]| if v.is_empty() { vec![0] } else { v.to_vec() };
+        let cols = nonempty_u32(&queries.indices()[a..b]);
+        let vals: Vec<f32> = if a == b {
+            vec![0.0]
+        } else {
+            queries.values()[a..b].to_vec()
+        };
+        let aggs: Vec<GpuAgg> = rows
+            .clone()
+            .into_par_iter()
+            .map(|r| row_aggregate(self.metric, queries.row(r), self.n_cols).into())
+            .collect();
+        let (by_mag, top_bit) = if self.metric == Metric::Chebyshev {
+            let order = magnitude_orders(queries, rows.clone());
+            // Per entry, 1 << its rank by magnitude within its row for the 32 largest.
+            let mut top = vec![0u32; order.len()];
+            for o in offsets.windows(2) {
+                let (s0, s1) = (o[0] as usize, o[1] as usize);
+                for (rank, &p) in order[s0..s1].iter().take(32).enumerate() {
+                    top[s0 + p as usize] = 1 << rank;
+                }
+            }
+            (nonempty_u32(&order), nonempty_u32(&top))
+        } else {
+            (vec![0], vec![0])
+        };
+        // Largest first: a query's work is its intersection pairs plus one scan of the index.
+        let work: Vec<u64> = rows
+            .clone()
+            .map(|r| {
+                let row = queries.row(r);
+                row.indices
+                    .iter()
+                    .map(|&c| u64::from(self.df[c as usize]))
+                    .sum::<u64>()
+            })
+            .collect();
+        let mut order: Vec<u32> = (0..nq as u32).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(work[i as usize]));
+        let order = nonempty_u32(&order);
+        let up = |what: &str| format!("uploading the queries ({what})");
+        let d_ptr = s.clone_htod(&offsets).check(|| up("row offsets"))?;
+        let d_cols = s.clone_htod(&cols).check(|| up("columns"))?;
+        let d_vals = s.clone_htod(&vals).check(|| up("values"))?;
+        let d_aggs = s.clone_htod(&aggs).check(|| up("aggregates"))?;
+        let d_mag = s.clone_htod(&by_mag).check(|| up("magnitude order"))?;
+        let d_top = s.clone_htod(&top_bit).check(|| up("largest columns"))?;
+        let d_order = s.clone_htod(&order).check(|| up("order"))?;
+        let out_len = if dense { nq * self.n_rows } else { nq * k };
+        let mut d_idx = s
+            .alloc_zeros::<u32>(if dense { 1 } else { out_len.max(1) })
+            .check(|| format!("allocating the results ({out_len} neighbours)"))?;
+        let mut d_dist = s
+            .alloc_zeros::<f32>(out_len.max(1))
+            .check(|| format!("allocating the results ({out_len} distances)"))?;
+        let nq32 = nq as u32;
+        let self_first: u64 = if exclude_self {
+            rows.start as u64
+        } else {
+            u64::MAX
+        };
+        let (n_index, n_cols, k32) = (self.n_rows as u32, self.n_cols as u32, k as u32);
+        let cfg = LaunchConfig {
+            grid_dim: (nq32.div_ceil(self.warps).max(1), 1, 1),
+            block_dim: (self.warps * 32, 1, 1),
+            shared_mem_bytes: self.smem(),
+        };
+        if nq > 0 {
+            // SAFETY: argument types and order match `knn_tiles` in knn.cu; every buffer is
+            // sized as the kernel indexes it (k or n_rows results per query).
+            unsafe {
+                s.launch_builder(&f)
+                    .arg(&d_ptr)
+                    .arg(&d_cols)
+                    .arg(&d_vals)
+                    .arg(&d_aggs)
+                    .arg(&d_mag)
+                    .arg(&d_top)
+                    .arg(&d_order)
+                    .arg(&nq32)
+                    .arg(&self_first)
+                    .arg(&self.ptr)
+                    .arg(&self.cols)
+                    .arg(&self.vals)
+                    .arg(&self.aggs)
+                    .arg(&self.by_mag)
+                    .arg(&n_index)
+                    .arg(&n_cols)
+                    .arg(&self.tile_colptr)
+                    .arg(&self.tile_base)
+                    .arg(&self.tile_rows)
+                    .arg(&self.tile_vals)
+                    .arg(&self.n_tiles)
+                    .arg(&k32)
+                    .arg(&mut d_idx)
+                    .arg(&mut d_dist)
+                    .launch(cfg)
+            }
+            .check(|| "launching knn_tiles".into())?;
+        }
+        let mut idx = vec![0u32; if dense { 0 } else { out_len }];
+        let mut dist = vec![0f32; out_len];
+        if out_len > 0 {
+            if !dense {
+                s.memcpy_dtoh(&d_idx.slice(0..out_len), &mut idx)
+                    .check(|| "downloading the neighbours".into())?;
+            }
+            s.memcpy_dtoh(&d_dist.slice(0..out_len), &mut dist)
+                .check(|| "downloading the distances".into())?;
+        }
+        s.synchronize().check(|| "running knn_tiles".into())?;
+        Ok((idx, dist))
+    }
+}
+
+impl PreparedIndex for GpuIndex {
+    fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    fn knn(
+        &self,
+        queries: &CsrMatrix,
+        rows: Range<usize>,
+        k: usize,
+        exclude_self: bool,
+    ) -> Result<Neighbors, DistanceError> {
+        check_queries(queries, &rows, self.n_cols, self.metric)?;
+        check_k(k, self.n_rows, exclude_self)?;
+        if k > MAX_K {
+            return Err(DistanceError::Device(format!(
+                "the GPU engine keeps at most {MAX_K} neighbours per query, -k {k} asks for more; use --device cpu"
+            )));
+        }
+        let (indices, distances) = self
+            .launch(queries, rows, Some(k), exclude_self)
+            .map_err(device_err)?;
+        Ok(Neighbors {
+            k,
+            indices,
+            distances,
+        })
+    }
+
+    fn distances(
+        &self,
+        queries: &CsrMatrix,
+        rows: Range<usize>,
+    ) -> Result<Vec<f32>, DistanceError> {
+        check_queries(queries, &rows, self.n_cols, self.metric)?;
+        let cells = rows
+            .len()
+            .checked_mul(self.n_rows)
+            .filter(|&c| c <= isize::MAX as usize / 4);
+        if cells.is_none() {
+            return Err(DistanceError::TooLarge {
+                rows: rows.len(),
+                cols: self.n_rows,
+            });
+        }
+        let (_, dist) = self
+            .launch(queries, rows, None, false)
+            .map_err(device_err)?;
+        Ok(dist)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_hold_every_entry_by_column_then_row() {
+        let m = CsrMatrix::from_dense(
+            &[
+                vec![1.0, 0.0, 2.0],
+                vec![0.0, 3.0, 4.0],
+                vec![5.0, 0.0, 0.0],
+                vec![0.0, 0.0, 6.0],
+                vec![7.0, 8.0, 0.0],
+            ],
+            3,
+        )
+        .unwrap();
+        let t = Tiles::build(&m, 2);
+        assert_eq!(t.base, vec![0, 4, 6]);
+        // Tile 0 (rows 0, 1): col 0 {0}, col 1 {1}, col 2 {0, 1}.
+        assert_eq!(&t.colptr[0..4], &[0, 1, 2, 4]);
+        assert_eq!(&t.rows[0..4], &[0, 1, 0, 1]);
+        assert_eq!(&t.vals[0..4], &[1.0, 3.0, 2.0, 4.0]);
+        // Tile 1 (rows 2, 3): col 0 {2}, col 2 {3}.
+        assert_eq!(&t.colptr[4..8], &[0, 1, 1, 2]);
+        assert_eq!(&t.rows[4..6], &[0, 1]);
+        assert_eq!(&t.vals[4..6], &[5.0, 6.0]);
+        // Tile 2 (row 4): col 0 and col 1.
+        assert_eq!(&t.colptr[8..12], &[0, 1, 2, 2]);
+        assert_eq!(&t.vals[6..8], &[7.0, 8.0]);
+        assert_eq!(t.rows.len() as u64, m.nnz());
+        assert_eq!(
+            Tiles::bytes(5, 3, m.nnz(), 2),
+            3 * 4 * 4 + 3 * 8 + m.nnz() * 6
+        );
+    }
+
+    #[test]
+    fn shared_memory_and_metric_numbers() {
+        assert_eq!(shared_bytes(2048, 8, Metric::Cosine), 8 * 2080 * 8);
+        assert_eq!(
+            shared_bytes(2048, 8, Metric::Jaccard),
+            8 * 2080 * 8 + 8 * 2048 * 4
+        );
+        assert_eq!(
+            shared_bytes(2048, 8, Metric::Chebyshev),
+            8 * 2080 * 8 + 8 * 2048 * 4 + 8 * 2080 * 4
+        );
+        // At the defaults, two blocks of 8 warps fit an H100's 228 KiB per multiprocessor for
+        // every metric but Chebyshev (one block).
+        assert!(2 * shared_bytes(tile_rows(), block_warps(), Metric::KlDivergence) <= 228 * 1024);
+        assert!(shared_bytes(tile_rows(), block_warps(), Metric::Chebyshev) <= 227 * 1024);
+        let ids: std::collections::BTreeSet<u32> =
+            Metric::all(3.0).iter().map(|&m| metric_id(m)).collect();
+        assert_eq!(ids.len(), 15);
+        assert!(ids.iter().all(|&i| i < 15));
+    }
+
+    #[test]
+    fn the_kernel_compiles_for_every_metric_and_shape() {
+        // Needs NVRTC only (no GPU); skipped where it is not installed, as in CI.
+        if !device::nvrtc_present() {
+            return;
+        }
+        for metric in Metric::all(3.0) {
+            for (slots, dense) in [(1, false), (8, false), (1, true)] {
+                let shape = Shape {
+                    metric,
+                    tile: 1024,
+                    warps: 8,
+                    slots,
+                    dense,
+                };
+                if let Err(e) = compile(shape, 9, 0) {
+                    panic!("{shape:?}: {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_gpu_is_one_clear_line() {
+        if device::driver_present() {
+            return;
+        }
+        let e = CudaBackend::open(None).err().unwrap().to_string();
+        assert!(e.contains("driver") && !e.contains('\n'), "{e}");
+    }
+}
