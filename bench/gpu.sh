@@ -319,8 +319,15 @@ if [ "$mode" = knn ]; then
       > "$WORK/sanitizer-knn-$m.log" 2>&1 || { cat "$WORK/sanitizer-knn-$m.log"; exit 1; }
     row "memcheck	knn $m	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-knn-$m.log")"
   done
+  # End to end: the CLI on both devices writes the same neighbours.
+  for m in cosine jensen-shannon chebyshev; do
+    topos knn .devdata/20news.tcorp -k 10 --metric $m --weighting tfidf --device cpu -q -o /tmp/nn-cpu.jsonl
+    topos knn .devdata/20news.tcorp -k 10 --metric $m --weighting tfidf --device cuda -q -o /tmp/nn-cuda.jsonl
+    cmp /tmp/nn-cpu.jsonl /tmp/nn-cuda.jsonl
+    row "topos knn 20news $m	cpu and cuda outputs identical ($(wc -l < /tmp/nn-cuda.jsonl) lines)"
+  done
   metrics=${*:-all}
-  for data in ${DATA:-random 20news nyt zipf}; do
+  for data in ${DATA-random 20news nyt zipf}; do
     knn_gpu $D/$data 10 1000000000 $metrics | tee -a "$WORK/knn-$data.jsonl"
     while read -r line; do
       row "knn $data	$(python3 -c 'import json,sys; print("{engine}\t{metric}\t{queries} q\t{seconds} s\tprepare {prepare_s} s\tchecksum {index_checksum}".format(**json.loads(sys.argv[1])))' "$line")"

@@ -133,6 +133,9 @@ fn device_err(e: GpuError) -> DistanceError {
     DistanceError::Device(e.to_string())
 }
 
+/// Bit of a tile entry's row offset that marks its row's largest-magnitude entry.
+pub const FLAG_LARGEST: u16 = 1 << 15;
+
 /// The index cut into tiles of `tile` rows, each stored by columns: per tile, `n_cols + 1`
 /// column offsets relative to the tile's first entry, and its entries' rows (offsets inside the
 /// tile) and values, by column and then by row.
@@ -146,9 +149,14 @@ pub struct Tiles {
 }
 
 impl Tiles {
-    /// Builds the tiles of `m` (in parallel over tiles).
-    pub fn build(m: &CsrMatrix, tile: u32) -> Tiles {
-        assert!(tile as usize <= 1 << 16, "tile rows are 16-bit");
+    /// Builds the tiles of `m` (in parallel over tiles). With `largest` (each row's positions
+    /// by decreasing magnitude, Chebyshev), the entry that is its row's largest gets bit 15 of
+    /// its row offset set (`FLAG_LARGEST`).
+    pub fn build(m: &CsrMatrix, tile: u32, largest: Option<&[u32]>) -> Tiles {
+        assert!(
+            tile <= 1 << 15,
+            "tile rows are 15-bit (bit 15 flags the largest entry)"
+        );
         let n_cols = m.n_cols();
         let n_tiles = m.n_rows().div_ceil(tile as usize);
         let parts: Vec<(Vec<u32>, Vec<u16>, Vec<f32>)> = (0..n_tiles)
@@ -170,9 +178,12 @@ impl Tiles {
                 let (mut rows, mut vals) = (vec![0u16; nnz], vec![0f32; nnz]);
                 for r in r0..r1 {
                     let row = m.row(r);
-                    for (&c, &v) in row.indices.iter().zip(row.values) {
+                    let first = m.offsets()[r] as usize;
+                    let top = largest.and_then(|o| o.get(first)).map(|&p| p as usize);
+                    for (i, (&c, &v)) in row.indices.iter().zip(row.values).enumerate() {
                         let slot = &mut next[c as usize];
-                        rows[*slot as usize] = (r - r0) as u16;
+                        let flag = if top == Some(i) { FLAG_LARGEST } else { 0 };
+                        rows[*slot as usize] = (r - r0) as u16 | flag;
                         vals[*slot as usize] = v;
                         *slot += 1;
                     }
@@ -371,7 +382,11 @@ impl GpuIndex {
         } else {
             vec![0]
         };
-        let tiles = Tiles::build(m, tile);
+        let tiles = Tiles::build(
+            m,
+            tile,
+            (metric == Metric::Chebyshev).then_some(&by_mag[..]),
+        );
         let mut df = vec![0u32; n];
         for &c in m.indices() {
             df[c as usize] += 1;
@@ -507,11 +522,12 @@ impl GpuIndex {
             .collect();
         let (by_mag, top_bit) = if self.metric == Metric::Chebyshev {
             let order = magnitude_orders(queries, rows.clone());
-            // Per entry, 1 << its rank by magnitude within its row for the 32 largest.
+            // Per entry, 1 << its rank by magnitude within its row for the 31 largest (bit 31
+            // of the kernel's row masks says whether the row's own largest is in the query).
             let mut top = vec![0u32; order.len()];
             for o in offsets.windows(2) {
                 let (s0, s1) = (o[0] as usize, o[1] as usize);
-                for (rank, &p) in order[s0..s1].iter().take(32).enumerate() {
+                for (rank, &p) in order[s0..s1].iter().take(31).enumerate() {
                     top[s0 + p as usize] = 1 << rank;
                 }
             }
@@ -681,7 +697,7 @@ mod tests {
             3,
         )
         .unwrap();
-        let t = Tiles::build(&m, 2);
+        let t = Tiles::build(&m, 2, None);
         assert_eq!(t.base, vec![0, 4, 6]);
         // Tile 0 (rows 0, 1): col 0 {0}, col 1 {1}, col 2 {0, 1}.
         assert_eq!(&t.colptr[0..4], &[0, 1, 2, 4]);

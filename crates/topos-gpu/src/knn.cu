@@ -1,7 +1,8 @@
 // Sparse k-nearest neighbours and distance rows on the GPU (issue 5; Nolet et al., "GPU Semiring
 // Primitives for Sparse Neighborhood Methods"). Compiled by NVRTC per run with:
 //   METRIC   the metric's number (see `metric_id` in distance.rs)
-//   TILE     index rows per tile (<= 65,536: rows inside a tile are 16-bit)
+//   TILE     index rows per tile (<= 32,768: rows inside a tile are 15-bit; bit 15 flags a row's
+//            largest-magnitude entry, for Chebyshev)
 //   WARPS    warps per block (one query per warp)
 //   KSLOTS   top-k list entries per lane (k <= 32 * KSLOTS)
 //   DENSE    1: write every distance (pairwise rows) instead of selecting the k nearest
@@ -216,16 +217,24 @@ __device__ void finish(double acc, u32 c, const Query& q, const IndexRows& ix, u
           if (a <= m) break;
           // Whether y has the query's i-th largest column: marked during the intersection
           // pass for the 32 largest, a binary search in y beyond.
-          const bool in_y = i < 32 ? (top_mask >> i) & 1 : contains(ix.cols + rb, rn, q.cols[p]);
+          const bool in_y = i < 31 ? (top_mask >> i) & 1 : contains(ix.cols + rb, rn, q.cols[p]);
           if (!in_y) { m = a; break; }
         }
       }
       if (c < rn) {
-        for (u32 i = 0; i < rn; i++) {
-          u32 p = ix.by_mag[rb + i];
-          double b = fabs((double)ix.vals[rb + p]);
-          if (b <= m) break;
-          if (!contains(q.cols, q.nnz, ix.cols[rb + p])) { m = b; break; }
+        // The row's largest is its aggregate, and whether the query has its column was marked
+        // during the intersection pass: the first step needs no loads.
+        if (ra.a > m) {
+          if (!(top_mask >> 31)) {
+            m = ra.a;
+          } else {
+            for (u32 i = 1; i < rn; i++) {
+              u32 p = ix.by_mag[rb + i];
+              double b = fabs((double)ix.vals[rb + p]);
+              if (b <= m) break;
+              if (!contains(q.cols, q.nnz, ix.cols[rb + p])) { m = b; break; }
+            }
+          }
         }
       }
       key = m;
@@ -359,7 +368,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) knn_tiles(
   double* acc = smem + (size_t)warp * (TILE + 32);
   double* stage = acc + TILE;
   u32* cnt = (u32*)(smem + (size_t)WARPS * (TILE + 32)) + (size_t)warp * TILE;
-  // Chebyshev: per row, which of the query's 32 largest-magnitude columns it holds.
+  // Chebyshev: per row, which of the query's 31 largest-magnitude columns it holds (bits 0-30)
+  // and whether the query holds the row's own largest (bit 31).
   u32* top = (u32*)(smem + (size_t)WARPS * (TILE + 32)) + (size_t)WARPS * TILE + (size_t)warp * (TILE + 32);
   u32* stage_bits = top + TILE;
 
@@ -428,15 +438,20 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) knn_tiles(
         const float a_seg = __shfl_sync(FULL, a, seg);
         const u32 bit_seg = MAX_MONOID ? __shfl_sync(FULL, bit, seg) : 0;
         u32 row = 0x10000u + lane;  // distinct from every tile row for idle lanes
+        u32 largest = 0;
         double v = 0.0;
         if (has) {
           const u64 off = base + s_seg + (pos - e_seg);
           row = tile_rows[off];
+          if (MAX_MONOID) {
+            largest = row >> 15;
+            row &= 0x7fff;
+          }
           if (NEEDS_ACC) v = product(a_seg, tile_vals[off], qs, SCALED ? ix_aggs[row0 + row].a : 0.0);
         }
         const u32 group = __match_any_sync(FULL, row);
         if (NEEDS_ACC) stage[lane] = v;
-        if (MAX_MONOID) stage_bits[lane] = bit_seg;
+        if (MAX_MONOID) stage_bits[lane] = bit_seg | (largest << 31);
         __syncwarp();
         if (has && lane == (u32)(__ffs(group) - 1)) {
           if (NEEDS_ACC) {
