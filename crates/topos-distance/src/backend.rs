@@ -137,6 +137,14 @@ pub fn check_k(k: usize, index_rows: usize, exclude_self: bool) -> Result<(), Di
     Ok(())
 }
 
+/// The number of cells of a `rows × cols` matrix of `f32` distances, or the error that says it
+/// cannot be materialized (k-NN never needs one).
+pub fn check_matrix_size(rows: usize, cols: usize) -> Result<usize, DistanceError> {
+    rows.checked_mul(cols)
+        .filter(|&c| c <= isize::MAX as usize / 4)
+        .ok_or(DistanceError::TooLarge { rows, cols })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,5 +172,7 @@ mod tests {
             Err(DistanceError::InvalidK { k: 5, max: 4 })
         );
         assert!(check_k(5, 5, false).is_ok());
+        assert_eq!(check_matrix_size(3, 4), Ok(12));
+        assert!(check_matrix_size(usize::MAX / 2, 3).is_err());
     }
 }

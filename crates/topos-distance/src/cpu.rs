@@ -27,7 +27,9 @@
 //! written to its own slot: results are bit-identical for any number of threads.
 
 use crate::aggregate::{Canberra, Hamming, JensenShannon, KlDivergence, Manhattan, Minkowski};
-use crate::backend::{check_domain, check_k, check_queries, Backend, Neighbors, PreparedIndex};
+use crate::backend::{
+    check_domain, check_k, check_matrix_size, check_queries, Backend, Neighbors, PreparedIndex,
+};
 use crate::expanded::{
     Correlation, Cosine, Dice, DotProduct, Euclidean, Hellinger, Jaccard, RussellRao,
 };
@@ -505,16 +507,7 @@ impl<'a, K: Kernel + 'a> PreparedIndex for Prepared<'a, K> {
     ) -> Result<Vec<f32>, DistanceError> {
         check_queries(queries, &rows, self.csr.n_cols(), self.metric)?;
         let n = self.csr.n_rows();
-        let cells = rows
-            .len()
-            .checked_mul(n)
-            .filter(|&c| c <= isize::MAX as usize / 4);
-        let Some(cells) = cells else {
-            return Err(DistanceError::TooLarge {
-                rows: rows.len(),
-                cols: n,
-            });
-        };
+        let cells = check_matrix_size(rows.len(), n)?;
         let start = rows.start;
         let chunks = parallel_chunks(
             rows.len(),

@@ -243,3 +243,19 @@ pub fn row_aggregate(metric: crate::Metric, row: Row, n_cols: usize) -> RowAgg {
         M::RussellRao => RussellRao.aggregate(row, n_cols),
     }
 }
+
+/// `metric`'s distance from a key ([`Kernel::distance`]: identity, √, ^(1/p), or −key for the dot
+/// product), for a device backend that selects by keys and converts on the host.
+pub fn key_distance(metric: crate::Metric, key: f64) -> f64 {
+    use crate::aggregate::{JensenShannon, Minkowski};
+    use crate::expanded::{DotProduct, Euclidean, Hellinger};
+    use crate::Metric as M;
+    match metric {
+        M::DotProduct => DotProduct.distance(key),
+        M::Euclidean => Euclidean.distance(key),
+        M::Hellinger => Hellinger.distance(key),
+        M::JensenShannon => JensenShannon.distance(key),
+        M::Minkowski(p) => Minkowski { p }.distance(key),
+        _ => key,
+    }
+}

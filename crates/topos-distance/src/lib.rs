@@ -36,11 +36,13 @@ pub mod pairwise;
 pub mod topk;
 pub mod union;
 
-pub use backend::{check_domain, check_k, check_queries, Backend, Neighbors, PreparedIndex};
+pub use backend::{
+    check_domain, check_k, check_matrix_size, check_queries, Backend, Neighbors, PreparedIndex,
+};
 pub use cpu::CpuBackend;
 pub use csr::{CsrMatrix, Row, RowNorm};
 pub use error::DistanceError;
-pub use kernel::{row_aggregate, RowAgg};
+pub use kernel::{key_distance, row_aggregate, RowAgg};
 pub use knn::{knn, knn_with, KnnOptions};
 pub use metric::{Metric, Strategy};
 pub use pairwise::{pairwise_distances, pairwise_distances_with, DistanceMatrix};

@@ -24,8 +24,9 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use topos_distance::{
-    check_domain, check_k, check_queries, row_aggregate, union::magnitude_order, Backend,
-    CsrMatrix, DistanceError, Metric, Neighbors, PreparedIndex, RowAgg,
+    check_domain, check_k, check_matrix_size, check_queries, key_distance, row_aggregate,
+    topk::from_ordered, union::magnitude_order, Backend, CsrMatrix, DistanceError, Metric,
+    Neighbors, PreparedIndex, RowAgg,
 };
 
 const SOURCE: &str = include_str!("knn.cu");
@@ -214,6 +215,33 @@ impl Tiles {
     }
 }
 
+/// One launch's work items: (query, first tile, end tile), largest first.
+///
+/// A query's work is its intersection pairs (the index entries in its columns, `work[q]`) plus
+/// one expansion per index row. Items are cut so that none costs more than the batch's total
+/// over `4 × slots` (`slots`: the warps the device holds at once), splitting a query's tiles
+/// evenly — the paper's split of high-degree rows across blocks (§3.3.2), here across warps —
+/// and run largest first, so the longest items start first and the batch ends evenly.
+pub fn plan_items(work: &[u64], n_index: usize, n_tiles: u32, slots: u64) -> Vec<(u32, u32, u32)> {
+    let cost = |w: u64| w + n_index as u64;
+    let total: u64 = work.iter().map(|&w| cost(w)).sum();
+    let cap = (total / (4 * slots.max(1))).max(1);
+    let mut items: Vec<(u64, u32, u32, u32)> = Vec::with_capacity(work.len());
+    for (q, &w) in work.iter().enumerate() {
+        let c = cost(w);
+        let parts = c.div_ceil(cap).clamp(1, u64::from(n_tiles.max(1))) as u32;
+        for p in 0..parts {
+            let (b, e) = (
+                (u64::from(n_tiles) * u64::from(p) / u64::from(parts)) as u32,
+                (u64::from(n_tiles) * u64::from(p + 1) / u64::from(parts)) as u32,
+            );
+            items.push((c / u64::from(parts), q as u32, b, e));
+        }
+    }
+    items.sort_by_key(|&(c, q, b, _)| (std::cmp::Reverse(c), q, b));
+    items.into_iter().map(|(_, q, b, e)| (q, b, e)).collect()
+}
+
 /// Positions of each row's values by decreasing magnitude, row after row (Chebyshev's walks).
 fn magnitude_orders(m: &CsrMatrix, rows: Range<usize>) -> Vec<u32> {
     let per_row: Vec<Vec<u32>> = rows
@@ -342,6 +370,8 @@ struct GpuIndex {
     tile_vals: CudaSlice<f32>,
     /// Index rows per column: a query's work is the sum over its columns.
     df: Vec<u32>,
+    /// Warps the device holds at once for this kernel (how finely to cut work items).
+    slots: u64,
     /// Compiled kernels by (top-k slots, dense output).
     kernels: Mutex<HashMap<(u32, bool), CudaFunction>>,
 }
@@ -436,6 +466,11 @@ impl GpuIndex {
                 .check(|| up("tile values"))?,
             kernels: Mutex::new(HashMap::new()),
             df,
+            slots: {
+                let per_sm =
+                    (backend.info.shared_per_multiprocessor / (smem + 1024)).clamp(1, 64 / warps);
+                u64::from(backend.info.multiprocessors * per_sm * warps)
+            },
             stream,
             ctx,
         };
@@ -483,8 +518,9 @@ impl GpuIndex {
         shared_bytes(self.tile, self.warps, self.metric)
     }
 
-    /// Runs one launch over `rows` of `queries`; returns (indices, distances) as the kernel
-    /// wrote them: k per query, or `n_rows` distances per query when `k` is `None`.
+    /// Runs one launch over `rows` of `queries`: the k nearest of each query (rows and
+    /// distances, merged from its work items), or with `k` `None` every distance (`n_rows` per
+    /// query, no rows).
     fn launch(
         &self,
         queries: &CsrMatrix,
@@ -497,8 +533,7 @@ impl GpuIndex {
             Some(k) => (false, k),
             None => (true, 1),
         };
-        let slots = k.div_ceil(32) as u32;
-        let f = self.kernel(slots, dense)?;
+        let f = self.kernel(k.div_ceil(32) as u32, dense)?;
         let s = &self.stream;
         let (a, b) = (
             queries.offsets()[rows.start] as usize,
@@ -535,7 +570,6 @@ impl GpuIndex {
         } else {
             (vec![0], vec![0])
         };
-        // Largest first: a query's work is its intersection pairs plus one scan of the index.
         let work: Vec<u64> = rows
             .clone()
             .map(|r| {
@@ -546,9 +580,11 @@ impl GpuIndex {
                     .sum::<u64>()
             })
             .collect();
-        let mut order: Vec<u32> = (0..nq as u32).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(work[i as usize]));
-        let order = nonempty_u32(&order);
+        let items = plan_items(&work, self.n_rows, self.n_tiles, self.slots);
+        let n_items = items.len();
+        let item_query: Vec<u32> = items.iter().map(|i| i.0).collect();
+        let item_begin: Vec<u32> = items.iter().map(|i| i.1).collect();
+        let item_end: Vec<u32> = items.iter().map(|i| i.2).collect();
         let up = |what: &str| format!("uploading the queries ({what})");
         let d_ptr = s.clone_htod(&offsets).check(|| up("row offsets"))?;
         let d_cols = s.clone_htod(&cols).check(|| up("columns"))?;
@@ -556,15 +592,30 @@ impl GpuIndex {
         let d_aggs = s.clone_htod(&aggs).check(|| up("aggregates"))?;
         let d_mag = s.clone_htod(&by_mag).check(|| up("magnitude order"))?;
         let d_top = s.clone_htod(&top_bit).check(|| up("largest columns"))?;
-        let d_order = s.clone_htod(&order).check(|| up("order"))?;
-        let out_len = if dense { nq * self.n_rows } else { nq * k };
-        let mut d_idx = s
-            .alloc_zeros::<u32>(if dense { 1 } else { out_len.max(1) })
-            .check(|| format!("allocating the results ({out_len} neighbours)"))?;
+        let d_items = [
+            s.clone_htod(&nonempty_u32(&item_query))
+                .check(|| up("work items"))?,
+            s.clone_htod(&nonempty_u32(&item_begin))
+                .check(|| up("work items"))?,
+            s.clone_htod(&nonempty_u32(&item_end))
+                .check(|| up("work items"))?,
+        ];
+        let (dense_len, list_len) = if dense {
+            (nq * self.n_rows, 0)
+        } else {
+            (0, n_items * k)
+        };
+        let alloc = |what: &str, n: usize| format!("allocating the results ({n} {what})");
+        let mut d_key = s
+            .alloc_zeros::<u64>(list_len.max(1))
+            .check(|| alloc("keys", list_len))?;
+        let mut d_row = s
+            .alloc_zeros::<u32>(list_len.max(1))
+            .check(|| alloc("neighbours", list_len))?;
         let mut d_dist = s
-            .alloc_zeros::<f32>(out_len.max(1))
-            .check(|| format!("allocating the results ({out_len} distances)"))?;
-        let nq32 = nq as u32;
+            .alloc_zeros::<f32>(dense_len.max(1))
+            .check(|| alloc("distances", dense_len))?;
+        let n_items32 = n_items as u32;
         let self_first: u64 = if exclude_self {
             rows.start as u64
         } else {
@@ -572,7 +623,7 @@ impl GpuIndex {
         };
         let (n_index, n_cols, k32) = (self.n_rows as u32, self.n_cols as u32, k as u32);
         let cfg = LaunchConfig {
-            grid_dim: (nq32.div_ceil(self.warps).max(1), 1, 1),
+            grid_dim: (n_items32.div_ceil(self.warps).max(1), 1, 1),
             block_dim: (self.warps * 32, 1, 1),
             shared_mem_bytes: self.smem(),
         };
@@ -587,8 +638,10 @@ impl GpuIndex {
                     .arg(&d_aggs)
                     .arg(&d_mag)
                     .arg(&d_top)
-                    .arg(&d_order)
-                    .arg(&nq32)
+                    .arg(&d_items[0])
+                    .arg(&d_items[1])
+                    .arg(&d_items[2])
+                    .arg(&n_items32)
                     .arg(&self_first)
                     .arg(&self.ptr)
                     .arg(&self.cols)
@@ -601,27 +654,75 @@ impl GpuIndex {
                     .arg(&self.tile_base)
                     .arg(&self.tile_rows)
                     .arg(&self.tile_vals)
-                    .arg(&self.n_tiles)
                     .arg(&k32)
-                    .arg(&mut d_idx)
+                    .arg(&mut d_key)
+                    .arg(&mut d_row)
                     .arg(&mut d_dist)
                     .launch(cfg)
             }
             .check(|| "launching knn_tiles".into())?;
         }
-        let mut idx = vec![0u32; if dense { 0 } else { out_len }];
-        let mut dist = vec![0f32; out_len];
-        if out_len > 0 {
-            if !dense {
-                s.memcpy_dtoh(&d_idx.slice(0..out_len), &mut idx)
-                    .check(|| "downloading the neighbours".into())?;
+        if dense {
+            let mut dist = vec![0f32; dense_len];
+            if dense_len > 0 {
+                s.memcpy_dtoh(&d_dist.slice(0..dense_len), &mut dist)
+                    .check(|| "downloading the distances".into())?;
             }
-            s.memcpy_dtoh(&d_dist.slice(0..out_len), &mut dist)
-                .check(|| "downloading the distances".into())?;
+            s.synchronize().check(|| "running knn_tiles".into())?;
+            return Ok((Vec::new(), dist));
+        }
+        let (mut keys, mut rows_out) = (vec![0u64; list_len], vec![0u32; list_len]);
+        if list_len > 0 {
+            s.memcpy_dtoh(&d_key.slice(0..list_len), &mut keys)
+                .check(|| "downloading the neighbours".into())?;
+            s.memcpy_dtoh(&d_row.slice(0..list_len), &mut rows_out)
+                .check(|| "downloading the neighbours".into())?;
         }
         s.synchronize().check(|| "running knn_tiles".into())?;
-        Ok((idx, dist))
+        Ok(merge_items(
+            &item_query,
+            &keys,
+            &rows_out,
+            nq,
+            k,
+            self.metric,
+        ))
     }
+}
+
+/// The k best of each query's items' lists (each sorted by (key, row); unfilled entries are
+/// `u32::MAX` rows), as (rows, distances) for the queries in order. Keys are `topk::ordered`
+/// images, so the order and the distances are the CPU engine's.
+fn merge_items(
+    item_query: &[u32],
+    keys: &[u64],
+    rows: &[u32],
+    n_queries: usize,
+    k: usize,
+    metric: Metric,
+) -> (Vec<u32>, Vec<f32>) {
+    let mut per_query: Vec<Vec<(u64, u32)>> = vec![Vec::new(); n_queries];
+    for (i, &q) in item_query.iter().enumerate() {
+        let list = &mut per_query[q as usize];
+        for j in i * k..(i + 1) * k {
+            if rows[j] != u32::MAX {
+                list.push((keys[j], rows[j]));
+            }
+        }
+    }
+    let (mut idx, mut dist) = (
+        Vec::with_capacity(n_queries * k),
+        Vec::with_capacity(n_queries * k),
+    );
+    for mut list in per_query {
+        list.sort_unstable();
+        list.truncate(k);
+        for (key, row) in list {
+            idx.push(row);
+            dist.push(key_distance(metric, from_ordered(key)) as f32);
+        }
+    }
+    (idx, dist)
 }
 
 impl PreparedIndex for GpuIndex {
@@ -663,16 +764,7 @@ impl PreparedIndex for GpuIndex {
         rows: Range<usize>,
     ) -> Result<Vec<f32>, DistanceError> {
         check_queries(queries, &rows, self.n_cols, self.metric)?;
-        let cells = rows
-            .len()
-            .checked_mul(self.n_rows)
-            .filter(|&c| c <= isize::MAX as usize / 4);
-        if cells.is_none() {
-            return Err(DistanceError::TooLarge {
-                rows: rows.len(),
-                cols: self.n_rows,
-            });
-        }
+        check_matrix_size(rows.len(), self.n_rows)?;
         let (_, dist) = self
             .launch(queries, rows, None, false)
             .map_err(device_err)?;
@@ -758,6 +850,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn long_queries_are_cut_and_items_run_largest_first() {
+        // 1,000 light queries and one whose columns hold 100× the index entries.
+        let mut work = vec![1_000u64; 1_000];
+        work[500] = 100_000_000;
+        let items = plan_items(&work, 10_000, 10, 20);
+        // The heavy query comes first, cut into every tile (its cost is far above the cap).
+        let heavy: Vec<_> = items.iter().filter(|i| i.0 == 500).collect();
+        assert_eq!(heavy.len(), 10);
+        assert!(items[..10].iter().all(|i| i.0 == 500));
+        // Its tile ranges partition 0..10; every light query is one item over all tiles.
+        let mut covered: Vec<u32> = heavy.iter().flat_map(|i| i.1..i.2).collect();
+        covered.sort_unstable();
+        assert_eq!(covered, (0..10).collect::<Vec<_>>());
+        assert_eq!(items.len(), 1_000 + 9);
+        assert!(items
+            .iter()
+            .filter(|i| i.0 != 500)
+            .all(|i| (i.1, i.2) == (0, 10)));
+        // A lone query on a big device is cut as finely as the tiles allow.
+        assert_eq!(plan_items(&[5], 100_000, 98, 2_000).len(), 98);
+    }
+
+    #[test]
+    fn merged_lists_keep_the_k_best_in_the_cpu_order() {
+        use topos_distance::topk::ordered;
+        // Query 0 has two items (the second holds the best row), query 1 one; k = 2.
+        let key = |d: f64| ordered(d * d);
+        let item_query = [0, 1, 0];
+        let keys = [key(3.0), key(4.0), key(1.0), key(2.0), key(3.0), u64::MAX];
+        let rows = [7, 9, 1, 2, 3, u32::MAX];
+        let (idx, dist) = merge_items(&item_query, &keys, &rows, 2, 2, Metric::Euclidean);
+        // Query 0: rows 3 (3.0) and 7 (3.0): a tie, broken by the smaller row.
+        assert_eq!(idx, vec![3, 7, 1, 2]);
+        assert_eq!(dist, vec![3.0, 3.0, 1.0, 2.0]);
     }
 
     #[test]

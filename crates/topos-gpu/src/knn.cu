@@ -312,7 +312,7 @@ __device__ double exact(const Query& q, const IndexRows& ix, u32 r) {
   }
 }
 
-// Kernel::distance.
+// Kernel::distance (dense rows only: k-NN returns keys, converted on the host).
 __device__ __forceinline__ float distance(double key) {
   switch (METRIC) {
     case M_DOT: return (float)(-key);
@@ -347,24 +347,27 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) knn_tiles(
     const u64* __restrict__ q_ptr, const u32* __restrict__ q_cols, const float* __restrict__ q_vals,
     const Agg* __restrict__ q_aggs, const u32* __restrict__ q_by_mag,
     const u32* __restrict__ q_top_bit,  // Chebyshev: per query entry, 1 << its magnitude rank (< 32) or 0
-    const u32* __restrict__ q_order,    // queries by decreasing work (largest first)
-    u32 n_queries,
+    // work items, largest first: a query and a range of tiles (a long query is split into
+    // several items over disjoint tile ranges, each with its own top-k list; the host merges)
+    const u32* __restrict__ item_query, const u32* __restrict__ item_tile_begin,
+    const u32* __restrict__ item_tile_end, u32 n_items,
     u64 self_first,  // index row of query 0 when a query is not its own neighbour, else ~0
     // the index
     const u64* __restrict__ ix_ptr, const u32* __restrict__ ix_cols, const float* __restrict__ ix_vals,
     const Agg* __restrict__ ix_aggs, const u32* __restrict__ ix_by_mag, u32 n_index, u32 n_cols,
     // the index by tiles of TILE rows: per tile, column offsets (relative to the tile's base)
     const u32* __restrict__ tile_colptr, const u64* __restrict__ tile_base,
-    const u16* __restrict__ tile_rows, const float* __restrict__ tile_vals, u32 n_tiles,
-    // results: k per query (DENSE: n_index distances per query)
-    u32 k, u32* __restrict__ out_idx, float* __restrict__ out_dist) {
+    const u16* __restrict__ tile_rows, const float* __restrict__ tile_vals,
+    // results: k (ordered key, row) per item, best first (DENSE: n_index distances per query)
+    u32 k, u64* __restrict__ out_key, u32* __restrict__ out_row, float* __restrict__ out_dist) {
   extern __shared__ double smem[];
   const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const u32 slot = blockIdx.x * WARPS + warp;
-  if (slot >= n_queries) return;  // whole warps only: no block-wide barrier below
-  // Largest queries first, so that the long ones do not finish last (a row of 50,000
-  // non-zeros next to rows of 50 is the Zipf case).
-  const u32 qi = q_order[slot];
+  if (slot >= n_items) return;  // whole warps only: no block-wide barrier below
+  // Largest items first, and long queries cut into several items, so that a row of 50,000
+  // non-zeros next to rows of 50 (the Zipf case, the paper's §3.3.2) does not finish last.
+  const u32 qi = item_query[slot];
+  const u32 tile_begin = item_tile_begin[slot], tile_end = item_tile_end[slot];
   double* acc = smem + (size_t)warp * (TILE + 32);
   double* stage = acc + TILE;
   u32* cnt = (u32*)(smem + (size_t)WARPS * (TILE + 32)) + (size_t)warp * TILE;
@@ -401,7 +404,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) knn_tiles(
   }
   __syncwarp();
 
-  for (u32 t = 0; t < n_tiles; t++) {
+  for (u32 t = tile_begin; t < tile_end; t++) {
     const u32 row0 = t * TILE;
     const u32 rows = min((u32)TILE, n_index - row0);
     const u32* cp = tile_colptr + (size_t)t * (n_cols + 1);
@@ -555,8 +558,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) knn_tiles(
     for (int s = 0; s < KSLOTS; s++) {
       const u32 idx = 32u * s + lane;
       if (idx < k) {
-        out_idx[(size_t)qi * k + idx] = tr[s];
-        out_dist[(size_t)qi * k + idx] = distance(from_ordered(tk[s]));
+        out_key[(size_t)slot * k + idx] = tk[s];
+        out_row[(size_t)slot * k + idx] = tr[s];
       }
     }
   }
