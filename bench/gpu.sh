@@ -319,6 +319,16 @@ if [ "$mode" = knn ]; then
       > "$WORK/sanitizer-knn-$m.log" 2>&1 || { cat "$WORK/sanitizer-knn-$m.log"; exit 1; }
     row "memcheck	knn $m	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-knn-$m.log")"
   done
+  if [ -n "${KNN_PROFILE:-}" ]; then
+    # Nsight Compute on one launch (8,192 queries, after the one-query warm-up) per metric.
+    [ -f $D/nyt/meta.json ] || random_csr $D/nyt 300000 102000 0.002 1
+    for m in $KNN_PROFILE; do
+      ncu --launch-skip 1 --launch-count 1 -k knn_tiles --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section WarpStateStats --section Occupancy --section SchedulerStats \
+        knn_gpu $D/nyt 10 8192 $m > "$WORK/ncu-knn-$m.txt" 2>&1 || true
+      grep -E "Duration|Throughput|Warp Cycles|Stall|Achieved Occupancy|Issued Warp|No Eligible|L1/TEX Hit|L2 Hit|Registers" "$WORK/ncu-knn-$m.txt" | head -40
+    done
+  fi
   # End to end: the CLI on both devices writes the same neighbours.
   for m in cosine jensen-shannon chebyshev; do
     topos knn .devdata/20news.tcorp -k 10 --metric $m --weighting tfidf --device cpu -q -o /tmp/nn-cpu.jsonl
