@@ -4,8 +4,9 @@
 //! `prepare` uploads the index once — its rows (for the union form and Chebyshev's walks), the
 //! kernel's row aggregates computed by the CPU code (`topos_distance::row_aggregate`), and the
 //! index cut into tiles of [`tile_rows`] rows, each stored by columns (an inverted index per
-//! tile, rows as 16-bit offsets) — and each `knn` call uploads one batch of queries and runs one
-//! launch of `knn_tiles` (`knn.cu`): one warp per query, an f64 accumulator per tile row in
+//! tile, rows as 15-bit offsets) — and each `knn` call uploads one batch of queries and runs one
+//! launch of `knn_tiles` (`knn.cu`): one warp per work item (a query and a range of tiles; long
+//! queries are cut into several, [`plan_items`]), an f64 accumulator per tile row in
 //! shared memory, the expansion and a top-k list in registers. See `knn.cu` for the work split
 //! and why it walks the intersection instead of the paper's query-row lookups (§3.3).
 //!

@@ -3,7 +3,7 @@
 //   METRIC   the metric's number (see `metric_id` in distance.rs)
 //   TILE     index rows per tile (<= 32,768: rows inside a tile are 15-bit; bit 15 flags a row's
 //            largest-magnitude entry, for Chebyshev)
-//   WARPS    warps per block (one query per warp)
+//   WARPS    warps per block (one work item — a query and a range of tiles — per warp)
 //   KSLOTS   top-k list entries per lane (k <= 32 * KSLOTS)
 //   DENSE    1: write every distance (pairwise rows) instead of selecting the k nearest
 //   MINK_P   Minkowski's p
@@ -19,7 +19,9 @@
 // feeds a top-k list held in registers across the warp. Load balance (§3.3.2): the warp takes
 // 32 query columns at a time and spreads the concatenation of their segments over its lanes
 // (a warp scan of the segment lengths, then a binary search per lane), so a common column of
-// thousands of entries and many rare ones keep every lane busy alike.
+// thousands of entries and many rare ones keep every lane busy alike; and a query with many
+// non-zeros is cut into several work items over disjoint tile ranges (the paper's split of
+// high-degree rows, here across warps), merged on the host (`plan_items`, `merge_items`).
 //
 // Same numbers as the CPU. Each accumulator slot receives its products in increasing column
 // order — lanes that hit the same row in one step are grouped with __match_any_sync and the
