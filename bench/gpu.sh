@@ -336,6 +336,13 @@ if [ "$mode" = knn ]; then
     cmp /tmp/nn-cpu.jsonl /tmp/nn-cuda.jsonl
     row "topos knn 20news $m	cpu and cuda outputs identical ($(wc -l < /tmp/nn-cuda.jsonl) lines)"
   done
+  topos train .devdata/20news.tcorp -k 50 --iters 50 --device cuda --doc-topics -q -o /tmp/20news-sim.tmod
+  for dev in cpu cuda; do
+    topos similar /tmp/20news-sim.tmod --corpus .devdata/20news.tcorp --heldout -k 10 --device $dev -q -o /tmp/sim-$dev.jsonl
+    topos similar /tmp/20news-sim.tmod --corpus .devdata/20news.tcorp --text "space shuttle launch orbit" -k 10 --device $dev -q > /tmp/simtext-$dev.jsonl
+  done
+  cmp /tmp/sim-cpu.jsonl /tmp/sim-cuda.jsonl && cmp /tmp/simtext-cpu.jsonl /tmp/simtext-cuda.jsonl
+  row "topos similar 20news --heldout, --text	cpu and cuda outputs identical ($(wc -l < /tmp/sim-cuda.jsonl) + 1 lines)"
   metrics=${*:-all}
   for data in ${DATA-random 20news nyt zipf}; do
     knn_gpu $D/$data 10 1000000000 $metrics | tee -a "$WORK/knn-$data.jsonl"
