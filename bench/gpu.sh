@@ -329,12 +329,23 @@ if [ "$mode" = knn ]; then
       grep -E "Duration|Throughput|Warp Cycles|Stall|Achieved Occupancy|Issued Warp|No Eligible|L1/TEX Hit|L2 Hit|Registers" "$WORK/ncu-knn-$m.txt" | head -40
     done
   fi
+  if [ -n "${KNN_STREAM:-}" ]; then
+    # The NYT-sized index streamed through a device-memory budget (bytes), cosine.
+    [ -f $D/nyt/meta.json ] || random_csr $D/nyt 300000 102000 0.002 1
+    for b in $KNN_STREAM; do
+      KNN_GPU_MEMORY=$b knn_gpu $D/nyt 10 300000 cosine | tee -a "$WORK/knn-stream.jsonl"
+      row "knn nyt streamed, budget $b B	$(tail -1 "$WORK/knn-stream.jsonl" | python3 -c 'import json,sys; print("{seconds} s\tprepare {prepare_s} s\tchecksum {index_checksum}".format(**json.loads(sys.stdin.read())))')"
+    done
+  fi
   # End to end: the CLI on both devices writes the same neighbours.
   for m in cosine jensen-shannon chebyshev; do
     topos knn .devdata/20news.tcorp -k 10 --metric $m --weighting tfidf --device cpu -q -o /tmp/nn-cpu.jsonl
     topos knn .devdata/20news.tcorp -k 10 --metric $m --weighting tfidf --device cuda -q -o /tmp/nn-cuda.jsonl
     cmp /tmp/nn-cpu.jsonl /tmp/nn-cuda.jsonl
-    row "topos knn 20news $m	cpu and cuda outputs identical ($(wc -l < /tmp/nn-cuda.jsonl) lines)"
+    # The index streamed through 4 MiB of device memory, in row chunks.
+    topos knn .devdata/20news.tcorp -k 10 --metric $m --weighting tfidf --device cuda --gpu-memory 4MiB -q -o /tmp/nn-cuda-small.jsonl
+    cmp /tmp/nn-cpu.jsonl /tmp/nn-cuda-small.jsonl
+    row "topos knn 20news $m	cpu, cuda and cuda --gpu-memory 4MiB outputs identical ($(wc -l < /tmp/nn-cuda.jsonl) lines)"
   done
   topos train .devdata/20news.tcorp -k 50 --iters 50 --device cuda --doc-topics -q -o /tmp/20news-sim.tmod
   for dev in cpu cuda; do

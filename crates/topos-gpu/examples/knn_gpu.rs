@@ -4,6 +4,7 @@
 //! neighbour indices (equal on both engines).
 //!
 //! `knn_gpu DIR K QUERIES METRIC... [--cpu]` (METRIC `all` runs the 15, Minkowski with p = 3).
+//! Env `KNN_GPU_MEMORY=BYTES` limits the device memory of the index (streamed in row chunks).
 
 #[path = "../../topos-distance/examples/common/mod.rs"]
 mod common;
@@ -41,7 +42,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let backend: Box<dyn Backend> = if cpu {
         Box::new(CpuBackend)
     } else {
-        Box::new(CudaBackend::open(None)?)
+        let budget = std::env::var("KNN_GPU_MEMORY")
+            .ok()
+            .map(|v| v.parse())
+            .transpose()?;
+        Box::new(CudaBackend::open(None)?.with_memory_budget(budget))
     };
     let batch = if cpu { 4096 } else { 65_536 };
     for metric in metrics {

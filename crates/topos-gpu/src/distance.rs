@@ -256,10 +256,18 @@ fn magnitude_orders(m: &CsrMatrix, rows: Range<usize>) -> Vec<u32> {
     per_row.concat()
 }
 
+/// Compiled `knn_tiles` by (metric number, Minkowski p's bits, top-k slots, dense output).
+type KernelCache = Arc<Mutex<HashMap<(u32, u64, u32, bool), CudaFunction>>>;
+
 /// One GPU as a distance backend.
+#[derive(Clone)]
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     info: device::DeviceInfo,
+    /// Device memory the index may take (`None`: what is free); an index larger than this is
+    /// streamed through the GPU in row chunks.
+    budget: Option<u64>,
+    kernels: KernelCache,
 }
 
 impl CudaBackend {
@@ -274,7 +282,20 @@ impl CudaBackend {
                 info.name, info.compute_capability.0, info.compute_capability.1
             )));
         }
-        Ok(CudaBackend { ctx, info })
+        Ok(CudaBackend {
+            ctx,
+            info,
+            budget: None,
+            kernels: KernelCache::default(),
+        })
+    }
+
+    /// Limits the device memory the index may take to `bytes` (`--gpu-memory`): a larger index
+    /// is cut into row chunks that are uploaded in turn for each batch of queries, and each
+    /// query's neighbours are merged over the chunks.
+    pub fn with_memory_budget(mut self, bytes: Option<u64>) -> CudaBackend {
+        self.budget = bytes;
+        self
     }
 
     /// The device.
@@ -305,9 +326,241 @@ impl Backend for CudaBackend {
                 index.n_cols()
             )));
         }
-        GpuIndex::new(self, index, metric)
-            .map(|g| Box::new(g) as Box<dyn PreparedIndex + 'a>)
-            .map_err(device_err)
+        let (free, _) = self
+            .ctx
+            .mem_get_info()
+            .map_err(|e| DistanceError::Device(format!("reading free GPU memory: {e}")))?;
+        // Room for the index: the budget (or what is free), less a fifth for query batches and
+        // results.
+        let room = self.budget.unwrap_or(u64::MAX).min(free as u64) / 5 * 4;
+        let chunks = index_chunks(index, room, tile_rows()).map_err(device_err)?;
+        let engine = if chunks.len() == 1 {
+            Engine::Resident(Box::new(
+                GpuIndex::new(self, index, metric).map_err(device_err)?,
+            ))
+        } else {
+            Engine::Streamed(
+                chunks
+                    .into_iter()
+                    .map(|r| {
+                        let start = r.start;
+                        (
+                            start,
+                            HostIndex::build(&row_slice(index, r), metric, tile_rows()),
+                        )
+                    })
+                    .collect(),
+            )
+        };
+        Ok(Box::new(GpuPrepared {
+            backend: self.clone(),
+            metric,
+            n_rows: index.n_rows(),
+            n_cols: index.n_cols(),
+            engine,
+        }))
+    }
+}
+
+/// Device bytes of the index `m` for the engine: tiles, rows, aggregates, magnitude orders.
+fn index_bytes(m: &CsrMatrix, tile: u32) -> u64 {
+    Tiles::bytes(m.n_rows(), m.n_cols(), m.nnz(), tile)
+        + m.nnz() * 12
+        + (m.n_rows() as u64 + 1) * 8
+        + m.n_rows() as u64 * 32
+}
+
+/// Row ranges of `m` whose device bytes each fit `room`: one range when the whole index fits,
+/// otherwise ranges of about equal non-zeros. A single row that does not fit is an error.
+pub fn index_chunks(m: &CsrMatrix, room: u64, tile: u32) -> Result<Vec<Range<usize>>, GpuError> {
+    let need = index_bytes(m, tile);
+    let n = m.n_rows();
+    if need <= room || n == 0 {
+        return Ok(std::iter::once(0..n).collect());
+    }
+    let parts = need.div_ceil(room.max(1)) + 1;
+    let per = m.nnz().div_ceil(parts).max(1);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < n {
+        let base = m.offsets()[start];
+        // Rows while the chunk's non-zeros stay within `per` (at least one row).
+        let mut end = start + 1;
+        while end < n && m.offsets()[end + 1] - base <= per {
+            end += 1;
+        }
+        let chunk_bytes = index_bytes(&row_slice(m, start..end), tile);
+        if chunk_bytes > room {
+            return Err(GpuError::Unsupported(format!(
+                "index rows {start}..{end} need {:.2} GiB of GPU memory, more than the {:.2} GiB available to the index; raise --gpu-memory or use --device cpu",
+                chunk_bytes as f64 / f64::from(1u32 << 30),
+                room as f64 / f64::from(1u32 << 30)
+            )));
+        }
+        out.push(start..end);
+        start = end;
+    }
+    Ok(out)
+}
+
+/// Rows `r` of `m` as a matrix of their own.
+fn row_slice(m: &CsrMatrix, r: Range<usize>) -> CsrMatrix {
+    let (a, b) = (m.offsets()[r.start] as usize, m.offsets()[r.end] as usize);
+    CsrMatrix::new(
+        m.n_cols(),
+        m.offsets()[r.start..=r.end]
+            .iter()
+            .map(|&o| o - a as u64)
+            .collect(),
+        m.indices()[a..b].to_vec(),
+        m.values()[a..b].to_vec(),
+    )
+    .expect("a row range of a valid matrix is valid")
+}
+
+/// An index (or a row chunk of one) prepared on the host for one metric: its rows, the kernel's
+/// row aggregates, Chebyshev's magnitude orders, the tiles and the column counts — everything
+/// the device needs, built once and uploaded as often as a streamed search needs it.
+struct HostIndex {
+    metric: Metric,
+    csr: CsrMatrix,
+    aggs: Vec<GpuAgg>,
+    by_mag: Vec<u32>,
+    tiles: Tiles,
+    df: Vec<u32>,
+}
+
+impl HostIndex {
+    fn build(m: &CsrMatrix, metric: Metric, tile: u32) -> HostIndex {
+        let n = m.n_cols();
+        let aggs: Vec<GpuAgg> = (0..m.n_rows())
+            .into_par_iter()
+            .map(|r| row_aggregate(metric, m.row(r), n).into())
+            .collect();
+        let by_mag = if metric == Metric::Chebyshev {
+            magnitude_orders(m, 0..m.n_rows())
+        } else {
+            vec![0]
+        };
+        let tiles = Tiles::build(
+            m,
+            tile,
+            (metric == Metric::Chebyshev).then_some(&by_mag[..]),
+        );
+        let mut df = vec![0u32; n];
+        for &c in m.indices() {
+            df[c as usize] += 1;
+        }
+        HostIndex {
+            metric,
+            csr: m.clone(),
+            aggs,
+            by_mag: if by_mag.is_empty() { vec![0] } else { by_mag },
+            tiles,
+            df,
+        }
+    }
+}
+
+/// The index on the device for the whole search, or in row chunks uploaded in turn.
+enum Engine {
+    Resident(Box<GpuIndex>),
+    /// (first row, the chunk prepared on the host) per chunk.
+    Streamed(Vec<(usize, HostIndex)>),
+}
+
+/// A prepared index on the GPU (see [`CudaBackend::with_memory_budget`] for streaming).
+struct GpuPrepared {
+    backend: CudaBackend,
+    metric: Metric,
+    n_rows: usize,
+    n_cols: usize,
+    engine: Engine,
+}
+
+impl GpuPrepared {
+    /// Runs `f` on each part of the index with its first row.
+    fn each_part(
+        &self,
+        mut f: impl FnMut(&GpuIndex, usize) -> Result<(), GpuError>,
+    ) -> Result<(), GpuError> {
+        match &self.engine {
+            Engine::Resident(g) => f(g, 0),
+            Engine::Streamed(chunks) => {
+                for (row0, h) in chunks {
+                    let g = GpuIndex::upload(&self.backend, h)?;
+                    f(&g, *row0)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl PreparedIndex for GpuPrepared {
+    fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    fn knn(
+        &self,
+        queries: &CsrMatrix,
+        rows: Range<usize>,
+        k: usize,
+        exclude_self: bool,
+    ) -> Result<Neighbors, DistanceError> {
+        check_queries(queries, &rows, self.n_cols, self.metric)?;
+        check_k(k, self.n_rows, exclude_self)?;
+        if k > MAX_K {
+            return Err(DistanceError::Device(format!(
+                "the GPU engine keeps at most {MAX_K} neighbours per query, -k {k} asks for more; use --device cpu"
+            )));
+        }
+        let mut lists: Vec<Vec<(u64, u32)>> = vec![Vec::new(); rows.len()];
+        self.each_part(|g, row0| {
+            // The self row of query i is row start + i of the whole index: relative to this
+            // part it may be negative, which wraps past every row of the part.
+            let self_first = exclude_self.then(|| (rows.start as u64).wrapping_sub(row0 as u64));
+            g.knn_lists(
+                queries,
+                rows.clone(),
+                k,
+                self_first,
+                row0 as u32,
+                &mut lists,
+            )
+        })
+        .map_err(device_err)?;
+        let (indices, distances) = finish_lists(lists, k, self.metric);
+        Ok(Neighbors {
+            k,
+            indices,
+            distances,
+        })
+    }
+
+    fn distances(
+        &self,
+        queries: &CsrMatrix,
+        rows: Range<usize>,
+    ) -> Result<Vec<f32>, DistanceError> {
+        check_queries(queries, &rows, self.n_cols, self.metric)?;
+        let cells = check_matrix_size(rows.len(), self.n_rows)?;
+        let mut out = vec![0f32; cells];
+        self.each_part(|g, row0| {
+            let part = g.dense_rows(queries, rows.clone())?;
+            for (i, chunk) in part.chunks(g.n_rows.max(1)).enumerate() {
+                let at = i * self.n_rows + row0;
+                out[at..at + chunk.len()].copy_from_slice(chunk);
+            }
+            Ok(())
+        })
+        .map_err(device_err)?;
+        Ok(out)
     }
 }
 
@@ -373,13 +626,19 @@ struct GpuIndex {
     df: Vec<u32>,
     /// Warps the device holds at once for this kernel (how finely to cut work items).
     slots: u64,
-    /// Compiled kernels by (top-k slots, dense output).
-    kernels: Mutex<HashMap<(u32, bool), CudaFunction>>,
+    /// Compiled kernels, shared by every index of the backend.
+    kernels: KernelCache,
 }
 
 impl GpuIndex {
+    /// Prepares `m` on the host and uploads it.
     fn new(backend: &CudaBackend, m: &CsrMatrix, metric: Metric) -> Result<GpuIndex, GpuError> {
-        let (tile, warps) = (tile_rows(), block_warps());
+        GpuIndex::upload(backend, &HostIndex::build(m, metric, tile_rows()))
+    }
+
+    /// Uploads an index prepared on the host.
+    fn upload(backend: &CudaBackend, h: &HostIndex) -> Result<GpuIndex, GpuError> {
+        let (tile, warps, metric) = (h.tiles.tile, block_warps(), h.metric);
         let smem = shared_bytes(tile, warps, metric);
         if smem > backend.info.max_shared_per_block {
             return Err(GpuError::Unsupported(format!(
@@ -388,85 +647,59 @@ impl GpuIndex {
                 backend.info.max_shared_per_block / 1024
             )));
         }
-        let need = Tiles::bytes(m.n_rows(), m.n_cols(), m.nnz(), tile)
-            + m.nnz() * 8
-            + (m.n_rows() as u64 + 1) * 8
-            + m.n_rows() as u64 * 32;
+        let need = index_bytes(&h.csr, tile);
         let ctx = backend.ctx.clone();
         let (free, _) = ctx
             .mem_get_info()
             .check(|| "reading free GPU memory".into())?;
         if need > free as u64 {
             return Err(GpuError::Unsupported(format!(
-                "the index needs {:.1} GiB of GPU memory and {:.1} GiB are free; search a smaller index or use --device cpu",
+                "the index needs {:.1} GiB of GPU memory and {:.1} GiB are free; use --gpu-memory to stream it in chunks, or --device cpu",
                 need as f64 / f64::from(1u32 << 30),
                 free as f64 / f64::from(1u32 << 30)
             )));
         }
-        let n = m.n_cols();
-        let aggs: Vec<GpuAgg> = (0..m.n_rows())
-            .into_par_iter()
-            .map(|r| row_aggregate(metric, m.row(r), n).into())
-            .collect();
-        let by_mag = if metric == Metric::Chebyshev {
-            magnitude_orders(m, 0..m.n_rows())
-        } else {
-            vec![0]
-        };
-        let tiles = Tiles::build(
-            m,
-            tile,
-            (metric == Metric::Chebyshev).then_some(&by_mag[..]),
-        );
-        let mut df = vec![0u32; n];
-        for &c in m.indices() {
-            df[c as usize] += 1;
-        }
+        let m = &h.csr;
         let stream = ctx.new_stream().check(|| "creating a CUDA stream".into())?;
         let up = |what: &str| format!("uploading the index ({what})");
-        let nonempty = |v: &[u32]| if v.is_empty() { vec![0] } else { v.to_vec() };
+        let nonempty_u32 = |v: &[u32]| if v.is_empty() { vec![0] } else { v.to_vec() };
+        let nonempty_f32 = |v: &[f32]| if v.is_empty() { vec![0.0] } else { v.to_vec() };
         let g = GpuIndex {
             metric,
             n_rows: m.n_rows(),
-            n_cols: n,
+            n_cols: m.n_cols(),
             tile,
             warps,
-            n_tiles: tiles.base.len() as u32,
+            n_tiles: h.tiles.base.len() as u32,
             ptr: stream.clone_htod(m.offsets()).check(|| up("row offsets"))?,
             cols: stream
-                .clone_htod(&nonempty(m.indices()))
+                .clone_htod(&nonempty_u32(m.indices()))
                 .check(|| up("columns"))?,
             vals: stream
-                .clone_htod(&if m.values().is_empty() {
-                    vec![0.0]
-                } else {
-                    m.values().to_vec()
-                })
+                .clone_htod(&nonempty_f32(m.values()))
                 .check(|| up("values"))?,
-            aggs: stream.clone_htod(&aggs).check(|| up("row aggregates"))?,
-            by_mag: stream.clone_htod(&by_mag).check(|| up("magnitude order"))?,
+            aggs: stream.clone_htod(&h.aggs).check(|| up("row aggregates"))?,
+            by_mag: stream
+                .clone_htod(&h.by_mag)
+                .check(|| up("magnitude order"))?,
             tile_colptr: stream
-                .clone_htod(&tiles.colptr)
+                .clone_htod(&h.tiles.colptr)
                 .check(|| up("tile columns"))?,
             tile_base: stream
-                .clone_htod(&tiles.base)
+                .clone_htod(&h.tiles.base)
                 .check(|| up("tile offsets"))?,
             tile_rows: stream
-                .clone_htod(&if tiles.rows.is_empty() {
+                .clone_htod(&if h.tiles.rows.is_empty() {
                     vec![0]
                 } else {
-                    tiles.rows
+                    h.tiles.rows.clone()
                 })
                 .check(|| up("tile rows"))?,
             tile_vals: stream
-                .clone_htod(&if tiles.vals.is_empty() {
-                    vec![0.0]
-                } else {
-                    tiles.vals
-                })
+                .clone_htod(&nonempty_f32(&h.tiles.vals))
                 .check(|| up("tile values"))?,
-            kernels: Mutex::new(HashMap::new()),
-            df,
+            kernels: backend.kernels.clone(),
+            df: h.df.clone(),
             slots: {
                 let per_sm =
                     (backend.info.shared_per_multiprocessor / (smem + 1024)).clamp(1, 64 / warps);
@@ -483,8 +716,13 @@ impl GpuIndex {
 
     /// The kernel for `slots` top-k slots per lane (or dense rows), compiled on first use.
     fn kernel(&self, slots: u32, dense: bool) -> Result<CudaFunction, GpuError> {
+        let p_bits = match self.metric {
+            Metric::Minkowski(p) => p.to_bits(),
+            _ => 0,
+        };
+        let key = (metric_id(self.metric), p_bits, slots, dense);
         let mut cache = self.kernels.lock().unwrap();
-        if let Some(f) = cache.get(&(slots, dense)) {
+        if let Some(f) = cache.get(&key) {
             return Ok(f.clone());
         }
         let (major, minor) = self
@@ -511,7 +749,7 @@ impl GpuIndex {
             self.smem() as i32,
         )
         .check(|| "raising the k-NN kernel's shared-memory limit".into())?;
-        cache.insert((slots, dense), f.clone());
+        cache.insert(key, f.clone());
         Ok(f)
     }
 
@@ -519,16 +757,46 @@ impl GpuIndex {
         shared_bytes(self.tile, self.warps, self.metric)
     }
 
-    /// Runs one launch over `rows` of `queries`: the k nearest of each query (rows and
-    /// distances, merged from its work items), or with `k` `None` every distance (`n_rows` per
-    /// query, no rows).
+    /// Adds the k nearest rows of this index (numbered from `row0`) of each query of `rows`
+    /// to `lists` (one per query, unsorted). `self_first`: the row of this index that query
+    /// `rows.start` must not be matched with (then query i skips `self_first + i`, wrapping).
+    fn knn_lists(
+        &self,
+        queries: &CsrMatrix,
+        rows: Range<usize>,
+        k: usize,
+        self_first: Option<u64>,
+        row0: u32,
+        lists: &mut [Vec<(u64, u32)>],
+    ) -> Result<(), GpuError> {
+        if let Launched::Lists {
+            item_query,
+            keys,
+            rows: found,
+        } = self.launch(queries, rows, Some(k), self_first.unwrap_or(u64::MAX))?
+        {
+            extend_lists(&item_query, &keys, &found, k, row0, lists);
+        }
+        Ok(())
+    }
+
+    /// Every distance from each query of `rows` to this index's rows, row-major.
+    fn dense_rows(&self, queries: &CsrMatrix, rows: Range<usize>) -> Result<Vec<f32>, GpuError> {
+        match self.launch(queries, rows, None, u64::MAX)? {
+            Launched::Dense(d) => Ok(d),
+            Launched::Lists { .. } => unreachable!("a dense launch returns distances"),
+        }
+    }
+
+    /// Runs one launch over `rows` of `queries`: each work item's k nearest (ordered keys and
+    /// rows), or with `k` `None` every distance (`n_rows` per query).
     fn launch(
         &self,
         queries: &CsrMatrix,
         rows: Range<usize>,
         k: Option<usize>,
-        exclude_self: bool,
-    ) -> Result<(Vec<u32>, Vec<f32>), GpuError> {
+        self_first: u64,
+    ) -> Result<Launched, GpuError> {
         let nq = rows.len();
         let (dense, k) = match k {
             Some(k) => (false, k),
@@ -617,11 +885,6 @@ impl GpuIndex {
             .alloc_zeros::<f32>(dense_len.max(1))
             .check(|| alloc("distances", dense_len))?;
         let n_items32 = n_items as u32;
-        let self_first: u64 = if exclude_self {
-            rows.start as u64
-        } else {
-            u64::MAX
-        };
         let (n_index, n_cols, k32) = (self.n_rows as u32, self.n_cols as u32, k as u32);
         let cfg = LaunchConfig {
             grid_dim: (n_items32.div_ceil(self.warps).max(1), 1, 1),
@@ -670,52 +933,63 @@ impl GpuIndex {
                     .check(|| "downloading the distances".into())?;
             }
             s.synchronize().check(|| "running knn_tiles".into())?;
-            return Ok((Vec::new(), dist));
+            return Ok(Launched::Dense(dist));
         }
-        let (mut keys, mut rows_out) = (vec![0u64; list_len], vec![0u32; list_len]);
+        let (mut keys, mut found) = (vec![0u64; list_len], vec![0u32; list_len]);
         if list_len > 0 {
             s.memcpy_dtoh(&d_key.slice(0..list_len), &mut keys)
                 .check(|| "downloading the neighbours".into())?;
-            s.memcpy_dtoh(&d_row.slice(0..list_len), &mut rows_out)
+            s.memcpy_dtoh(&d_row.slice(0..list_len), &mut found)
                 .check(|| "downloading the neighbours".into())?;
         }
         s.synchronize().check(|| "running knn_tiles".into())?;
-        Ok(merge_items(
-            &item_query,
-            &keys,
-            &rows_out,
-            nq,
-            k,
-            self.metric,
-        ))
+        Ok(Launched::Lists {
+            item_query,
+            keys,
+            rows: found,
+        })
     }
 }
 
-/// The k best of each query's items' lists (each sorted by (key, row); unfilled entries are
-/// `u32::MAX` rows), as (rows, distances) for the queries in order. Keys are `topk::ordered`
-/// images, so the order and the distances are the CPU engine's.
-fn merge_items(
+/// What one launch returns.
+enum Launched {
+    /// Per work item, k (ordered key, row) best first; unfilled entries have row `u32::MAX`.
+    Lists {
+        item_query: Vec<u32>,
+        keys: Vec<u64>,
+        rows: Vec<u32>,
+    },
+    /// Every distance, row-major.
+    Dense(Vec<f32>),
+}
+
+/// Adds each work item's entries (rows offset by `row0`) to its query's list.
+fn extend_lists(
     item_query: &[u32],
     keys: &[u64],
     rows: &[u32],
-    n_queries: usize,
     k: usize,
-    metric: Metric,
-) -> (Vec<u32>, Vec<f32>) {
-    let mut per_query: Vec<Vec<(u64, u32)>> = vec![Vec::new(); n_queries];
+    row0: u32,
+    lists: &mut [Vec<(u64, u32)>],
+) {
     for (i, &q) in item_query.iter().enumerate() {
-        let list = &mut per_query[q as usize];
+        let list = &mut lists[q as usize];
         for j in i * k..(i + 1) * k {
             if rows[j] != u32::MAX {
-                list.push((keys[j], rows[j]));
+                list.push((keys[j], rows[j] + row0));
             }
         }
     }
+}
+
+/// The k best of each query's list by (key, row) — the CPU engine's total order — as rows and
+/// distances (keys are `topk::ordered` images, converted by the CPU's `key_distance`).
+fn finish_lists(lists: Vec<Vec<(u64, u32)>>, k: usize, metric: Metric) -> (Vec<u32>, Vec<f32>) {
     let (mut idx, mut dist) = (
-        Vec::with_capacity(n_queries * k),
-        Vec::with_capacity(n_queries * k),
+        Vec::with_capacity(lists.len() * k),
+        Vec::with_capacity(lists.len() * k),
     );
-    for mut list in per_query {
+    for mut list in lists {
         list.sort_unstable();
         list.truncate(k);
         for (key, row) in list {
@@ -724,53 +998,6 @@ fn merge_items(
         }
     }
     (idx, dist)
-}
-
-impl PreparedIndex for GpuIndex {
-    fn metric(&self) -> Metric {
-        self.metric
-    }
-
-    fn n_rows(&self) -> usize {
-        self.n_rows
-    }
-
-    fn knn(
-        &self,
-        queries: &CsrMatrix,
-        rows: Range<usize>,
-        k: usize,
-        exclude_self: bool,
-    ) -> Result<Neighbors, DistanceError> {
-        check_queries(queries, &rows, self.n_cols, self.metric)?;
-        check_k(k, self.n_rows, exclude_self)?;
-        if k > MAX_K {
-            return Err(DistanceError::Device(format!(
-                "the GPU engine keeps at most {MAX_K} neighbours per query, -k {k} asks for more; use --device cpu"
-            )));
-        }
-        let (indices, distances) = self
-            .launch(queries, rows, Some(k), exclude_self)
-            .map_err(device_err)?;
-        Ok(Neighbors {
-            k,
-            indices,
-            distances,
-        })
-    }
-
-    fn distances(
-        &self,
-        queries: &CsrMatrix,
-        rows: Range<usize>,
-    ) -> Result<Vec<f32>, DistanceError> {
-        check_queries(queries, &rows, self.n_cols, self.metric)?;
-        check_matrix_size(rows.len(), self.n_rows)?;
-        let (_, dist) = self
-            .launch(queries, rows, None, false)
-            .map_err(device_err)?;
-        Ok(dist)
-    }
 }
 
 #[cfg(test)]
@@ -884,10 +1111,42 @@ mod tests {
         let item_query = [0, 1, 0];
         let keys = [key(3.0), key(4.0), key(1.0), key(2.0), key(3.0), u64::MAX];
         let rows = [7, 9, 1, 2, 3, u32::MAX];
-        let (idx, dist) = merge_items(&item_query, &keys, &rows, 2, 2, Metric::Euclidean);
+        let mut lists = vec![Vec::new(); 2];
+        extend_lists(&item_query, &keys, &rows, 2, 0, &mut lists);
+        let (idx, dist) = finish_lists(lists.clone(), 2, Metric::Euclidean);
         // Query 0: rows 3 (3.0) and 7 (3.0): a tie, broken by the smaller row.
         assert_eq!(idx, vec![3, 7, 1, 2]);
         assert_eq!(dist, vec![3.0, 3.0, 1.0, 2.0]);
+        // A second part of the index (rows from 100) with a better row for query 1.
+        extend_lists(&[1], &[key(0.5), key(9.0)], &[4, 5], 2, 100, &mut lists);
+        let (idx, _) = finish_lists(lists, 2, Metric::Euclidean);
+        assert_eq!(idx, vec![3, 7, 104, 1]);
+    }
+
+    #[test]
+    fn an_index_too_large_for_the_room_is_cut_into_fitting_row_chunks() {
+        let rows: Vec<Vec<f32>> = (0..500)
+            .map(|r| (0..40).map(|c| ((r * 7 + c * 3) % 5) as f32).collect())
+            .collect();
+        let m = CsrMatrix::from_dense(&rows, 40).unwrap();
+        let whole = index_bytes(&m, 1024);
+        let one = index_chunks(&m, whole, 1024).unwrap();
+        assert_eq!((one.len(), one[0].clone()), (1, 0..500));
+        let room = whole / 3;
+        let chunks = index_chunks(&m, room, 1024).unwrap();
+        assert!(chunks.len() >= 3, "{chunks:?}");
+        // Contiguous, covering every row, each within the room.
+        assert_eq!(chunks.first().unwrap().start, 0);
+        assert_eq!(chunks.last().unwrap().end, 500);
+        for w in chunks.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+        for c in &chunks {
+            assert!(index_bytes(&row_slice(&m, c.clone()), 1024) <= room);
+        }
+        // A row that cannot fit at all is refused in one line.
+        let e = index_chunks(&m, 100, 1024).unwrap_err().to_string();
+        assert!(e.contains("--gpu-memory") && !e.contains('\n'), "{e}");
     }
 
     #[test]

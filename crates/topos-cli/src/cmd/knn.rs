@@ -62,6 +62,10 @@ pub struct SearchArgs {
     /// Worker threads (0 = all cores); results do not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Device memory the index may take on a GPU, e.g. 20GiB (default: all that is free); a
+    /// larger index is streamed through the GPU in row chunks, with the same results.
+    #[arg(long, value_parser = super::train::parse_bytes)]
+    pub gpu_memory: Option<u64>,
     /// Queries per batch (memory is bounded by the batch, never by queries × documents);
     /// default 1,024 on the CPU, 65,536 on a GPU.
     #[arg(long)]
@@ -106,7 +110,8 @@ impl SearchArgs {
     /// auto it is passed over, and `ui` says so), with its batch size.
     pub fn engine(&self, ui: Ui) -> Result<(Box<dyn Backend>, usize)> {
         let gpu = |ordinal| -> Result<(Box<dyn Backend>, usize)> {
-            let b = topos_gpu::distance::CudaBackend::open(ordinal)?;
+            let b = topos_gpu::distance::CudaBackend::open(ordinal)?
+                .with_memory_budget(self.gpu_memory);
             ui.info(format!(
                 "searching on cuda:{} ({})",
                 b.info().ordinal,
