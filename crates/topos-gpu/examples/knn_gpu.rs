@@ -11,7 +11,7 @@ mod common;
 
 use std::path::PathBuf;
 use std::time::Instant;
-use topos_distance::{Backend, CpuBackend, CsrMatrix, Metric};
+use topos_distance::{Backend, CpuBackend};
 use topos_gpu::distance::CudaBackend;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -24,21 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let m = common::read_raw(&PathBuf::from(&args[0]))?;
     let k: usize = args[1].parse()?;
     let nq: usize = args[2].parse::<usize>()?.min(m.n_rows());
-    let mut metrics = Vec::new();
-    for name in &args[3..] {
-        if name == "all" {
-            metrics.extend(Metric::all(3.0));
-        } else {
-            metrics.push(name.parse::<Metric>()?);
-        }
-    }
-    let end = m.offsets()[nq] as usize;
-    let queries = CsrMatrix::new(
-        m.n_cols(),
-        m.offsets()[..=nq].to_vec(),
-        m.indices()[..end].to_vec(),
-        m.values()[..end].to_vec(),
-    )?;
+    let metrics = common::metrics(&args[3..])?;
+    let queries = common::first_rows(&m, nq)?;
     let backend: Box<dyn Backend> = if cpu {
         Box::new(CpuBackend)
     } else {

@@ -31,6 +31,32 @@ pub fn read_raw(dir: &Path) -> Result<CsrMatrix, Box<dyn std::error::Error>> {
     Ok(CsrMatrix::new(cols, offsets, indices, values)?)
 }
 
+/// The first `n` rows of `m` (the benchmarks' queries).
+pub fn first_rows(m: &CsrMatrix, n: usize) -> Result<CsrMatrix, Box<dyn std::error::Error>> {
+    let end = m.offsets()[n] as usize;
+    Ok(CsrMatrix::new(
+        m.n_cols(),
+        m.offsets()[..=n].to_vec(),
+        m.indices()[..end].to_vec(),
+        m.values()[..end].to_vec(),
+    )?)
+}
+
+/// The metrics named on a command line (`all`: the 15, Minkowski with p = 3).
+pub fn metrics(
+    names: &[String],
+) -> Result<Vec<topos_distance::Metric>, Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    for name in names {
+        if name == "all" {
+            out.extend(topos_distance::Metric::all(3.0));
+        } else {
+            out.push(name.parse()?);
+        }
+    }
+    Ok(out)
+}
+
 /// Writes `xs` as little-endian words of `N` bytes.
 fn write_le<T: Copy, const N: usize>(
     path: &Path,
