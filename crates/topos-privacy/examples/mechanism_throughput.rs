@@ -1,7 +1,7 @@
 //! Measures batched discrete Laplace noise (what private training adds to word-topic counts)
 //! and the MDMM allocator at 10,000+ sub-queries.
 //!
-//! `cargo run --release -p topos-privacy --example throughput`
+//! `cargo run --release -p topos-privacy --example mechanism_throughput`
 
 use std::time::Instant;
 use topos_privacy::allocate::Problem;
