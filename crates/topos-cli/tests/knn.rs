@@ -197,17 +197,16 @@ fn knn_bad_inputs_get_one_line_errors_and_leave_nothing() {
     if !topos_gpu::device::device_count().is_ok_and(|n| n > 0) {
         fails(&["knn", c, "--device", "cuda", "-o", o], "--device cpu");
     }
-    // An argument error comes from clap: its one error line, then its "--help" hint.
-    let bad = topos(&["knn", c, "--device", "tpu", "-o", o]);
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(
-        err.lines()
-            .next()
-            .unwrap()
-            .contains("auto, cpu, cuda or cuda:N"),
-        "{err}"
-    );
+    // Argument errors come from clap: its one error line, then its "--help" hint.
+    for (args, needle) in [
+        (["--device", "tpu"], "auto, cpu, cuda or cuda:N"),
+        (["--gpu-memory", "lots"], "not a size"),
+    ] {
+        let bad = topos(&["knn", c, args[0], args[1], "-o", o]);
+        assert_eq!(bad.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(err.lines().next().unwrap().contains(needle), "{err}");
+    }
     fails(&["knn", c, "--batch", "0", "-o", o], "--batch");
     fails(&["knn", "/nonexistent/x.tcorp", "-o", o], "x.tcorp");
     fails(
