@@ -216,8 +216,11 @@ fn large_k_runs() {
     }
 }
 
-// ---- sparse k-NN (issue 5): the GPU engine against the CPU engine, which CI checks against a
-// dense f64 reference and SciPy's values (topos-distance/tests/reference.rs).
+// ---- sparse k-NN (issue 5): the GPU engine against the dense f64 reference that CI checks the
+// CPU engine with (topos-distance/tests/support), and against the CPU engine itself.
+
+#[path = "../../topos-distance/tests/support/mod.rs"]
+mod reference_support;
 
 mod knn {
     use topos_distance::{
@@ -329,6 +332,14 @@ mod knn {
         let mut all = Metric::all(3.0).to_vec();
         all.push(Metric::Minkowski(1.5));
         all
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn gpu_knn_and_distances_match_the_dense_reference() {
+        let gpu = CudaBackend::open(None).unwrap();
+        super::reference_support::check_pairwise(&gpu);
+        super::reference_support::check_knn(&gpu);
     }
 
     #[test]
