@@ -365,8 +365,9 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         // Offers row r from its accumulator and count, resetting both for the next query. The
         // common case stays in the caller's loop: a row whose key exceeds the limit (almost all
         // of them) costs its expansion and one compare; the others take the full `offer`, which
-        // recomputes the key and its bound, so the result is the same. (As a closure call per
-        // row this was 40% of a 20 Newsgroups run; inline, 25–30% less in all.)
+        // recomputes the key and its bound (Chebyshev repeats its walks for those few rows), so
+        // the result is the same. (As a closure call per row this was 40% of a 20 Newsgroups
+        // run; inline, 20–30% less in all.)
         macro_rules! take_and_offer {
             ($r:expr) => {{
                 let r: usize = $r;
