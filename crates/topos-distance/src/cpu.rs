@@ -377,9 +377,11 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
                 } else {
                     0
                 };
-                // Not `key > limit`: NaN keys go on, as in `offer`.
+                // Exactly "not key > limit", as in `offer`: a NaN key goes on, and so does every
+                // key when the limit is NaN (a zero-mean query against a constant index row makes
+                // Correlation's error slack 0 · ∞).
                 let key = k.finish(a, c, &q, &ix, r).0;
-                if skip != Some(r) && (key <= limit || key.is_nan()) {
+                if skip != Some(r) && key.partial_cmp(&limit) != Some(std::cmp::Ordering::Greater) {
                     offer(r, a, c, sink, &mut limit);
                 }
             }};

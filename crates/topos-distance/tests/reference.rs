@@ -19,6 +19,53 @@ fn knn_matches_the_reference_with_ties_by_index() {
 }
 
 #[test]
+fn a_nan_error_slack_still_lets_every_row_be_offered() {
+    // A constant dense row (centred norm 0: Correlation's per-row error term is ∞) and a query
+    // whose mean is exactly 0: the slack is 0 · ∞ = NaN, and every row must still be offered.
+    let n_cols = 12;
+    let mut index = random_rows(31, 40, n_cols, 0.3, true);
+    index[7] = vec![2.0; n_cols];
+    let mut q = vec![0.0f32; n_cols];
+    q[1] = 2.0;
+    q[4] = 3.0;
+    q[6] = -2.0;
+    q[9] = -3.0;
+    index[20] = q.clone();
+    for exclude_self in [false, true] {
+        let opts = KnnOptions {
+            batch_rows: 16,
+            exclude_self,
+        };
+        let got = knn_with(
+            &CpuBackend,
+            &csr(&index, n_cols),
+            &csr(&index, n_cols),
+            5,
+            Metric::Correlation,
+            &opts,
+        )
+        .unwrap();
+        let (idx, dist) = got.row(20);
+        let mut others = index.clone();
+        if exclude_self {
+            others[20] = vec![f32::NAN; n_cols]; // never chosen: its reference distance is NaN
+        }
+        let want = reference_knn(Metric::Correlation, &others, &q, 5);
+        assert!(
+            !dist[0].is_nan(),
+            "the query has defined neighbours: {dist:?}"
+        );
+        for (p, (&j, &d)) in idx.iter().zip(dist).enumerate() {
+            assert!(
+                close(f64::from(d), want[p].1),
+                "rank {p}: row {j} {d} vs {:?}",
+                want[p]
+            );
+        }
+    }
+}
+
+#[test]
 fn identical_rows_tie_and_come_in_index_order() {
     let n_cols = 20;
     let base = random_rows(5, 10, n_cols, 0.3, true);
