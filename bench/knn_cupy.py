@@ -15,13 +15,7 @@ import cupy as cp
 import cupyx.scipy.sparse as csp
 import numpy as np
 
-
-def load(d):
-    meta = json.load(open(os.path.join(d, "meta.json")))
-    off = np.fromfile(os.path.join(d, "offsets.u64"), dtype="<u8").astype(np.int64)
-    idx = np.fromfile(os.path.join(d, "indices.u32"), dtype="<u4").astype(np.int32)
-    val = np.fromfile(os.path.join(d, "values.f32"), dtype="<f4")
-    return meta["rows"], meta["cols"], off, idx, val
+from knn_peers import load_raw  # the same reader as the CPU side (bench/knn_peers.py)
 
 
 def main():
@@ -32,7 +26,7 @@ def main():
     ap.add_argument("--metrics", nargs="*", default=["cosine", "euclidean"])
     ap.add_argument("--batch", type=int, default=2048)
     a = ap.parse_args()
-    rows, cols, off, idx, val = load(a.dir)
+    rows, cols, off, idx, val = load_raw(a.dir)
     X = csp.csr_matrix((cp.asarray(val), cp.asarray(idx), cp.asarray(off.astype(np.int32))), shape=(rows, cols))
     XT = X.T.tocsr()
     sq = cp.asarray(X.multiply(X).sum(axis=1)).ravel()

@@ -21,14 +21,20 @@ BENCH = os.environ.get("KNN_BENCH", os.path.join(
 SKLEARN_NAME = {"cosine": "cosine", "euclidean": "euclidean", "manhattan": "manhattan"}
 
 
-def load(d):
+def load_raw(d):
+    """The raw CSR directory as (rows, cols, offsets int64, indices int32, values float32)."""
     import numpy as np
-    import scipy.sparse as sp
     meta = json.load(open(os.path.join(d, "meta.json")))
     off = np.fromfile(os.path.join(d, "offsets.u64"), dtype="<u8").astype(np.int64)
     idx = np.fromfile(os.path.join(d, "indices.u32"), dtype="<u4").astype(np.int32)
     val = np.fromfile(os.path.join(d, "values.f32"), dtype="<f4")
-    return sp.csr_matrix((val, idx, off), shape=(meta["rows"], meta["cols"]))
+    return meta["rows"], meta["cols"], off, idx, val
+
+
+def load(d):
+    import scipy.sparse as sp
+    rows, cols, off, idx, val = load_raw(d)
+    return sp.csr_matrix((val, idx, off), shape=(rows, cols))
 
 
 def topos(d, k, q, metric):

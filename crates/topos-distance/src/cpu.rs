@@ -26,16 +26,14 @@
 //! **Determinism.** Each query is computed by one thread, in a fixed order of operations, and
 //! written to its own slot: results are bit-identical for any number of threads.
 
-use crate::aggregate::{Canberra, Hamming, JensenShannon, KlDivergence, Manhattan, Minkowski};
 use crate::backend::{
     check_domain, check_k, check_matrix_size, check_queries, Backend, Neighbors, PreparedIndex,
 };
-use crate::expanded::{
-    Correlation, Cosine, Dice, DotProduct, Euclidean, Hellinger, Jaccard, RussellRao,
+use crate::kernel::{
+    with_kernel, IndexStats, IndexView, Kernel, QueryView, RowAgg, REFINE_RELATIVE,
 };
-use crate::kernel::{IndexStats, IndexView, Kernel, QueryView, RowAgg, REFINE_RELATIVE};
 use crate::topk::TopK;
-use crate::union::{magnitude_order, Chebyshev};
+use crate::union::magnitude_order;
 use crate::{CsrMatrix, DistanceError, Metric};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,26 +63,11 @@ impl Backend for CpuBackend {
                 index.n_rows()
             )));
         }
-        Ok(match metric {
-            Metric::Correlation => Prepared::boxed(index, metric, Correlation),
-            Metric::Cosine => Prepared::boxed(index, metric, Cosine),
-            Metric::Dice => Prepared::boxed(index, metric, Dice),
-            Metric::DotProduct => Prepared::boxed(index, metric, DotProduct),
-            Metric::Euclidean => Prepared::boxed(index, metric, Euclidean),
-            Metric::Canberra => Prepared::boxed(index, metric, Canberra),
-            Metric::Chebyshev => Prepared::boxed(index, metric, Chebyshev),
-            Metric::Hamming => Prepared::boxed(index, metric, Hamming),
-            Metric::Hellinger => Prepared::boxed(index, metric, Hellinger),
-            Metric::Jaccard => Prepared::boxed(index, metric, Jaccard),
-            Metric::JensenShannon => Prepared::boxed(index, metric, JensenShannon),
-            Metric::KlDivergence => Prepared::boxed(index, metric, KlDivergence),
-            Metric::Manhattan => Prepared::boxed(index, metric, Manhattan),
-            Metric::Minkowski(p) => {
-                let m = Metric::minkowski(p)?;
-                Prepared::boxed(index, m, Minkowski { p })
-            }
-            Metric::RussellRao => Prepared::boxed(index, metric, RussellRao),
-        })
+        let metric = match metric {
+            Metric::Minkowski(p) => Metric::minkowski(p)?,
+            m => m,
+        };
+        Ok(with_kernel!(metric, k => Prepared::boxed(index, metric, k)))
     }
 }
 

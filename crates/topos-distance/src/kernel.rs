@@ -215,47 +215,93 @@ pub(crate) fn sum_abs(row: Row) -> f64 {
     row.values.iter().map(|&v| f64::from(v).abs()).sum()
 }
 
+/// Evaluates `$body` with `$k` bound to `metric`'s kernel: the one place that maps a [`crate::Metric`]
+/// to its kernel type (the CPU engine's `prepare`, [`row_aggregate`], [`key_distance`]).
+macro_rules! with_kernel {
+    ($metric:expr, $k:ident => $body:expr) => {{
+        use crate::aggregate::{
+            Canberra, Hamming, JensenShannon, KlDivergence, Manhattan, Minkowski,
+        };
+        use crate::expanded::{
+            Correlation, Cosine, Dice, DotProduct, Euclidean, Hellinger, Jaccard, RussellRao,
+        };
+        use crate::union::Chebyshev;
+        use crate::Metric as M;
+        match $metric {
+            M::Correlation => {
+                let $k = Correlation;
+                $body
+            }
+            M::Cosine => {
+                let $k = Cosine;
+                $body
+            }
+            M::Dice => {
+                let $k = Dice;
+                $body
+            }
+            M::DotProduct => {
+                let $k = DotProduct;
+                $body
+            }
+            M::Euclidean => {
+                let $k = Euclidean;
+                $body
+            }
+            M::Canberra => {
+                let $k = Canberra;
+                $body
+            }
+            M::Chebyshev => {
+                let $k = Chebyshev;
+                $body
+            }
+            M::Hamming => {
+                let $k = Hamming;
+                $body
+            }
+            M::Hellinger => {
+                let $k = Hellinger;
+                $body
+            }
+            M::Jaccard => {
+                let $k = Jaccard;
+                $body
+            }
+            M::JensenShannon => {
+                let $k = JensenShannon;
+                $body
+            }
+            M::KlDivergence => {
+                let $k = KlDivergence;
+                $body
+            }
+            M::Manhattan => {
+                let $k = Manhattan;
+                $body
+            }
+            M::Minkowski(p) => {
+                let $k = Minkowski { p };
+                $body
+            }
+            M::RussellRao => {
+                let $k = RussellRao;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_kernel;
+
 /// The aggregates `metric`'s kernel computes for `row` in a space of `n_cols` columns — what a
 /// device backend uploads beside the rows, so that its expansions read the very numbers the
 /// CPU's do.
 pub fn row_aggregate(metric: crate::Metric, row: Row, n_cols: usize) -> RowAgg {
-    use crate::aggregate::{Canberra, Hamming, JensenShannon, KlDivergence, Manhattan, Minkowski};
-    use crate::expanded::{
-        Correlation, Cosine, Dice, DotProduct, Euclidean, Hellinger, Jaccard, RussellRao,
-    };
-    use crate::union::Chebyshev;
-    use crate::Metric as M;
-    match metric {
-        M::Correlation => Correlation.aggregate(row, n_cols),
-        M::Cosine => Cosine.aggregate(row, n_cols),
-        M::Dice => Dice.aggregate(row, n_cols),
-        M::DotProduct => DotProduct.aggregate(row, n_cols),
-        M::Euclidean => Euclidean.aggregate(row, n_cols),
-        M::Canberra => Canberra.aggregate(row, n_cols),
-        M::Chebyshev => Chebyshev.aggregate(row, n_cols),
-        M::Hamming => Hamming.aggregate(row, n_cols),
-        M::Hellinger => Hellinger.aggregate(row, n_cols),
-        M::Jaccard => Jaccard.aggregate(row, n_cols),
-        M::JensenShannon => JensenShannon.aggregate(row, n_cols),
-        M::KlDivergence => KlDivergence.aggregate(row, n_cols),
-        M::Manhattan => Manhattan.aggregate(row, n_cols),
-        M::Minkowski(p) => Minkowski { p }.aggregate(row, n_cols),
-        M::RussellRao => RussellRao.aggregate(row, n_cols),
-    }
+    with_kernel!(metric, k => k.aggregate(row, n_cols))
 }
 
 /// `metric`'s distance from a key ([`Kernel::distance`]: identity, √, ^(1/p), or −key for the dot
 /// product), for a device backend that selects by keys and converts on the host.
 pub fn key_distance(metric: crate::Metric, key: f64) -> f64 {
-    use crate::aggregate::{JensenShannon, Minkowski};
-    use crate::expanded::{DotProduct, Euclidean, Hellinger};
-    use crate::Metric as M;
-    match metric {
-        M::DotProduct => DotProduct.distance(key),
-        M::Euclidean => Euclidean.distance(key),
-        M::Hellinger => Hellinger.distance(key),
-        M::JensenShannon => JensenShannon.distance(key),
-        M::Minkowski(p) => Minkowski { p }.distance(key),
-        _ => key,
-    }
+    with_kernel!(metric, k => k.distance(key))
 }

@@ -21,6 +21,7 @@ use cudarc::driver::{
     DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -346,7 +347,7 @@ impl Backend for CudaBackend {
                         let start = r.start;
                         (
                             start,
-                            HostIndex::build(&row_slice(index, r), metric, tile_rows()),
+                            HostIndex::build(Cow::Owned(row_slice(index, r)), metric, tile_rows()),
                         )
                     })
                     .collect(),
@@ -421,17 +422,19 @@ fn row_slice(m: &CsrMatrix, r: Range<usize>) -> CsrMatrix {
 /// An index (or a row chunk of one) prepared on the host for one metric: its rows, the kernel's
 /// row aggregates, Chebyshev's magnitude orders, the tiles and the column counts — everything
 /// the device needs, built once and uploaded as often as a streamed search needs it.
-struct HostIndex {
+struct HostIndex<'a> {
     metric: Metric,
-    csr: CsrMatrix,
+    /// Borrowed for a resident index (uploaded once), owned for a streamed chunk.
+    csr: Cow<'a, CsrMatrix>,
     aggs: Vec<GpuAgg>,
     by_mag: Vec<u32>,
     tiles: Tiles,
     df: Vec<u32>,
 }
 
-impl HostIndex {
-    fn build(m: &CsrMatrix, metric: Metric, tile: u32) -> HostIndex {
+impl<'a> HostIndex<'a> {
+    fn build(csr: Cow<'a, CsrMatrix>, metric: Metric, tile: u32) -> HostIndex<'a> {
+        let m: &CsrMatrix = &csr;
         let n = m.n_cols();
         let aggs: Vec<GpuAgg> = (0..m.n_rows())
             .into_par_iter()
@@ -453,7 +456,7 @@ impl HostIndex {
         }
         HostIndex {
             metric,
-            csr: m.clone(),
+            csr,
             aggs,
             by_mag: if by_mag.is_empty() { vec![0] } else { by_mag },
             tiles,
@@ -466,7 +469,7 @@ impl HostIndex {
 enum Engine {
     Resident(Box<GpuIndex>),
     /// (first row, the chunk prepared on the host) per chunk.
-    Streamed(Vec<(usize, HostIndex)>),
+    Streamed(Vec<(usize, HostIndex<'static>)>),
 }
 
 /// A prepared index on the GPU (see [`CudaBackend::with_memory_budget`] for streaming).
@@ -633,7 +636,10 @@ struct GpuIndex {
 impl GpuIndex {
     /// Prepares `m` on the host and uploads it.
     fn new(backend: &CudaBackend, m: &CsrMatrix, metric: Metric) -> Result<GpuIndex, GpuError> {
-        GpuIndex::upload(backend, &HostIndex::build(m, metric, tile_rows()))
+        GpuIndex::upload(
+            backend,
+            &HostIndex::build(Cow::Borrowed(m), metric, tile_rows()),
+        )
     }
 
     /// Uploads an index prepared on the host.

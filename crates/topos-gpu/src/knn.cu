@@ -21,7 +21,7 @@
 // (a warp scan of the segment lengths, then a binary search per lane), so a common column of
 // thousands of entries and many rare ones keep every lane busy alike; and a query with many
 // non-zeros is cut into several work items over disjoint tile ranges (the paper's split of
-// high-degree rows, here across warps), merged on the host (`plan_items`, `merge_items`).
+// high-degree rows, here across warps), merged on the host (`plan_items`, `extend_lists`, `finish_lists`).
 //
 // Same numbers as the CPU. Each accumulator slot receives its products in increasing column
 // order — lanes that hit the same row in one step are grouped with __match_any_sync and the

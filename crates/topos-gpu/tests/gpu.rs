@@ -228,23 +228,8 @@ mod knn {
     };
     use topos_gpu::distance::CudaBackend;
 
-    /// splitmix64.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn unit(&mut self) -> f64 {
-            (self.next() >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
+    // The reference tests' generator, value mix and metric list.
+    use super::reference_support::{metrics, value as random_value, Rng};
 
     /// Rows of the awkward kinds (empty, one non-zero, identical to an earlier row,
     /// near-identical, scaled by 10³ or 10⁻³, full support, constant), the rest sparse with a
@@ -252,18 +237,7 @@ mod knn {
     fn rows(seed: u64, n: usize, n_cols: usize, signed: bool) -> Vec<Vec<(u32, f32)>> {
         let mut rng = Rng(seed);
         let mut out: Vec<Vec<(u32, f32)>> = Vec::with_capacity(n);
-        let value = |rng: &mut Rng| {
-            let v = if rng.below(3) == 0 {
-                (1 + rng.below(3)) as f32
-            } else {
-                (0.05 + 2.0 * rng.unit()) as f32
-            };
-            if signed && rng.below(2) == 0 {
-                -v
-            } else {
-                v
-            }
-        };
+        let value = |rng: &mut Rng| random_value(rng, signed);
         for i in 0..n {
             let mut row: Vec<(u32, f32)> = Vec::new();
             let sparse = |rng: &mut Rng, row: &mut Vec<(u32, f32)>| {
@@ -326,12 +300,6 @@ mod knn {
 
     fn same(g: f32, c: f32) -> bool {
         (g.is_nan() && c.is_nan()) || g == c || (g - c).abs() <= 1e-6 * c.abs()
-    }
-
-    fn metrics() -> Vec<Metric> {
-        let mut all = Metric::all(3.0).to_vec();
-        all.push(Metric::Minkowski(1.5));
-        all
     }
 
     #[test]
