@@ -54,6 +54,8 @@ fn inverse_sum_rank(agg: &RowAgg) -> f64 {
 pub struct Manhattan;
 
 impl Kernel for Manhattan {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         RowAgg::with_a(row, sum_abs(row))
     }
@@ -103,6 +105,8 @@ impl Minkowski {
 }
 
 impl Kernel for Minkowski {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         RowAgg::with_a(
             row,
@@ -153,6 +157,8 @@ impl Kernel for Minkowski {
 pub struct Canberra;
 
 impl Kernel for Canberra {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         RowAgg::nnz_only(row)
@@ -184,6 +190,8 @@ impl Kernel for Canberra {
 pub struct Hamming;
 
 impl Kernel for Hamming {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         RowAgg::nnz_only(row)
@@ -231,6 +239,8 @@ impl JensenShannon {
 }
 
 impl Kernel for JensenShannon {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         inverse_sum_agg(row)
     }

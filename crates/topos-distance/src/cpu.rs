@@ -39,8 +39,13 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+mod self_join;
+
 /// Queries a worker claims at a time.
 const QUERY_CHUNK: usize = 16;
+
+/// Index rows whose keys a dense scan computes at a time (on the stack).
+const EXPAND_BLOCK: usize = 256;
 
 /// The CPU backend (rayon's current thread pool).
 #[derive(Clone, Copy, Debug, Default)]
@@ -117,17 +122,22 @@ impl Csc {
     /// inverted index is far larger than the caches and each column starts at a random place.
     #[inline]
     fn prefetch(&self, j: u32) {
+        self.prefetch_at(self.col_offsets[j as usize]);
+    }
+
+    /// Hints the CPU to fetch the entries from position `start` on.
+    #[inline]
+    fn prefetch_at(&self, start: u64) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: prefetching is a hint and never faults, whatever the address.
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let start = self.col_offsets[j as usize] as usize;
-            let p = self.entries.as_ptr().wrapping_add(start) as *const i8;
+            let p = self.entries.as_ptr().wrapping_add(start as usize) as *const i8;
             _mm_prefetch(p, _MM_HINT_T0);
             _mm_prefetch(p.wrapping_add(64), _MM_HINT_T0);
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = j;
+        let _ = start;
     }
 }
 
@@ -138,12 +148,19 @@ struct Prepared<'a, K: Kernel> {
     csr: &'a CsrMatrix,
     csc: Csc,
     aggs: Vec<RowAgg>,
+    /// The aggregates' `a` and `b` columns ([`IndexView::agg_a`]).
+    agg_a: Vec<f64>,
+    agg_b: Vec<f64>,
     stats: IndexStats,
     by_magnitude: Vec<u32>,
     /// Rows by [`Kernel::untouched_rank`] (ties by index), then the rows whose rank is NaN.
     by_rank: Vec<u32>,
     /// How many rows at the start of `by_rank` have a defined (non-NaN) rank.
     defined: usize,
+    /// Whether queries touch most index rows on average (the self-join's condition).
+    pairs_dense: bool,
+    /// The self-join in progress ([`self_join`]).
+    self_join: Mutex<Option<self_join::SelfJoin>>,
 }
 
 /// Per-worker buffers.
@@ -156,6 +173,8 @@ struct Scratch {
     marker: Vec<bool>,
     order: Vec<u32>,
     topk: TopK,
+    /// Self-join only: per column, where this worker's last query started reading it.
+    cursor: Vec<u64>,
 }
 
 /// Where a query's keys go.
@@ -198,6 +217,10 @@ impl<K: Kernel> Sink for DenseRow<'_, '_, K> {
 
 impl<'a, K: Kernel + 'a> Prepared<'a, K> {
     fn boxed(csr: &'a CsrMatrix, metric: Metric, kernel: K) -> Box<dyn PreparedIndex + 'a> {
+        Box::new(Self::new(csr, metric, kernel))
+    }
+
+    fn new(csr: &'a CsrMatrix, metric: Metric, kernel: K) -> Self {
         let n = csr.n_cols();
         let aggs: Vec<RowAgg> = {
             use rayon::prelude::*;
@@ -227,17 +250,22 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         });
         let defined = by_rank.len();
         by_rank.extend((0..csr.n_rows() as u32).filter(|&r| ranks[r as usize].is_nan()));
-        Box::new(Prepared {
+        let csc = Csc::transpose(csr);
+        Prepared {
             metric,
             kernel,
             csr,
-            csc: Csc::transpose(csr),
+            pairs_dense: Self::pairs_dense(&csc.col_offsets, csr.n_rows()),
+            self_join: Mutex::new(None),
+            csc,
+            agg_a: aggs.iter().map(|a| a.a).collect(),
+            agg_b: aggs.iter().map(|a| a.b).collect(),
             aggs,
             stats,
             by_magnitude,
             by_rank,
             defined,
-        })
+        }
     }
 
     fn scratch(&self, k: usize) -> Scratch {
@@ -257,7 +285,69 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             seen: vec![false; self.csr.n_rows()],
             touched: Vec::new(),
             topk: TopK::new(k),
+            cursor: Vec::new(),
         }
+    }
+
+    fn view(&self) -> IndexView<'_> {
+        IndexView {
+            csr: self.csr,
+            aggs: &self.aggs,
+            agg_a: &self.agg_a,
+            agg_b: &self.agg_b,
+            stats: &self.stats,
+            by_magnitude: &self.by_magnitude,
+        }
+    }
+
+    /// Offers the index rows `rows` (all of them) from their accumulators and counts, and
+    /// zeroes those for the next query. A block at a time: the block's keys first (a loop
+    /// without branches, which the compiler vectorizes for the kernels that override
+    /// [`Kernel::keys`]), then `offer` for the few keys not above the limit.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn offer_block<S: Sink>(
+        &self,
+        rows: Range<usize>,
+        skip: Option<usize>,
+        q: &QueryView,
+        ix: &IndexView,
+        acc: &mut [f64],
+        count: &mut [u32],
+        sink: &mut S,
+        mut limit: f64,
+        offer: &impl Fn(usize, f64, u32, &mut S, &mut f64) -> bool,
+    ) -> f64 {
+        let mut keys = [0f64; EXPAND_BLOCK];
+        let mut base = rows.start;
+        while base < rows.end {
+            let end = (base + EXPAND_BLOCK).min(rows.end);
+            let keys = &mut keys[..end - base];
+            let counts: &[u32] = if K::NEEDS_COUNT {
+                &count[base..end]
+            } else {
+                &[]
+            };
+            self.kernel.keys(&acc[base..end], counts, q, ix, base, keys);
+            for (i, &key) in keys.iter().enumerate() {
+                // Exactly "not key > limit", as in `offer`: a NaN key goes on, and so does
+                // every key when the limit is NaN (a zero-mean query against a constant index
+                // row makes Correlation's error slack 0 · ∞).
+                if key.partial_cmp(&limit) != Some(std::cmp::Ordering::Greater) {
+                    let r = base + i;
+                    if skip != Some(r) {
+                        let c = if K::NEEDS_COUNT { count[r] } else { 0 };
+                        offer(r, acc[r], c, sink, &mut limit);
+                    }
+                }
+            }
+            acc[base..end].fill(0.0);
+            if K::NEEDS_COUNT {
+                count[base..end].fill(0);
+            }
+            base = end;
+        }
+        limit
     }
 
     /// One query against every index row: the intersection pass, then the expansion scan.
@@ -283,12 +373,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             marker: &s.marker,
             by_magnitude: &s.order,
         };
-        let ix = IndexView {
-            csr: self.csr,
-            aggs: &self.aggs,
-            stats: &self.stats,
-            by_magnitude: &self.by_magnitude,
-        };
+        let ix = self.view();
         // Sparse mode (top-k only): track the touched rows, expand only those, and visit the
         // untouched ones in rank order. Worth it when the query touches few rows; when its
         // columns hold as many entries as the index has rows (common words), a sequential scan
@@ -300,24 +385,32 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             .map(|&j| self.csc.col_offsets[j as usize + 1] - self.csc.col_offsets[j as usize])
             .sum();
         let sparse = !S::ALL_ROWS && work < self.csr.n_rows() as u64 / 2;
-        // Pass 1: ⊗ over the intersection, ⊕-folded per index row.
-        for (p, (&j, &a)) in row.indices.iter().zip(row.values).enumerate() {
-            if let Some(&next) = row.indices.get(p + 2) {
-                self.csc.prefetch(next);
-            }
-            for &(r, b) in self.csc.col(j) {
-                if sparse && !s.seen[r as usize] {
-                    s.seen[r as usize] = true;
-                    s.touched.push(r);
+        // Pass 1: ⊗ over the intersection, ⊕-folded per index row. (The buffers are borrowed
+        // as slices first so that their lengths stay in registers: a store through a `Vec`'s
+        // buffer could otherwise alias the `Vec` itself, for all the compiler knows.)
+        {
+            let acc: &mut [f64] = &mut s.acc;
+            let count: &mut [u32] = &mut s.count;
+            let seen: &mut [bool] = &mut s.seen;
+            let touched = &mut s.touched;
+            for (p, (&j, &a)) in row.indices.iter().zip(row.values).enumerate() {
+                if let Some(&next) = row.indices.get(p + 2) {
+                    self.csc.prefetch(next);
                 }
-                let r = r as usize;
-                if K::NEEDS_ACC {
-                    let p = k.product(a, b, &q, &ix, r);
-                    let acc = &mut s.acc[r];
-                    *acc = if K::MAX_MONOID { acc.max(p) } else { *acc + p };
-                }
-                if K::NEEDS_COUNT {
-                    s.count[r] += 1;
+                for &(r, b) in self.csc.col(j) {
+                    if sparse && !seen[r as usize] {
+                        seen[r as usize] = true;
+                        touched.push(r);
+                    }
+                    let r = r as usize;
+                    if K::NEEDS_ACC {
+                        let p = k.product(a, b, &q, &ix, r);
+                        let acc = &mut acc[r];
+                        *acc = if K::MAX_MONOID { acc.max(p) } else { *acc + p };
+                    }
+                    if K::NEEDS_COUNT {
+                        count[r] += 1;
+                    }
                 }
             }
         }
@@ -326,23 +419,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         // their own bound (and, rarely, the exact union form).
         let slack = k.max_error(&q, &ix);
         let offer = |r: usize, a: f64, c: u32, sink: &mut S, limit: &mut f64| -> bool {
-            // One call: the compiler sinks the bound's arithmetic past the test for the small
-            // kernels, and Chebyshev's walks are not repeated.
-            let (key, err) = k.finish(a, c, &q, &ix, r);
-            if key > *limit {
-                return false;
-            }
-            // Written so that a NaN key (SciPy's 0/0 cases) is offered: it sorts last.
-            if key.is_nan() || key - err <= sink.threshold() {
-                let key = if err > REFINE_RELATIVE * key.abs() {
-                    k.exact(&q, &ix, r)
-                } else {
-                    key
-                };
-                sink.offer(key, r as u32);
-                *limit = sink.threshold() + slack;
-            }
-            true
+            offer_pair(k, &q, &ix, r, a, c, slack, sink, limit)
         };
         let mut limit = sink.threshold() + slack;
         // Offers row r from its accumulator and count, resetting both for the next query. The
@@ -370,9 +447,8 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             }};
         }
         if !sparse {
-            for r in 0..self.csr.n_rows() {
-                take_and_offer!(r);
-            }
+            let (acc, count) = (&mut s.acc[..], &mut s.count[..]);
+            self.offer_block(0..acc.len(), skip, &q, &ix, acc, count, sink, limit, &offer);
         } else {
             // The rows the query touched, then the others in rank order until one cannot
             // enter (their keys only grow along the order).
@@ -410,6 +486,83 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             }
         }
     }
+}
+
+impl<'a, K: Kernel + 'a> Prepared<'a, K> {
+    /// The batch `rows` one query at a time ([`Prepared::scan`]).
+    fn knn_ordinary(
+        &self,
+        queries: &CsrMatrix,
+        rows: Range<usize>,
+        k: usize,
+        exclude_self: bool,
+    ) -> Neighbors {
+        let start = rows.start;
+        let chunks = parallel_chunks(
+            rows.len(),
+            || self.scratch(k),
+            |s, range| {
+                let mut idx = Vec::with_capacity(range.len() * k);
+                let mut dist = Vec::with_capacity(range.len() * k);
+                for i in range {
+                    let qi = start + i;
+                    let mut top = std::mem::replace(&mut s.topk, TopK::new(0));
+                    self.scan(queries, qi, exclude_self.then_some(qi), s, &mut top);
+                    for (key, r) in top.drain_sorted() {
+                        idx.push(r);
+                        dist.push(self.kernel.distance(key) as f32);
+                    }
+                    s.topk = top;
+                }
+                (idx, dist)
+            },
+        );
+        let mut out = Neighbors {
+            k,
+            indices: Vec::with_capacity(rows.len() * k),
+            distances: Vec::with_capacity(rows.len() * k),
+        };
+        for (i, d) in chunks {
+            out.indices.extend(i);
+            out.distances.extend(d);
+        }
+        out
+    }
+}
+
+/// Offers index row `r` to query `q`'s selection from their accumulator `a` and count `c`,
+/// unless its key exceeds `limit` (then returns false); keeps `limit` at the selection's
+/// threshold plus `slack` ([`Kernel::max_error`]). One call computes the key and its bound:
+/// the compiler sinks the bound's arithmetic past the test for the small kernels, and
+/// Chebyshev's walks are not repeated.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn offer_pair<K: Kernel, S: Sink>(
+    k: &K,
+    q: &QueryView,
+    ix: &IndexView,
+    r: usize,
+    a: f64,
+    c: u32,
+    slack: f64,
+    sink: &mut S,
+    limit: &mut f64,
+) -> bool {
+    let (key, err) = k.finish(a, c, q, ix, r);
+    if key > *limit {
+        return false;
+    }
+    // Written so that a NaN key (SciPy's 0/0 cases) is offered: it sorts last.
+    if key.is_nan() || key - err <= sink.threshold() {
+        let key = if err > REFINE_RELATIVE * key.abs() {
+            k.exact(q, ix, r)
+        } else {
+            key
+        };
+        sink.offer(key, r as u32);
+        *limit = sink.threshold() + slack;
+    }
+    true
 }
 
 /// Runs `work(scratch, chunk_start, chunk_len, out)` over `n` items in chunks of
@@ -463,36 +616,10 @@ impl<'a, K: Kernel + 'a> PreparedIndex for Prepared<'a, K> {
     ) -> Result<Neighbors, DistanceError> {
         check_queries(queries, &rows, self.csr.n_cols(), self.metric)?;
         check_k(k, self.csr.n_rows(), exclude_self)?;
-        let start = rows.start;
-        let chunks = parallel_chunks(
-            rows.len(),
-            || self.scratch(k),
-            |s, range| {
-                let mut idx = Vec::with_capacity(range.len() * k);
-                let mut dist = Vec::with_capacity(range.len() * k);
-                for i in range {
-                    let qi = start + i;
-                    let mut top = std::mem::replace(&mut s.topk, TopK::new(0));
-                    self.scan(queries, qi, exclude_self.then_some(qi), s, &mut top);
-                    for (key, r) in top.drain_sorted() {
-                        idx.push(r);
-                        dist.push(self.kernel.distance(key) as f32);
-                    }
-                    s.topk = top;
-                }
-                (idx, dist)
-            },
-        );
-        let mut out = Neighbors {
-            k,
-            indices: Vec::with_capacity(rows.len() * k),
-            distances: Vec::with_capacity(rows.len() * k),
-        };
-        for (i, d) in chunks {
-            out.indices.extend(i);
-            out.distances.extend(d);
-        }
-        Ok(out)
+        Ok(match self.knn_self_join(queries, &rows, k, exclude_self) {
+            Some(nn) => nn,
+            None => self.knn_ordinary(queries, rows, k, exclude_self),
+        })
     }
 
     fn distances(

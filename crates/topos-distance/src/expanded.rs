@@ -17,6 +17,8 @@ fn prod(a: f32, b: f32) -> f64 {
 pub struct DotProduct;
 
 impl Kernel for DotProduct {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         RowAgg::nnz_only(row)
     }
@@ -48,6 +50,8 @@ impl Kernel for DotProduct {
 pub struct Cosine;
 
 impl Kernel for Cosine {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         let norm = sum_sq(row).sqrt();
         RowAgg {
@@ -69,6 +73,52 @@ impl Kernel for Cosine {
         }
         let key = (1.0 - acc * q.agg.b * ra.b).clamp(0.0, 2.0);
         (key, 2.0 * gamma(q.agg.nnz + ra.nnz))
+    }
+    #[inline]
+    fn keys(
+        &self,
+        acc: &[f64],
+        _c: &[u32],
+        q: &QueryView,
+        ix: &IndexView,
+        first: usize,
+        out: &mut [f64],
+    ) {
+        let norm = &ix.agg_a[first..first + out.len()];
+        let inv = &ix.agg_b[first..first + out.len()];
+        let acc = &acc[..out.len()];
+        if q.agg.a == 0.0 {
+            out.fill(f64::NAN);
+            return;
+        }
+        for i in 0..out.len() {
+            let key = (1.0 - acc[i] * q.agg.b * inv[i]).clamp(0.0, 2.0);
+            out[i] = if norm[i] == 0.0 { f64::NAN } else { key };
+        }
+    }
+    #[inline]
+    fn keys_transposed(
+        &self,
+        acc: &[f64],
+        _c: &[u32],
+        ix: &IndexView,
+        first: usize,
+        row: usize,
+        out: &mut [f64],
+    ) {
+        let norm = &ix.agg_a[first..first + out.len()];
+        let inv = &ix.agg_b[first..first + out.len()];
+        let acc = &acc[..out.len()];
+        if ix.agg_a[row] == 0.0 {
+            out.fill(f64::NAN);
+            return;
+        }
+        let inv_row = ix.agg_b[row];
+        for i in 0..out.len() {
+            // `finish` with the roles swapped: (acc · 1/‖query‖) · 1/‖row‖.
+            let key = (1.0 - acc[i] * inv[i] * inv_row).clamp(0.0, 2.0);
+            out[i] = if norm[i] == 0.0 { f64::NAN } else { key };
+        }
     }
     #[inline]
     fn max_error(&self, q: &QueryView, ix: &IndexView) -> f64 {
@@ -102,6 +152,8 @@ impl Kernel for Cosine {
 pub struct Correlation;
 
 impl Kernel for Correlation {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     fn aggregate(&self, row: Row, n: usize) -> RowAgg {
         let n = n as f64;
         let mean = if n > 0.0 { sum(row) / n } else { 0.0 };
@@ -178,6 +230,8 @@ impl Kernel for Correlation {
 pub struct Euclidean;
 
 impl Kernel for Euclidean {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         RowAgg::with_a(row, sum_sq(row))
     }
@@ -191,6 +245,39 @@ impl Kernel for Euclidean {
         let key = (q.agg.a + ra.a - 2.0 * acc).max(0.0);
         let err = gamma(q.agg.nnz + ra.nnz) * (q.agg.a + ra.a + 2.0 * acc.abs());
         (key, err)
+    }
+    #[inline]
+    fn keys(
+        &self,
+        acc: &[f64],
+        _c: &[u32],
+        q: &QueryView,
+        ix: &IndexView,
+        first: usize,
+        out: &mut [f64],
+    ) {
+        let sq = &ix.agg_a[first..first + out.len()];
+        let acc = &acc[..out.len()];
+        for i in 0..out.len() {
+            out[i] = (q.agg.a + sq[i] - 2.0 * acc[i]).max(0.0);
+        }
+    }
+    #[inline]
+    fn keys_transposed(
+        &self,
+        acc: &[f64],
+        _c: &[u32],
+        ix: &IndexView,
+        first: usize,
+        row: usize,
+        out: &mut [f64],
+    ) {
+        let sq = &ix.agg_a[first..first + out.len()];
+        let acc = &acc[..out.len()];
+        let sq_row = ix.agg_a[row];
+        for i in 0..out.len() {
+            out[i] = (sq[i] + sq_row - 2.0 * acc[i]).max(0.0);
+        }
     }
     fn bound_terms(&self, agg: &RowAgg) -> [f64; 2] {
         [agg.a, 0.0]
@@ -221,6 +308,8 @@ impl Kernel for Euclidean {
 pub struct Hellinger;
 
 impl Kernel for Hellinger {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
         RowAgg::with_a(row, sum(row))
     }
@@ -263,6 +352,8 @@ impl Kernel for Hellinger {
 pub struct Dice;
 
 impl Kernel for Dice {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     const NEEDS_ACC: bool = false;
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
@@ -292,6 +383,8 @@ impl Kernel for Dice {
 pub struct RussellRao;
 
 impl Kernel for RussellRao {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     const NEEDS_ACC: bool = false;
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {
@@ -320,6 +413,8 @@ impl Kernel for RussellRao {
 pub struct Jaccard;
 
 impl Kernel for Jaccard {
+    // ⊗ is symmetric in (a, b) bit for bit.
+    const SYMMETRIC: bool = true;
     const NEEDS_ACC: bool = false;
     const NEEDS_COUNT: bool = true;
     fn aggregate(&self, row: Row, _n: usize) -> RowAgg {

@@ -73,10 +73,28 @@ pub struct QueryView<'a> {
     pub by_magnitude: &'a [u32],
 }
 
+impl<'a> QueryView<'a> {
+    /// Index row `r` as a query (a self-join), for kernels that do not read the query's
+    /// column order.
+    #[inline]
+    pub fn of_index_row(ix: &IndexView<'a>, r: usize) -> QueryView<'a> {
+        QueryView {
+            row: ix.csr.row(r),
+            agg: ix.aggs[r],
+            marker: &[],
+            by_magnitude: &[],
+        }
+    }
+}
+
 /// The index matrix with its aggregates.
 pub struct IndexView<'a> {
     pub csr: &'a CsrMatrix,
     pub aggs: &'a [RowAgg],
+    /// `aggs[r].a` and `aggs[r].b` as arrays of their own, for loops the compiler vectorizes
+    /// ([`Kernel::keys`]).
+    pub agg_a: &'a [f64],
+    pub agg_b: &'a [f64],
     /// Maxima over the index rows, for [`Kernel::max_error`].
     pub stats: &'a IndexStats,
     /// Chebyshev only: per row, positions of its non-zeros by decreasing magnitude (aligned
@@ -141,6 +159,12 @@ pub trait Kernel: Send + Sync {
     const NEEDS_COUNT: bool = false;
     /// The query's column marker and magnitude order are used (Chebyshev).
     const NEEDS_QUERY_ORDER: bool = false;
+    /// `product(a, b, ..)` equals `product(b, a, ..)` bit for bit for the pair seen from
+    /// either side, so in a self-join the accumulator (and count) of rows (i, r) is that of
+    /// (r, i), summed in the same column order: the CPU engine computes each pair once
+    /// (`cpu::self_join`). Every kernel but KL divergence (not symmetric) and Chebyshev (its ⊗
+    /// reads the query's own order) says so.
+    const SYMMETRIC: bool = false;
 
     /// Per-row aggregates of `row` in a space of `n_cols` columns.
     fn aggregate(&self, row: Row, n_cols: usize) -> RowAgg;
@@ -152,6 +176,47 @@ pub trait Kernel: Send + Sync {
     /// The key of (query, index row `r`) from the intersection's accumulator and count, and a
     /// bound on the key's rounding error (0 where there is no cancellation).
     fn finish(&self, acc: f64, count: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64);
+
+    /// [`Kernel::finish`]'s keys (without their bounds) of index rows `first..first + out.len()`
+    /// from their accumulators and counts (`count` is empty unless [`Kernel::NEEDS_COUNT`]),
+    /// bit for bit. The dense scan's inner loop: kernels whose key is a few arithmetic
+    /// operations override it with a loop over [`IndexView::agg_a`]/[`IndexView::agg_b`] that
+    /// the compiler vectorizes.
+    #[inline]
+    fn keys(
+        &self,
+        acc: &[f64],
+        count: &[u32],
+        q: &QueryView,
+        ix: &IndexView,
+        first: usize,
+        out: &mut [f64],
+    ) {
+        for (i, o) in out.iter_mut().enumerate() {
+            let c = count.get(i).copied().unwrap_or(0);
+            *o = self.finish(acc[i], c, q, ix, first + i).0;
+        }
+    }
+
+    /// The other direction of a self-join: the keys of index rows `first..first + out.len()`
+    /// taken as queries against index row `row`, i.e. `finish(acc[i], count[i], view of row
+    /// first + i, ix, row).0`, bit for bit (only used when [`Kernel::SYMMETRIC`]).
+    #[inline]
+    fn keys_transposed(
+        &self,
+        acc: &[f64],
+        count: &[u32],
+        ix: &IndexView,
+        first: usize,
+        row: usize,
+        out: &mut [f64],
+    ) {
+        for (i, o) in out.iter_mut().enumerate() {
+            let c = count.get(i).copied().unwrap_or(0);
+            let q = QueryView::of_index_row(ix, first + i);
+            *o = self.finish(acc[i], c, &q, ix, row).0;
+        }
+    }
 
     /// The key by the union of non-zero columns. Called only where [`Kernel::finish`]'s error
     /// bound is too large, so never for kernels whose bound is always 0.
