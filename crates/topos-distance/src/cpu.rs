@@ -18,7 +18,7 @@
 //!
 //! **Memory** stays bounded for any size: the CSC copy of the index (8 bytes per non-zero,
 //! 64-bit column offsets), per-row aggregates and the rank order (36 bytes per index row), and
-//! per worker thread 13 bytes per index row (accumulator, count, touched flag) plus a flag per
+//! per worker thread 12 bytes and a bit per index row (accumulator, count, touched bit) plus a flag per
 //! column. Queries are answered a batch at a time and only k results per query are kept; no
 //! query × index matrix is ever formed except by [`PreparedIndex::distances`], whose caller
 //! chooses the batch.
@@ -167,9 +167,9 @@ struct Prepared<'a, K: Kernel> {
 struct Scratch {
     acc: Vec<f64>,
     count: Vec<u32>,
-    /// Top-k mode: which index rows the query's columns touched, and their list.
-    seen: Vec<bool>,
-    touched: Vec<u32>,
+    /// Sparse mode: which index rows the query's columns touched, a bit per row (set without
+    /// a branch, read in row order).
+    touched: Vec<u64>,
     marker: Vec<bool>,
     order: Vec<u32>,
     topk: TopK,
@@ -282,8 +282,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
                 Vec::new()
             },
             order: Vec::new(),
-            seen: vec![false; self.csr.n_rows()],
-            touched: Vec::new(),
+            touched: vec![0; self.csr.n_rows().div_ceil(64)],
             topk: TopK::new(k),
             cursor: Vec::new(),
         }
@@ -391,16 +390,14 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         {
             let acc: &mut [f64] = &mut s.acc;
             let count: &mut [u32] = &mut s.count;
-            let seen: &mut [bool] = &mut s.seen;
-            let touched = &mut s.touched;
+            let touched: &mut [u64] = &mut s.touched;
             for (p, (&j, &a)) in row.indices.iter().zip(row.values).enumerate() {
                 if let Some(&next) = row.indices.get(p + 2) {
                     self.csc.prefetch(next);
                 }
                 for &(r, b) in self.csc.col(j) {
-                    if sparse && !seen[r as usize] {
-                        seen[r as usize] = true;
-                        touched.push(r);
+                    if sparse {
+                        touched[r as usize >> 6] |= 1 << (r & 63);
                     }
                     let r = r as usize;
                     if K::NEEDS_ACC {
@@ -450,14 +447,22 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             let (acc, count) = (&mut s.acc[..], &mut s.count[..]);
             self.offer_block(0..acc.len(), skip, &q, &ix, acc, count, sink, limit, &offer);
         } else {
-            // The rows the query touched, then the others in rank order until one cannot
-            // enter (their keys only grow along the order).
-            for i in 0..s.touched.len() {
-                take_and_offer!(s.touched[i] as usize);
+            // The rows the query touched, in row order (so the accumulators and aggregates are
+            // read as streams), then the others in rank order until one cannot enter (their
+            // keys only grow along the order).
+            for w in 0..s.touched.len() {
+                let mut bits = s.touched[w];
+                while bits != 0 {
+                    take_and_offer!(w * 64 + bits.trailing_zeros() as usize);
+                    bits &= bits - 1;
+                }
             }
+            let touched = &s.touched;
             let mut walk = |r: u32| -> bool {
                 let r = r as usize;
-                s.seen[r] || skip == Some(r) || offer(r, 0.0, 0, sink, &mut limit)
+                touched[r >> 6] & (1 << (r & 63)) != 0
+                    || skip == Some(r)
+                    || offer(r, 0.0, 0, sink, &mut limit)
             };
             if k.untouched_descending(&q) {
                 for &r in self.by_rank[..self.defined].iter().rev() {
@@ -475,10 +480,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
                     }
                 }
             }
-            for &r in &s.touched {
-                s.seen[r as usize] = false;
-            }
-            s.touched.clear();
+            s.touched.fill(0);
         }
         if K::NEEDS_QUERY_ORDER {
             for &c in row.indices {
