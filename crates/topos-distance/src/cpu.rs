@@ -175,6 +175,10 @@ struct Scratch {
     topk: TopK,
     /// Self-join only: per column, where this worker's last query started reading it.
     cursor: Vec<u64>,
+    /// Self-join only: this worker's copy of the rows' limits, and how many queries ago it
+    /// was renewed.
+    snapshot: Vec<f64>,
+    snapshot_age: usize,
 }
 
 /// Where a query's keys go.
@@ -285,6 +289,8 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             touched: vec![0; self.csr.n_rows().div_ceil(64)],
             topk: TopK::new(k),
             cursor: Vec::new(),
+            snapshot: Vec::new(),
+            snapshot_age: 0,
         }
     }
 

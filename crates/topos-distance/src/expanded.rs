@@ -84,7 +84,8 @@ impl Kernel for Cosine {
         first: usize,
         out: &mut [f64],
     ) {
-        let norm = &ix.agg_a[first..first + out.len()];
+        // A row's norm is 0 exactly when its inverse is +∞ (a non-zero f32 squared is a
+        // normal f64, so a non-zero norm has a finite inverse): one array read, not two.
         let inv = &ix.agg_b[first..first + out.len()];
         let acc = &acc[..out.len()];
         if q.agg.a == 0.0 {
@@ -93,7 +94,11 @@ impl Kernel for Cosine {
         }
         for i in 0..out.len() {
             let key = (1.0 - acc[i] * q.agg.b * inv[i]).clamp(0.0, 2.0);
-            out[i] = if norm[i] == 0.0 { f64::NAN } else { key };
+            out[i] = if inv[i] == f64::INFINITY {
+                f64::NAN
+            } else {
+                key
+            };
         }
     }
     #[inline]
@@ -106,7 +111,6 @@ impl Kernel for Cosine {
         row: usize,
         out: &mut [f64],
     ) {
-        let norm = &ix.agg_a[first..first + out.len()];
         let inv = &ix.agg_b[first..first + out.len()];
         let acc = &acc[..out.len()];
         if ix.agg_a[row] == 0.0 {
@@ -117,7 +121,11 @@ impl Kernel for Cosine {
         for i in 0..out.len() {
             // `finish` with the roles swapped: (acc · 1/‖query‖) · 1/‖row‖.
             let key = (1.0 - acc[i] * inv[i] * inv_row).clamp(0.0, 2.0);
-            out[i] = if norm[i] == 0.0 { f64::NAN } else { key };
+            out[i] = if inv[i] == f64::INFINITY {
+                f64::NAN
+            } else {
+                key
+            };
         }
     }
     #[inline]

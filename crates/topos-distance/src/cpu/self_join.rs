@@ -41,6 +41,22 @@ use std::sync::Mutex;
 /// ordinary path runs.
 const MAX_STATE_BYTES: usize = 2 << 30;
 
+/// Queries a worker answers between renewals of its snapshot of the rows' limits.
+const SNAPSHOT_QUERIES: usize = 16;
+
+/// Whether any key of the block is not above its limit (`limit(t)` for key t): exactly "not
+/// key > limit", as in `offer_pair`, so NaN keys and NaN limits count. Branch-free, so the
+/// compiler vectorizes it; almost every block has none.
+#[inline]
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // the NaN cases are the point, and this form vectorizes
+fn any_not_above(keys: &[f64], limit: impl Fn(usize) -> f64) -> bool {
+    let mut n = 0usize;
+    for (t, &key) in keys.iter().enumerate() {
+        n += usize::from(!(key > limit(t)));
+    }
+    n > 0
+}
+
 /// The selections of the rows whose answers are not yet final.
 pub(super) struct SelfJoin {
     k: usize,
@@ -208,6 +224,10 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
                     &[]
                 };
                 k.keys(&acc[base..end], counts, &q, &ix, base, keys);
+                if !any_not_above(keys, |_| limit) {
+                    base = end;
+                    continue;
+                }
                 for (t, &key) in keys.iter().enumerate() {
                     let r = base + t;
                     // "Not key > limit", as in `offer_pair`.
@@ -221,7 +241,19 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             state.limit[i].store(limit.to_bits(), Ordering::Relaxed);
         }
         // Pass 3, the keys of rows i+1.. as queries of index row i, each into its row's
-        // selection. Then the accumulators are zeroed for the next query.
+        // selection. Then the accumulators are zeroed for the next query. The rows' limits are
+        // read from this worker's snapshot of the shared ones, renewed every few queries: a
+        // limit only falls, so a stale one lets more keys through to the shared test, never
+        // fewer, and a block of keys is tested against it in a vectorized loop.
+        if s.snapshot.len() != n || s.snapshot_age >= SNAPSHOT_QUERIES {
+            s.snapshot.resize(n, f64::INFINITY);
+            for (v, l) in s.snapshot[i..].iter_mut().zip(&state.limit[i..]) {
+                *v = f64::from_bits(l.load(Ordering::Relaxed));
+            }
+            s.snapshot_age = 0;
+        }
+        s.snapshot_age += 1;
+        let snapshot: &mut [f64] = &mut s.snapshot;
         let mut keys = [0f64; EXPAND_BLOCK];
         let mut base = i + 1;
         while base < n {
@@ -233,9 +265,17 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
                 &[]
             };
             k.keys_transposed(&acc[base..end], counts, &ix, base, i, keys);
+            if !any_not_above(keys, |t| snapshot[base + t]) {
+                base = end;
+                continue;
+            }
             for (t, &key) in keys.iter().enumerate() {
                 let r = base + t;
+                if key.partial_cmp(&snapshot[r]) == Some(Cmp::Greater) {
+                    continue;
+                }
                 let limit = f64::from_bits(state.limit[r].load(Ordering::Relaxed));
+                snapshot[r] = limit;
                 if key.partial_cmp(&limit) != Some(Cmp::Greater) {
                     let qr = QueryView::of_index_row(&ix, r);
                     let slack_r = k.max_error(&qr, &ix);
@@ -245,6 +285,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
                     let mut limit = best.threshold() + slack_r;
                     offer_pair(k, &qr, &ix, i, acc[r], c, slack_r, &mut *best, &mut limit);
                     state.limit[r].store(limit.to_bits(), Ordering::Relaxed);
+                    snapshot[r] = limit;
                 }
             }
             base = end;
@@ -356,6 +397,30 @@ mod tests {
         for metric in metrics {
             let m = matrix(7, 45, 12, 0.4, !metric.requires_non_negative());
             with_kernel!(metric, kernel => check(&m, metric, kernel));
+        }
+    }
+
+    #[test]
+    fn several_blocks_of_rows_and_snapshot_renewals() {
+        // 600 rows: three blocks of keys, and every worker renews its snapshot of the limits.
+        for metric in [
+            Metric::Cosine,
+            Metric::Euclidean,
+            Metric::Jaccard,
+            Metric::Manhattan,
+        ] {
+            let m = matrix(11, 600, 30, 0.2, !metric.requires_non_negative());
+            with_kernel!(metric, kernel => {
+                let p = Prepared::new(&m, metric, kernel);
+                let want = bits(&p.knn_ordinary(&m, 0..600, 5, true));
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+                let got = pool.install(|| {
+                    let mut out = p.knn_self_join(&m, &(0..250), 5, true).unwrap();
+                    out.extend(p.knn_self_join(&m, &(250..600), 5, true).unwrap());
+                    out
+                });
+                assert_eq!(bits(&got), want, "{metric}");
+            });
         }
     }
 
