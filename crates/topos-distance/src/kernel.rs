@@ -177,11 +177,14 @@ pub trait Kernel: Send + Sync {
     /// bound on the key's rounding error (0 where there is no cancellation).
     fn finish(&self, acc: f64, count: u32, q: &QueryView, ix: &IndexView, r: usize) -> (f64, f64);
 
-    /// [`Kernel::finish`]'s keys (without their bounds) of index rows `first..first + out.len()`
-    /// from their accumulators and counts (`count` is empty unless [`Kernel::NEEDS_COUNT`]),
-    /// bit for bit. The dense scan's inner loop: kernels whose key is a few arithmetic
-    /// operations override it with a loop over [`IndexView::agg_a`]/[`IndexView::agg_b`] that
-    /// the compiler vectorizes.
+    /// Pre-filter values of [`Kernel::finish`]'s keys of index rows `first..first + out.len()`
+    /// from their accumulators and counts (`count` is empty unless [`Kernel::NEEDS_COUNT`]):
+    /// each value is NaN where the key is NaN, and otherwise NaN or at most the key, so a row
+    /// whose value is above a limit has its key above it too. The engine offers only the rows
+    /// whose value is not above the limit, and `offer` then works from the exact key. The
+    /// dense scan's inner loop: kernels whose key is a few arithmetic operations override it
+    /// with a loop over [`IndexView::agg_a`]/[`IndexView::agg_b`] that the compiler vectorizes
+    /// (the default is the key itself).
     #[inline]
     fn keys(
         &self,
@@ -198,9 +201,10 @@ pub trait Kernel: Send + Sync {
         }
     }
 
-    /// The other direction of a self-join: the keys of index rows `first..first + out.len()`
-    /// taken as queries against index row `row`, i.e. `finish(acc[i], count[i], view of row
-    /// first + i, ix, row).0`, bit for bit (only used when [`Kernel::SYMMETRIC`]).
+    /// The other direction of a self-join: pre-filter values, as [`Kernel::keys`] gives, of
+    /// the keys of index rows `first..first + out.len()` taken as queries against index row
+    /// `row`, i.e. of `finish(acc[i], count[i], view of row first + i, ix, row).0` (only used
+    /// when [`Kernel::SYMMETRIC`]).
     #[inline]
     fn keys_transposed(
         &self,

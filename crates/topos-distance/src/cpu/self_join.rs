@@ -304,7 +304,7 @@ mod tests {
     use crate::Metric;
 
     /// Rows of awkward kinds with about `density` non-zeros: empty rows, one-value rows,
-    /// duplicates, near-duplicates, constant rows, mixed scales.
+    /// duplicates, near-duplicates, negated rows (when `signed`), constant rows, mixed scales.
     fn matrix(seed: u64, n_rows: usize, n_cols: usize, density: f64, signed: bool) -> CsrMatrix {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let mut unit = move || {
@@ -321,6 +321,13 @@ mod tests {
                 1 => row[(unit() * n_cols as f64) as usize] = 1.5,
                 2 if i > 2 => row = rows[(unit() * i as f64) as usize].clone(),
                 3 => row.fill(2.0),
+                6 if signed => {
+                    // Anti-parallel to an earlier row: cosine and correlation at their top, 2.
+                    row = rows[(unit() * i as f64) as usize]
+                        .iter()
+                        .map(|v| -v)
+                        .collect();
+                }
                 4 if i > 4 => {
                     row = rows[(unit() * i as f64) as usize].clone();
                     if let Some(v) = row.iter_mut().find(|v| **v != 0.0) {
@@ -421,6 +428,75 @@ mod tests {
                 });
                 assert_eq!(bits(&got), want, "{metric}");
             });
+        }
+    }
+
+    /// `keys` and `keys_transposed` against `finish`: NaN where the key is NaN, else NaN or at
+    /// most the key (the pre-filter may let a row through, never keep one out).
+    fn check_prefilter<K: Kernel>(m: &CsrMatrix, metric: Metric, kernel: K) {
+        if K::NEEDS_QUERY_ORDER {
+            return; // Chebyshev keeps the default (the key itself)
+        }
+        let p = Prepared::new(m, metric, kernel);
+        let ix = p.view();
+        let n = m.n_rows();
+        let allowed = |v: f64, key: f64| {
+            if key.is_nan() {
+                v.is_nan()
+            } else {
+                v.is_nan() || v <= key
+            }
+        };
+        for i in 0..n {
+            let q = QueryView::of_index_row(&ix, i);
+            let (mut acc, mut count) = (vec![0f64; n], vec![0u32; n]);
+            for (&j, &a) in q.row.indices.iter().zip(q.row.values) {
+                for &(r, b) in p.csc.col(j) {
+                    let r = r as usize;
+                    let x = p.kernel.product(a, b, &q, &ix, r);
+                    acc[r] = if K::MAX_MONOID {
+                        acc[r].max(x)
+                    } else {
+                        acc[r] + x
+                    };
+                    count[r] += 1;
+                }
+            }
+            let counts: &[u32] = if K::NEEDS_COUNT { &count } else { &[] };
+            let mut v = vec![0f64; n];
+            p.kernel.keys(&acc, counts, &q, &ix, 0, &mut v);
+            for r in 0..n {
+                let key = p.kernel.finish(acc[r], count[r], &q, &ix, r).0;
+                assert!(
+                    allowed(v[r], key),
+                    "{metric} ({i}, {r}): {} for key {key}",
+                    v[r]
+                );
+            }
+            if K::SYMMETRIC {
+                p.kernel.keys_transposed(&acc, counts, &ix, 0, i, &mut v);
+                for r in 0..n {
+                    let qr = QueryView::of_index_row(&ix, r);
+                    let key = p.kernel.finish(acc[r], count[r], &qr, &ix, i).0;
+                    assert!(
+                        allowed(v[r], key),
+                        "{metric} ({r}, {i}): {} for key {key}",
+                        v[r]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn prefilter_values_never_exceed_the_keys() {
+        let mut metrics = Metric::all(3.0).to_vec();
+        metrics.push(Metric::Minkowski(1.5));
+        for metric in metrics {
+            for (seed, density) in [(5, 0.4), (6, 0.05)] {
+                let m = matrix(seed, 60, 20, density, !metric.requires_non_negative());
+                with_kernel!(metric, kernel => check_prefilter(&m, metric, kernel));
+            }
         }
     }
 
