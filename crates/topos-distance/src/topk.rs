@@ -28,13 +28,28 @@ pub fn from_ordered(u: u64) -> f64 {
     }
 }
 
+/// Up to this k the pairs are kept as a sorted array (an insertion costs a few compares and
+/// moves, without the heap's unpredictable branches); above it, as a binary heap.
+const SORTED_UP_TO: usize = 32;
+
+/// A (key, index) pair as one integer whose order is (key, then index).
+#[inline]
+fn pack(key: u64, index: u32) -> u128 {
+    (u128::from(key) << 32) | u128::from(index)
+}
+
+#[inline]
+fn unpack(item: u128) -> (u64, u32) {
+    ((item >> 32) as u64, item as u32)
+}
+
 /// The k smallest (key, index) pairs of a stream.
 #[derive(Clone, Debug)]
 pub struct TopK {
     k: usize,
-    /// Max-heap on (ordered key, index).
-    heap: Vec<(u64, u32)>,
-    /// The worst key kept, as f64 (+∞ until the heap is full, and while the worst is NaN).
+    /// The pairs ([`pack`]ed): sorted ascending when k ≤ [`SORTED_UP_TO`], else a max-heap.
+    items: Vec<u128>,
+    /// The worst key kept, as f64 (+∞ until k pairs are kept, and while the worst is NaN).
     threshold: f64,
 }
 
@@ -43,7 +58,7 @@ impl TopK {
     pub fn new(k: usize) -> Self {
         Self {
             k,
-            heap: Vec::with_capacity(k),
+            items: Vec::with_capacity(k),
             threshold: f64::INFINITY,
         }
     }
@@ -54,66 +69,92 @@ impl TopK {
         self.threshold
     }
 
+    #[inline]
+    fn sorted(&self) -> bool {
+        self.k <= SORTED_UP_TO
+    }
+
     /// Offers a pair; kept if it is among the k smallest so far.
     #[inline]
     pub fn offer(&mut self, key: f64, index: u32) {
         if self.k == 0 {
             return;
         }
-        let item = (ordered(key), index);
-        if self.heap.len() < self.k {
-            self.heap.push(item);
-            self.sift_up(self.heap.len() - 1);
-            if self.heap.len() == self.k {
-                self.update_threshold();
+        let item = pack(ordered(key), index);
+        let full = self.items.len() == self.k;
+        if self.sorted() {
+            if full {
+                if item >= self.items[self.k - 1] {
+                    return;
+                }
+                self.items.pop();
             }
-        } else if item < self.heap[0] {
-            self.heap[0] = item;
+            let at = self.items.iter().filter(|&&x| x < item).count();
+            self.items.insert(at, item);
+        } else if !full {
+            self.items.push(item);
+            self.sift_up(self.items.len() - 1);
+        } else if item < self.items[0] {
+            self.items[0] = item;
             self.sift_down(0);
+        } else {
+            return;
+        }
+        if self.items.len() == self.k {
             self.update_threshold();
         }
     }
 
     fn update_threshold(&mut self) {
-        let worst = from_ordered(self.heap[0].0);
+        let worst = if self.sorted() {
+            self.items[self.k - 1]
+        } else {
+            self.items[0]
+        };
+        let worst = from_ordered(unpack(worst).0);
         self.threshold = if worst.is_nan() { f64::INFINITY } else { worst };
     }
 
     fn sift_up(&mut self, mut i: usize) {
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.heap[i] <= self.heap[parent] {
+            if self.items[i] <= self.items[parent] {
                 break;
             }
-            self.heap.swap(i, parent);
+            self.items.swap(i, parent);
             i = parent;
         }
     }
 
     fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
+        let n = self.items.len();
         loop {
             let (l, r) = (2 * i + 1, 2 * i + 2);
             let mut largest = i;
-            if l < n && self.heap[l] > self.heap[largest] {
+            if l < n && self.items[l] > self.items[largest] {
                 largest = l;
             }
-            if r < n && self.heap[r] > self.heap[largest] {
+            if r < n && self.items[r] > self.items[largest] {
                 largest = r;
             }
             if largest == i {
                 break;
             }
-            self.heap.swap(i, largest);
+            self.items.swap(i, largest);
             i = largest;
         }
     }
 
     /// The kept pairs, best first, and an empty selection for the next query.
     pub fn drain_sorted(&mut self) -> impl Iterator<Item = (f64, u32)> + '_ {
-        self.heap.sort_unstable();
+        if !self.sorted() {
+            self.items.sort_unstable();
+        }
         self.threshold = f64::INFINITY;
-        self.heap.drain(..).map(|(k, i)| (from_ordered(k), i))
+        self.items.drain(..).map(|x| {
+            let (k, i) = unpack(x);
+            (from_ordered(k), i)
+        })
     }
 }
 
@@ -162,6 +203,40 @@ mod tests {
         }
         let rev: Vec<(f64, u32)> = t.drain_sorted().collect();
         assert_eq!(rev, vec![(0.5, 5), (1.0, 1), (1.0, 4), (3.0, 3)]);
+    }
+
+    #[test]
+    fn sorted_array_and_heap_keep_the_same_pairs() {
+        // k = 10 is kept sorted, k = 40 as a heap; both must give the 10 / 40 smallest of a
+        // stream with ties and NaNs, in (key, index) order.
+        let mut x = 12345u64;
+        let keys: Vec<f64> = (0..500)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                match x >> 60 {
+                    0 => f64::NAN,
+                    1 => 0.5,
+                    _ => (x >> 11) as f64 / (1u64 << 53) as f64,
+                }
+            })
+            .collect();
+        for k in [1, 10, 32, 33, 40, 500] {
+            let mut t = TopK::new(k);
+            for (i, &key) in keys.iter().enumerate() {
+                t.offer(key, i as u32);
+            }
+            let got: Vec<u32> = t.drain_sorted().map(|p| p.1).collect();
+            let mut want: Vec<(u64, u32)> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &key)| (ordered(key), i as u32))
+                .collect();
+            want.sort_unstable();
+            let want: Vec<u32> = want.iter().take(k).map(|p| p.1).collect();
+            assert_eq!(got, want, "k = {k}");
+        }
     }
 
     #[test]
