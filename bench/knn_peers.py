@@ -10,7 +10,9 @@ preparing the index (transpose, row aggregates). The sums of the neighbour indic
 for both sides as a check that they found the same neighbours.
 
 usage: bench/knn_peers.py DIR --k 10 --queries 20000 --metrics cosine euclidean
-                          [--topos-only METRIC...] [--python /tmp/venv-sk/bin/python]
+                          [--topos-only METRIC...] [--repeat N]
+With --repeat N both sides run N times, alternating; the medians and the median ratio (with
+its range) are printed.
 Requires numpy, scipy, scikit-learn in the running Python (a throwaway venv, not the repo).
 """
 import argparse, json, os, subprocess, sys, time
@@ -59,21 +61,33 @@ def main():
     ap.add_argument("--queries", type=int, default=20000)
     ap.add_argument("--metrics", nargs="*", default=["cosine", "euclidean"])
     ap.add_argument("--topos-only", nargs="*", default=[])
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run both sides this many times, alternating, and report medians: "
+                         "on a shared machine single runs vary by +-30%%")
     a = ap.parse_args()
     X = load(a.dir)
     q = min(a.queries, X.shape[0])
     print(f"# {a.dir}: {X.shape[0]} x {X.shape[1]}, {X.nnz} non-zeros; k = {a.k}, {q} queries; "
           f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}", flush=True)
     for m in a.metrics:
-        ours = topos(a.dir, a.k, q, m)
-        theirs, ind = sklearn(X, a.k, q, m)
+        runs = []
+        for _ in range(a.repeat):
+            ours = topos(a.dir, a.k, q, m)
+            theirs, ind = sklearn(X, a.k, q, m)
+            runs.append((ours["seconds"], theirs))
+        ratios = sorted(t / o for o, t in runs)
+        med = lambda xs: sorted(xs)[len(xs) // 2]
         # Sum of all neighbour indices on both sides: equal sums mean (barring ties ordered
         # differently) the same neighbours.
-        print(json.dumps({"data": os.path.basename(a.dir.rstrip("/")), "metric": m, "queries": q,
-                          "topos_s": ours["seconds"], "sklearn_s": round(theirs, 3),
-                          "speedup": round(theirs / ours["seconds"], 1),
-                          "sklearn_index_checksum": int(ind.sum()),
-                          "topos_index_checksum": ours["index_checksum"]}), flush=True)
+        row = {"data": os.path.basename(a.dir.rstrip("/")), "metric": m, "queries": q,
+               "topos_s": med([o for o, _ in runs]), "sklearn_s": round(med([t for _, t in runs]), 3),
+               "speedup": round(med(ratios), 1),
+               "sklearn_index_checksum": int(ind.sum()),
+               "topos_index_checksum": ours["index_checksum"]}
+        if a.repeat > 1:
+            row["runs"] = a.repeat
+            row["speedup_range"] = [round(ratios[0], 1), round(ratios[-1], 1)]
+        print(json.dumps(row), flush=True)
     for m in a.topos_only:
         ours = topos(a.dir, a.k, q, m)
         print(json.dumps({"data": os.path.basename(a.dir.rstrip("/")), "metric": ours["metric"],

@@ -11,20 +11,29 @@
 //! query (200× less work on the benchmark matrix).
 //!
 //! **Rows the query does not touch** have a key that depends on the row aggregates alone and
-//! grows with [`Kernel::untouched_rank`]; when a query touches few rows they are visited in rank
-//! order, stopping at the first that cannot enter the top k (queries whose columns are common,
-//! touching most rows, scan all rows sequentially instead: the choice depends on the data only
-//! and both select the same neighbours).
+//! grows with [`Kernel::untouched_rank`]; when a query touches few rows (sparse mode) they are
+//! visited in rank order, stopping at the first that cannot enter the top k, and the touched
+//! rows, marked in a bitset, are expanded in row order. Queries whose columns are common,
+//! touching most rows (dense mode), scan all rows a block at a time instead: a vectorized loop
+//! computes the block's pre-filter values ([`Kernel::keys`]) and only the rows not above the
+//! limit take the exact key. The choice depends on the data only and both select the same
+//! neighbours.
+//!
+//! **A self-join** (the queries are the index's own rows, from row 0 on) of an index whose
+//! queries touch most rows computes each pair once: see [`self_join`].
 //!
 //! **Memory** stays bounded for any size: the CSC copy of the index (8 bytes per non-zero,
-//! 64-bit column offsets), per-row aggregates and the rank order (36 bytes per index row), and
-//! per worker thread 12 bytes and a bit per index row (accumulator, count, touched bit) plus a flag per
-//! column. Queries are answered a batch at a time and only k results per query are kept; no
-//! query × index matrix is ever formed except by [`PreparedIndex::distances`], whose caller
-//! chooses the batch.
+//! 64-bit column offsets), per-row aggregates and the rank order (52 bytes per index row), and
+//! per worker thread 12 bytes and a bit per index row (accumulator, count, touched bit) plus a
+//! flag per column. Queries are answered a batch at a time and only k results per query are
+//! kept; no query × index matrix is ever formed except by [`PreparedIndex::distances`], whose
+//! caller chooses the batch. A self-join adds the selections of the rows not yet answered
+//! (k pairs each, the answer's size) and per worker 8 bytes per index row and per column.
 //!
 //! **Determinism.** Each query is computed by one thread, in a fixed order of operations, and
-//! written to its own slot: results are bit-identical for any number of threads.
+//! written to its own slot: results are bit-identical for any number of threads. (A
+//! self-join's selections take offers from several threads, but a selection keeps the k
+//! smallest of a total order and every pair's key depends on the pair alone.)
 
 use crate::backend::{
     check_domain, check_k, check_matrix_size, check_queries, Backend, Neighbors, PreparedIndex,

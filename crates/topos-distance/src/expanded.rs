@@ -30,6 +30,34 @@ impl Kernel for DotProduct {
     fn finish(&self, acc: f64, _c: u32, _q: &QueryView, _ix: &IndexView, _r: usize) -> (f64, f64) {
         (-acc, 0.0)
     }
+    #[inline]
+    fn keys(
+        &self,
+        acc: &[f64],
+        _c: &[u32],
+        _q: &QueryView,
+        _ix: &IndexView,
+        _first: usize,
+        out: &mut [f64],
+    ) {
+        for (o, &a) in out.iter_mut().zip(acc) {
+            *o = -a;
+        }
+    }
+    #[inline]
+    fn keys_transposed(
+        &self,
+        acc: &[f64],
+        _c: &[u32],
+        _ix: &IndexView,
+        _first: usize,
+        _row: usize,
+        out: &mut [f64],
+    ) {
+        for (o, &a) in out.iter_mut().zip(acc) {
+            *o = -a;
+        }
+    }
     fn untouched_rank(&self, _agg: &RowAgg) -> f64 {
         0.0
     }

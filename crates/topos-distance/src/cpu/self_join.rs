@@ -109,7 +109,9 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
     }
 
     /// The batch `rows` by the self-join, if it can take that path (see the module
-    /// documentation); `None` sends it down the ordinary path.
+    /// documentation); `None` sends it down the ordinary path. The queries must be a matrix of
+    /// all the index's rows: a caller that asks for a few rows' neighbours passes those rows
+    /// alone, and the self-join would spend its reverse half on rows never asked for.
     pub(super) fn knn_self_join(
         &self,
         queries: &CsrMatrix,
@@ -122,6 +124,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             || K::NEEDS_QUERY_ORDER
             || !self.pairs_dense
             || state_bytes > MAX_STATE_BYTES
+            || queries.n_rows() != self.csr.n_rows()
             || !self.same_rows(queries, rows)
         {
             return None;
@@ -395,6 +398,16 @@ mod tests {
         assert!(p.knn_self_join(m, &(7..14), 4, false).is_none());
         let other = matrix(99, n, m.n_cols(), 0.4, !metric.requires_non_negative());
         assert!(p.knn_self_join(&other, &(0..7), 3, false).is_none());
+        // The index's first rows alone: a caller after a few rows' neighbours.
+        let end = m.offsets()[7] as usize;
+        let head = CsrMatrix::new(
+            m.n_cols(),
+            m.offsets()[..8].to_vec(),
+            m.indices()[..end].to_vec(),
+            m.values()[..end].to_vec(),
+        )
+        .unwrap();
+        assert!(p.knn_self_join(&head, &(0..7), 3, false).is_none());
     }
 
     #[test]
