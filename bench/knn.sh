@@ -18,10 +18,11 @@ EX=$CARGO_TARGET_DIR/release/examples
     "$ROOT/../shared/data/20news/train.txt.gz" -o "$WORK/20news.tcorp" --holdout 0.1 -q
 [ -f "$WORK/20news/meta.json" ] || "$EX/corpus_csr" "$WORK/20news.tcorp" "$WORK/20news"
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-"$PYTHON" "$ROOT/bench/knn_peers.py" "$WORK/random" --queries 20000 --metrics cosine euclidean
-"$PYTHON" "$ROOT/bench/knn_peers.py" "$WORK/random" --queries 2000 --metrics manhattan
-"$PYTHON" "$ROOT/bench/knn_peers.py" "$WORK/20news" --queries 20000 --metrics cosine euclidean
-"$PYTHON" "$ROOT/bench/knn_peers.py" "$WORK/20news" --queries 2000 --metrics manhattan
+# Alternating runs, medians: single runs on a shared machine vary by +-30%.
+"$PYTHON" "$ROOT/bench/knn_peers.py" "$WORK/random" --queries 20000 --metrics cosine euclidean --repeat 5
+"$PYTHON" "$ROOT/bench/knn_peers.py" "$WORK/20news" --queries 20000 --metrics cosine euclidean --repeat 9
+"$PYTHON" "$ROOT/bench/knn_peers.py" "$WORK/random" --queries 2000 --metrics manhattan --repeat 3
+"$PYTHON" "$ROOT/bench/knn_peers.py" "$WORK/20news" --queries 2000 --metrics manhattan --repeat 3
 for d in random 20news; do
     "$EX/knn_bench" "$WORK/$d" 10 20000 all
 done
