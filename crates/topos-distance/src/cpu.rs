@@ -314,10 +314,11 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         }
     }
 
-    /// Offers the index rows `rows` (all of them) from their accumulators and counts, and
-    /// zeroes those for the next query. A block at a time: the block's keys first (a loop
-    /// without branches, which the compiler vectorizes for the kernels that override
-    /// [`Kernel::keys`]), then `offer` for the few keys not above the limit.
+    /// Offers the index rows `rows` from their accumulators and counts, a block at a time:
+    /// the block's pre-filter values first ([`Kernel::keys`], a loop without branches that the
+    /// compiler vectorizes for the kernels that override it), one vectorized test whether any
+    /// is not above the limit, and `offer` for those few. With `zero`, the block's
+    /// accumulators and counts are reset for the next query. Returns the final limit.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn offer_block<S: Sink>(
@@ -328,6 +329,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         ix: &IndexView,
         acc: &mut [f64],
         count: &mut [u32],
+        zero: bool,
         sink: &mut S,
         mut limit: f64,
         offer: &impl Fn(usize, f64, u32, &mut S, &mut f64) -> bool,
@@ -337,27 +339,27 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         while base < rows.end {
             let end = (base + EXPAND_BLOCK).min(rows.end);
             let keys = &mut keys[..end - base];
-            let counts: &[u32] = if K::NEEDS_COUNT {
-                &count[base..end]
-            } else {
-                &[]
-            };
+            let counts = block_counts::<K>(count, base..end);
             self.kernel.keys(&acc[base..end], counts, q, ix, base, keys);
-            for (i, &key) in keys.iter().enumerate() {
-                // Exactly "not key > limit", as in `offer`: a NaN key goes on, and so does
-                // every key when the limit is NaN (a zero-mean query against a constant index
-                // row makes Correlation's error slack 0 · ∞).
-                if key.partial_cmp(&limit) != Some(std::cmp::Ordering::Greater) {
-                    let r = base + i;
-                    if skip != Some(r) {
-                        let c = if K::NEEDS_COUNT { count[r] } else { 0 };
-                        offer(r, acc[r], c, sink, &mut limit);
+            if any_not_above(keys, |_| limit) {
+                for (i, &key) in keys.iter().enumerate() {
+                    // Exactly "not key > limit", as in `offer`: a NaN key goes on, and so does
+                    // every key when the limit is NaN (a zero-mean query against a constant
+                    // index row makes Correlation's error slack 0 · ∞).
+                    if key.partial_cmp(&limit) != Some(std::cmp::Ordering::Greater) {
+                        let r = base + i;
+                        if skip != Some(r) {
+                            let c = if K::NEEDS_COUNT { count[r] } else { 0 };
+                            offer(r, acc[r], c, sink, &mut limit);
+                        }
                     }
                 }
             }
-            acc[base..end].fill(0.0);
-            if K::NEEDS_COUNT {
-                count[base..end].fill(0);
+            if zero {
+                acc[base..end].fill(0.0);
+                if K::NEEDS_COUNT {
+                    count[base..end].fill(0);
+                }
             }
             base = end;
         }
@@ -414,15 +416,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
                     if sparse {
                         touched[r as usize >> 6] |= 1 << (r & 63);
                     }
-                    let r = r as usize;
-                    if K::NEEDS_ACC {
-                        let p = k.product(a, b, &q, &ix, r);
-                        let acc = &mut acc[r];
-                        *acc = if K::MAX_MONOID { acc.max(p) } else { *acc + p };
-                    }
-                    if K::NEEDS_COUNT {
-                        count[r] += 1;
-                    }
+                    fold(k, a, b, &q, &ix, r as usize, acc, count);
                 }
             }
         }
@@ -460,7 +454,18 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         }
         if !sparse {
             let (acc, count) = (&mut s.acc[..], &mut s.count[..]);
-            self.offer_block(0..acc.len(), skip, &q, &ix, acc, count, sink, limit, &offer);
+            self.offer_block(
+                0..acc.len(),
+                skip,
+                &q,
+                &ix,
+                acc,
+                count,
+                true,
+                sink,
+                limit,
+                &offer,
+            );
         } else {
             // The rows the query touched, in row order (so the accumulators and aggregates are
             // read as streams), then the others in rank order until one cannot enter (their
@@ -545,6 +550,53 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         }
         out
     }
+}
+
+/// Folds ⊗ of query value `a` and index value `b` into index row `r`'s accumulator (by the
+/// kernel's monoid) and count: the one update of every intersection pass.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn fold<K: Kernel>(
+    k: &K,
+    a: f32,
+    b: f32,
+    q: &QueryView,
+    ix: &IndexView,
+    r: usize,
+    acc: &mut [f64],
+    count: &mut [u32],
+) {
+    if K::NEEDS_ACC {
+        let p = k.product(a, b, q, ix, r);
+        let acc = &mut acc[r];
+        *acc = if K::MAX_MONOID { acc.max(p) } else { *acc + p };
+    }
+    if K::NEEDS_COUNT {
+        count[r] += 1;
+    }
+}
+
+/// The counts of index rows `rows` for [`Kernel::keys`]: empty unless the kernel uses them.
+#[inline]
+fn block_counts<K: Kernel>(count: &[u32], rows: Range<usize>) -> &[u32] {
+    if K::NEEDS_COUNT {
+        &count[rows]
+    } else {
+        &[]
+    }
+}
+
+/// Whether any key of a block is not above its limit (`limit(t)` for key t): exactly "not
+/// key > limit", as in `offer_pair`, so NaN keys and NaN limits count. Branch-free, so the
+/// compiler vectorizes it; almost every block of a dense scan has none.
+#[inline]
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // the NaN cases are the point, and this form vectorizes
+fn any_not_above(keys: &[f64], limit: impl Fn(usize) -> f64) -> bool {
+    let mut n = 0usize;
+    for (t, &key) in keys.iter().enumerate() {
+        n += usize::from(!(key > limit(t)));
+    }
+    n > 0
 }
 
 /// Offers index row `r` to query `q`'s selection from their accumulator `a` and count `c`,

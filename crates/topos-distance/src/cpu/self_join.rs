@@ -27,7 +27,7 @@
 //! df(j) the rows holding column j): a sparse corpus is cheaper on the ordinary path, which
 //! expands only the touched rows; this one expands every pair.
 
-use super::{offer_pair, Prepared, Scratch, EXPAND_BLOCK};
+use super::{any_not_above, block_counts, fold, offer_pair, Prepared, Scratch, EXPAND_BLOCK};
 use crate::backend::Neighbors;
 use crate::kernel::{Kernel, QueryView};
 use crate::topk::TopK;
@@ -43,19 +43,6 @@ const MAX_STATE_BYTES: usize = 2 << 30;
 
 /// Queries a worker answers between renewals of its snapshot of the rows' limits.
 const SNAPSHOT_QUERIES: usize = 16;
-
-/// Whether any key of the block is not above its limit (`limit(t)` for key t): exactly "not
-/// key > limit", as in `offer_pair`, so NaN keys and NaN limits count. Branch-free, so the
-/// compiler vectorizes it; almost every block has none.
-#[inline]
-#[allow(clippy::neg_cmp_op_on_partial_ord)] // the NaN cases are the point, and this form vectorizes
-fn any_not_above(keys: &[f64], limit: impl Fn(usize) -> f64) -> bool {
-    let mut n = 0usize;
-    for (t, &key) in keys.iter().enumerate() {
-        n += usize::from(!(key > limit(t)));
-    }
-    n > 0
-}
 
 /// The selections of the rows whose answers are not yet final.
 pub(super) struct SelfJoin {
@@ -199,15 +186,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
             }
             *cursor = from as u64;
             for &(r, b) in &self.csc.entries[from..end] {
-                let r = r as usize;
-                if K::NEEDS_ACC {
-                    let p = k.product(a, b, &q, &ix, r);
-                    let acc = &mut acc[r];
-                    *acc = if K::MAX_MONOID { acc.max(p) } else { *acc + p };
-                }
-                if K::NEEDS_COUNT {
-                    count[r] += 1;
-                }
+                fold(k, a, b, &q, &ix, r as usize, acc, count);
             }
         }
         // Pass 2, i's keys of rows i.., straight into its shared selection, whose threshold
@@ -215,32 +194,23 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         let slack = k.max_error(&q, &ix);
         {
             let mut best = state.best[i].lock().unwrap_or_else(|e| e.into_inner());
-            let mut limit = best.threshold() + slack;
-            let mut keys = [0f64; EXPAND_BLOCK];
-            let mut base = i;
-            while base < n {
-                let end = (base + EXPAND_BLOCK).min(n);
-                let keys = &mut keys[..end - base];
-                let counts: &[u32] = if K::NEEDS_COUNT {
-                    &count[base..end]
-                } else {
-                    &[]
-                };
-                k.keys(&acc[base..end], counts, &q, &ix, base, keys);
-                if !any_not_above(keys, |_| limit) {
-                    base = end;
-                    continue;
-                }
-                for (t, &key) in keys.iter().enumerate() {
-                    let r = base + t;
-                    // "Not key > limit", as in `offer_pair`.
-                    if key.partial_cmp(&limit) != Some(Cmp::Greater) && !(exclude_self && r == i) {
-                        let c = if K::NEEDS_COUNT { count[r] } else { 0 };
-                        offer_pair(k, &q, &ix, r, acc[r], c, slack, &mut *best, &mut limit);
-                    }
-                }
-                base = end;
-            }
+            let limit = best.threshold() + slack;
+            let offer = |r: usize, a: f64, c: u32, sink: &mut TopK, limit: &mut f64| -> bool {
+                offer_pair(k, &q, &ix, r, a, c, slack, sink, limit)
+            };
+            let skip = exclude_self.then_some(i);
+            let limit = self.offer_block(
+                i..n,
+                skip,
+                &q,
+                &ix,
+                acc,
+                count,
+                false,
+                &mut *best,
+                limit,
+                &offer,
+            );
             state.limit[i].store(limit.to_bits(), Ordering::Relaxed);
         }
         // Pass 3, the keys of rows i+1.. as queries of index row i, each into its row's
@@ -262,11 +232,7 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         while base < n {
             let end = (base + EXPAND_BLOCK).min(n);
             let keys = &mut keys[..end - base];
-            let counts: &[u32] = if K::NEEDS_COUNT {
-                &count[base..end]
-            } else {
-                &[]
-            };
+            let counts = block_counts::<K>(count, base..end);
             k.keys_transposed(&acc[base..end], counts, &ix, base, i, keys);
             if !any_not_above(keys, |t| snapshot[base + t]) {
                 base = end;
