@@ -31,6 +31,14 @@ pub struct Row<'a> {
     pub values: &'a [f32],
 }
 
+impl Row<'static> {
+    /// A row without non-zeros.
+    pub const EMPTY: Row<'static> = Row {
+        indices: &[],
+        values: &[],
+    };
+}
+
 impl Row<'_> {
     /// Number of stored non-zeros.
     #[inline]

@@ -73,6 +73,21 @@ pub struct QueryView<'a> {
     pub by_magnitude: &'a [u32],
 }
 
+impl QueryView<'static> {
+    /// A query known by its aggregates alone (no row, no order): enough for `finish` of a
+    /// [symmetric](Kernel::SYMMETRIC) kernel, and cheaper to make than a row's full view in a
+    /// loop over every row.
+    #[inline]
+    pub fn of_aggregates(agg: RowAgg) -> QueryView<'static> {
+        QueryView {
+            row: Row::EMPTY,
+            agg,
+            marker: &[],
+            by_magnitude: &[],
+        }
+    }
+}
+
 impl<'a> QueryView<'a> {
     /// Index row `r` as a query (a self-join), for kernels that do not read the query's
     /// column order.
@@ -162,8 +177,10 @@ pub trait Kernel: Send + Sync {
     /// `product(a, b, ..)` equals `product(b, a, ..)` bit for bit for the pair seen from
     /// either side, so in a self-join the accumulator (and count) of rows (i, r) is that of
     /// (r, i), summed in the same column order: the CPU engine computes each pair once
-    /// (`cpu::self_join`). Every kernel but KL divergence (not symmetric) and Chebyshev (its ⊗
-    /// reads the query's own order) says so.
+    /// (`cpu::self_join`). A symmetric kernel's `finish` must read only the query's
+    /// aggregates (the self-join's other direction hands it [`QueryView::of_aggregates`]).
+    /// Every kernel but KL divergence (not symmetric) and Chebyshev (its ⊗ and `finish` read
+    /// the query's own order) says so.
     const SYMMETRIC: bool = false;
 
     /// Per-row aggregates of `row` in a space of `n_cols` columns.
@@ -217,7 +234,7 @@ pub trait Kernel: Send + Sync {
     ) {
         for (i, o) in out.iter_mut().enumerate() {
             let c = count.get(i).copied().unwrap_or(0);
-            let q = QueryView::of_index_row(ix, first + i);
+            let q = QueryView::of_aggregates(ix.aggs[first + i]);
             *o = self.finish(acc[i], c, &q, ix, row).0;
         }
     }
