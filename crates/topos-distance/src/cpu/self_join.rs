@@ -106,7 +106,9 @@ impl<'a, K: Kernel + 'a> Prepared<'a, K> {
         k: usize,
         exclude_self: bool,
     ) -> Option<Neighbors> {
-        let state_bytes = self.csr.n_rows().saturating_mul(k.saturating_mul(12) + 64);
+        // Per row: its selection's mutex, vector and limit (~72 bytes with the allocation's
+        // header) and k pairs of 16 bytes.
+        let state_bytes = self.csr.n_rows().saturating_mul(k.saturating_mul(16) + 72);
         if !K::SYMMETRIC
             || K::NEEDS_QUERY_ORDER
             || !self.pairs_dense
