@@ -144,6 +144,7 @@ if [ "$mode" = bench ]; then
         algo=esca; extra=(--gpu-memory 2GiB); name=$corpus-esca-$k-streamed
       fi
       [ ${#extra[@]} -gt 0 ] || name=$corpus-$algo-$k
+      rm -f "$WORK/$name.log"  # --log appends
       /usr/bin/time -f "$name wall %e s, peak host memory %M KiB" \
         topos train "/tmp/$corpus.tcorp" -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
         --eval-every ${EVERY:-$((iters / 5))} --heldout-every ${EVERY:-$((iters / 5))} ${BENCH_EXTRA:-} --log "$WORK/$name.log" \
@@ -198,6 +199,7 @@ if [ "$mode" = peer ]; then
     row "culda $variant	$(cat "$WORK/culda/summary.txt" 2>/dev/null || tail -1 "$WORK/culda/culda.log")	heldout $heldout"
   done
   for algo in esca cgs; do
+    rm -f "$WORK/peer-$algo.log"  # --log appends
     train "peer-$algo" /tmp/nyt.tcorp -k 1024 --iters "$iters" --algo $algo --device cuda \
       --eval-every 10 --heldout-every 10 --log "$WORK/peer-$algo.log" -o /tmp/peer.tmod
     row "topos K=1024 $algo	$(field "$WORK/peer-$algo.json" tokens_per_second) tok/s	heldout $(field "$WORK/peer-$algo.json" heldout_ll)"
@@ -227,6 +229,16 @@ if [ "$mode" = profile ]; then
       --metrics gpu__time_duration.sum \
       topos train /tmp/nyt.tcorp -k "$k" --iters $((at + 1)) --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
       > "$WORK/ncu-times-$k.txt" 2>&1 || tail -20 "$WORK/ncu-times-$k.txt"
+    if [ -n "${SOURCE:-}" ]; then
+      # Per-instruction counts and stall samples of the sampler (line information compiled in).
+      TOPOS_GPU_LINEINFO=1 ncu --clock-control none --kernel-name sample --launch-skip $((parts * (at - 1))) --launch-count 1 \
+        --section SourceCounters --section WarpStateStats -o "$WORK/src-$k" -f \
+        topos train /tmp/nyt.tcorp -k "$k" --iters $((at + 1)) --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
+        > "$WORK/ncu-src-$k.log" 2>&1 || tail -5 "$WORK/ncu-src-$k.log"
+      ncu -i "$WORK/src-$k.ncu-rep" --page source --csv --print-source sass > "$WORK/src-$k-sass.csv" 2>&1 || true
+      ncu -i "$WORK/src-$k.ncu-rep" --page source --csv --print-source cuda,sass > "$WORK/src-$k-cuda.csv" 2>&1 || true
+      ls -la "$WORK"/src-$k* | tee -a "$table"
+    fi
     python3 - "$WORK/ncu-times-$k.txt" "$k" <<'PY' | tee -a "$table"
 import re, sys, collections
 t = collections.Counter(); name = None
@@ -251,6 +263,7 @@ fi
 tune_run() {
   local name=$1 k=$2 algo=$3 iters=${ITERS:-40}
   shift 3
+  rm -f "$WORK/$name.log"  # --log appends
   train "$name" /tmp/nyt.tcorp -k "$k" --iters "$iters" --algo "$algo" --device cuda \
     --eval-every $((iters / 2)) --skip-heldout --skip-train-ll --log "$WORK/$name.log" -o /tmp/tune.tmod "$@"
   echo "mean $(field "$WORK/$name.json" tokens_per_second) tok/s	steady $(python3 -c "
@@ -260,13 +273,19 @@ print(f'{(l[-1][\"iteration\"]-l[0][\"iteration\"])*t/(l[-1][\"seconds\"]-l[0][\
 
 if [ "$mode" = tune ]; then
   # Sampler compile settings against K (TOPOS_GPU_ROW_REGS / TOPOS_GPU_MIN_BLOCKS as
-  # "regs:blocks" in TUNE, default "8:4 4:6 8:5").
+  # "regs:blocks" in TUNE, default "8:4 4:6 8:5"; "-" for the engine's own choice), and kernel
+  # variants (DEFINES: sets of NAME=VALUE joined by commas, one set per run, default none).
   nyt
   for k in ${*:-1024}; do
     for cfg in ${TUNE:-8:4 4:6 8:5}; do
-      for algo in esca cgs; do
-        name=tune-$k-${cfg/:/-}-$algo
-        row "tune K=$k regs:blocks $cfg $algo	$(TOPOS_GPU_ROW_REGS=${cfg%:*} TOPOS_GPU_MIN_BLOCKS=${cfg#*:} tune_run "$name" "$k" $algo)"
+      for defs in ${DEFINES:--}; do
+        for algo in ${ALGOS:-esca cgs}; do
+          name=tune-$k-${cfg/:/-}-${defs//[=,]/-}-$algo
+          row "tune K=$k regs:blocks $cfg $defs $algo	$(
+            export TOPOS_GPU_DEFINES="${defs#-}"
+            [ "$cfg" = - ] || export TOPOS_GPU_ROW_REGS=${cfg%:*} TOPOS_GPU_MIN_BLOCKS=${cfg#*:}
+            tune_run "$name" "$k" $algo)"
+        done
       done
     done
   done

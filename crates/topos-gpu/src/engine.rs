@@ -149,19 +149,39 @@ pub fn sample_block_threads(smem_bytes: u32, per_sm: u32) -> u32 {
     }
 }
 
-/// The sampler's compile-time shape for K topics in blocks of `sample_threads`: document-row
-/// entries held in registers per lane (`ROW_REGS`; rows of up to 32 × this many non-zeros are
-/// drawn from registers) and the resident blocks per multiprocessor it is compiled for
-/// (`MIN_BLOCKS`, which bounds its registers).
+/// The sampler's compile-time shape (see [`sampler_shape`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SamplerShape {
+    /// Document-row entries held in registers per lane (`ROW_REGS`): rows of up to 32 × this
+    /// many non-zeros are drawn from registers.
+    pub row_regs: u32,
+    /// Resident blocks per multiprocessor it is compiled for (`MIN_BLOCKS`, which bounds its
+    /// registers).
+    pub min_blocks: u32,
+    /// Rows of at most half the registers' entries loaded and drawn at half width
+    /// (`ROW_SPLIT`).
+    pub split_rows: bool,
+    /// The next document's row fetched while the current one's tokens draw (`ROW_PREFETCH`).
+    pub prefetch_rows: bool,
+}
+
+/// The sampler's compile-time shape for K topics in blocks of `sample_threads`.
 ///
-/// Measured on an H100 (NYTimes-shaped corpus, tokens/s of iterations 21-40): at K = 1,024, where
-/// document rows are short, 4 row registers and 48 warps per multiprocessor (42 registers a
-/// thread) ran esca at 2,998M, against 2,376M for 8 and 32 warps; at K = 10,000, where rows are
-/// longer and shared memory holds at most 5 blocks anyway, 8 row registers and 32 warps ran
-/// 2,024M, against 1,917M for 4 and 40 warps. `TOPOS_GPU_ROW_REGS` and `TOPOS_GPU_MIN_BLOCKS`
-/// override the choice for tuning (bench/gpu.sh tune).
-pub fn sampler_shape(topics: u32, sample_threads: u32) -> (u32, u32) {
-    let (regs, warps) = if topics <= 2048 { (4, 48) } else { (8, 32) };
+/// Measured on an H100 (NYTimes-shaped corpus, tokens/s of iterations 21-40, `bash bench/gpu.sh
+/// tune`), session 13: document rows average about 100 non-zeros at K = 1,000 and at
+/// K = 10,000 alike.
+/// - K ≤ 2,048: 4 row registers, one width, no fetching ahead, 40 warps per multiprocessor
+///   (48 registers a thread): esca 3,265M, cgs 2,472M. With 48 warps (40 registers, spilling)
+///   3,245M and 2,456M; fetching ahead needs registers this shape has not got (3,028M).
+/// - Above: 8 row registers with rows of up to 128 non-zeros at 4, fetching ahead, 32 warps
+///   (64 registers): esca 2,761M at K = 10,000, against 2,560M without fetching ahead and
+///   2,244M for the earlier kernel (8 registers always, no fetching ahead).
+///
+/// `TOPOS_GPU_ROW_REGS` and `TOPOS_GPU_MIN_BLOCKS` override the first two for tuning, and
+/// `TOPOS_GPU_DEFINES` any of the kernels' compile-time switches (bench/gpu.sh tune).
+pub fn sampler_shape(topics: u32, sample_threads: u32) -> SamplerShape {
+    let small = topics <= 2048;
+    let (regs, warps) = if small { (4, 40) } else { (8, 32) };
     let blocks = (warps * 32 / sample_threads).max(1);
     let env = |name: &str, range: std::ops::RangeInclusive<u32>| {
         std::env::var(name)
@@ -169,10 +189,71 @@ pub fn sampler_shape(topics: u32, sample_threads: u32) -> (u32, u32) {
             .and_then(|v| v.parse().ok())
             .filter(|x| range.contains(x))
     };
-    (
-        env("TOPOS_GPU_ROW_REGS", 1..=16).unwrap_or(regs),
-        env("TOPOS_GPU_MIN_BLOCKS", 1..=8).unwrap_or(blocks),
-    )
+    SamplerShape {
+        row_regs: env("TOPOS_GPU_ROW_REGS", 1..=16).unwrap_or(regs),
+        min_blocks: env("TOPOS_GPU_MIN_BLOCKS", 1..=8).unwrap_or(blocks),
+        split_rows: !small,
+        prefetch_rows: !small,
+    }
+}
+
+/// Compiles `kernels.cu` with NVRTC for compute capability `major.minor`.
+fn compile_ptx(
+    shape: SamplerShape,
+    sample_threads: u32,
+    wide_rows: bool,
+    major: i32,
+    minor: i32,
+) -> Result<cudarc::nvrtc::Ptx, GpuError> {
+    let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+    let defines = [
+        ("WARPS_PER_BLOCK", sample_threads / 32),
+        ("ROW_REGS", shape.row_regs),
+        ("MIN_BLOCKS", shape.min_blocks),
+        ("ROW_SPLIT", u32::from(shape.split_rows)),
+        ("ROW_PREFETCH", u32::from(shape.prefetch_rows)),
+        ("WIDE_ROWS", u32::from(wide_rows)),
+    ];
+    let tuning = tuning_defines();
+    let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
+    // A tuning definition replaces the engine's own of the same name.
+    options.extend(
+        defines
+            .iter()
+            .filter(|(name, _)| !tuning.iter().any(|(n, _)| n == name))
+            .map(|(name, value)| format!("-D{name}={value}")),
+    );
+    options.extend(
+        tuning
+            .iter()
+            .map(|(name, value)| format!("-D{name}={value}")),
+    );
+    if std::env::var_os("TOPOS_GPU_LINEINFO").is_some() {
+        options.push("-lineinfo".into());
+    }
+    let opts = cudarc::nvrtc::CompileOptions {
+        arch: Some(arch),
+        options,
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts)
+        .map_err(|e| GpuError::Compile(format!("{e:?}")))
+}
+
+/// Extra `-D` definitions for the kernels from `TOPOS_GPU_DEFINES` (`NAME=VALUE`, separated by
+/// spaces or commas), for A/B measurements of compile-time variants in one binary (bench/gpu.sh
+/// tune; `TOPOS_GPU_LINEINFO` adds line information for Nsight Compute's source view).
+fn tuning_defines() -> Vec<(String, u32)> {
+    std::env::var("TOPOS_GPU_DEFINES")
+        .unwrap_or_default()
+        .split([' ', ','])
+        .filter_map(|d| {
+            let (name, value) = d.split_once('=')?;
+            let valid =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+            Some((name.to_string(), value.parse().ok()?)).filter(|_| valid)
+        })
+        .collect()
 }
 
 fn compile(
@@ -181,7 +262,7 @@ fn compile(
     sample_threads: u32,
     wide_rows: bool,
 ) -> Result<Kernels, GpuError> {
-    let (row_regs, min_blocks) = sampler_shape(topics, sample_threads);
+    let shape = sampler_shape(topics, sample_threads);
     let (major, minor) = ctx
         .compute_capability()
         .check(|| "reading the compute capability".into())?;
@@ -190,21 +271,7 @@ fn compile(
             "the GPU engine needs compute capability 7.0 or newer (warp match instructions); this device has {major}.{minor}; train with --device cpu"
         )));
     }
-    let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
-    let opts = cudarc::nvrtc::CompileOptions {
-        arch: Some(arch),
-        options: vec![
-            "--std=c++17".into(),
-            "-default-device".into(),
-            format!("-DWARPS_PER_BLOCK={}", sample_threads / 32),
-            format!("-DROW_REGS={row_regs}"),
-            format!("-DMIN_BLOCKS={min_blocks}"),
-            format!("-DWIDE_ROWS={}", u8::from(wide_rows)),
-        ],
-        ..Default::default()
-    };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts)
-        .map_err(|e| GpuError::Compile(format!("{e:?}")))?;
+    let ptx = compile_ptx(shape, sample_threads, wide_rows, major, minor)?;
     let module = ctx
         .load_module(ptx)
         .check(|| "loading the compiled kernels".into())?;
@@ -885,9 +952,37 @@ mod tests {
         assert_eq!(sample_block_threads(tree_floats(10_000) * 4, sm), 256);
         assert_eq!(sample_block_threads(tree_floats(16_384) * 4, sm), 512);
         assert_eq!(sample_block_threads(tree_floats(32_768) * 4, sm), 1024);
-        // 48 warps of 42 registers at K = 1,024; 32 warps of 64 above K = 2,048.
-        assert_eq!(sampler_shape(1024, 256), (4, 6));
-        assert_eq!(sampler_shape(10_000, 256), (8, 4));
-        assert_eq!(sampler_shape(32_768, 1024), (8, 1));
+        // 40 warps of 48 registers at K = 1,024; 32 warps of 64 above K = 2,048, rows split
+        // and fetched ahead.
+        let shape = |k, threads| {
+            let s = sampler_shape(k, threads);
+            (s.row_regs, s.min_blocks, s.split_rows, s.prefetch_rows)
+        };
+        assert_eq!(shape(1024, 256), (4, 5, false, false));
+        assert_eq!(shape(10_000, 256), (8, 4, true, true));
+        assert_eq!(shape(32_768, 1024), (8, 1, true, true));
+    }
+
+    #[test]
+    fn the_kernels_compile_for_every_row_shape() {
+        // Needs NVRTC only (no GPU); skipped where it is not installed, as in CI.
+        if !crate::device::nvrtc_present() {
+            return;
+        }
+        for row_regs in [1, 2, 3, 4, 5, 8, 16] {
+            for (split_rows, prefetch_rows) in [(false, false), (true, false), (true, true)] {
+                for wide_rows in [false, true] {
+                    let shape = SamplerShape {
+                        row_regs,
+                        min_blocks: 1,
+                        split_rows,
+                        prefetch_rows,
+                    };
+                    if let Err(e) = compile_ptx(shape, 256, wide_rows, 9, 0) {
+                        panic!("{shape:?} wide {wide_rows}: {e}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -333,69 +333,180 @@ __device__ __forceinline__ u32 sample_row(const RowEntry* __restrict__ row, u32 
 }
 
 // A document row of up to 32·ROW_REGS non-zeros held in registers, entry r·32 + lane in lane
-// `lane`'s slot r: its weights w = count·p*(topic) and its topics (two 16-bit topics per word).
-// Loaded once per (document, work item) with all loads in flight at once, then every token of the
-// document in the item draws from registers: the sampler's cost per token was the latency of
-// dependent loads and the instructions of a warp scan per 32 entries per pass (profiled on an
-// H100: 66% of issue slots used at K = 1,024, 20 cycles of memory wait per instruction at
-// K = 10,000). The draw visits the entries lane by lane (lane 0's slots, then lane 1's, ...): a
-// fixed order of the row, so the draw is still exact and deterministic.
+// `lane`'s slot r: the lane's running sum of weights count·p*(topic) up to and including slot r,
+// and the slot's topic (two 16-bit topics per word). Loaded once per (document, work item) with
+// all loads in flight at once, then every token of the document in the item draws from
+// registers: the sampler's cost per token was the latency of dependent loads and the
+// instructions of a warp scan per 32 entries per pass (profiled on an H100: 66% of issue slots
+// used at K = 1,024, 20 cycles of memory wait per instruction at K = 10,000). The draw visits the
+// entries lane by lane (lane 0's slots, then lane 1's, ...): a fixed order of the row, so the
+// draw is still exact and deterministic.
+//
+// Two widths: a row of at most 32·ROW_HALF non-zeros is loaded and drawn with ROW_HALF slots,
+// a longer one with ROW_REGS (one uniform branch per row; each width a fully unrolled loop, so a
+// row's loads and shared-memory reads stay in flight together). Nsight Compute's source view of
+// the sampler at K = 10,000 (H100, iteration 30) showed why: rows average about 100 non-zeros at
+// K = 1,000 and at K = 10,000 alike (the loads of slots 4-7 of the 8 were predicated off in
+// nearly every lane), yet the register row took 40% of the sampler's instructions at 8 slots
+// against 26% at 4, and the owner lane's walk over its slots 20% (one lane active).
 #ifndef ROW_REGS
 #define ROW_REGS 4
 #endif
+#ifndef ROW_SPLIT
+#define ROW_SPLIT 1
+#endif
+#define ROW_HALF (ROW_SPLIT && ROW_REGS >= 2 ? ROW_REGS / 2 : ROW_REGS)
+// Whether the sampler fetches the next document's row ahead (see the sampler; the engine sets
+// it and ROW_SPLIT by K, engine.rs `sampler_shape`).
+#ifndef ROW_PREFETCH
+#define ROW_PREFETCH 1
+#endif
 
 struct RowRegs {
-    float w[ROW_REGS];
+    float cum[ROW_REGS];
     u32 tp[(ROW_REGS + 1) / 2];
+    u32 nnz;
 };
 
-__device__ __forceinline__ u32 row_topic_at(const RowRegs& row, int r) {
-    return (row.tp[r >> 1] >> ((r & 1) * 16)) & 0xffffu;
+// Whether the row needs all ROW_REGS slots (the same in every lane of the warp).
+__device__ __forceinline__ bool row_wide(const RowRegs& row) { return row.nnz > 32u * ROW_HALF; }
+
+// This lane's slots that hold an entry: r·32 + lane < nnz.
+__device__ __forceinline__ u32 row_mine(const RowRegs& row) {
+    u32 lane = lane_id();
+    return row.nnz > lane ? (row.nnz - lane + 31) >> 5 : 0u;
 }
 
-// Loads the row (nnz <= 32·ROW_REGS) and returns this lane's sum of weights.
-__device__ __forceinline__ float row_load(RowRegs& row, const RowEntry* __restrict__ entries, u32 nnz,
-                                          const float* pstar) {
-    u32 lane = lane_id();
-    RowEntry e[ROW_REGS];
+// Topic of slot r (r < R), r known only at run time: a tree of selects on the bits of r / 2 over
+// the words (a compare per word is recognized as indexing and puts the whole row in local
+// memory).
+template <int R>
+__device__ __forceinline__ u32 row_topic_of(const RowRegs& row, u32 r) {
+    constexpr int W = (R + 1) / 2;
+    u32 sel[W];
 #pragma unroll
-    for (int r = 0; r < ROW_REGS; r++) {
+    for (int q = 0; q < W; q++) sel[q] = row.tp[q];
+    u32 h = r >> 1;
+#pragma unroll
+    for (int b = 0; (1 << b) < W; b++) {
+        bool hi = (h >> b) & 1u;
+        int n = (W + (1 << b) - 1) >> b;  // entries left at this level
+#pragma unroll
+        for (int q = 0; q < (n + 1) / 2; q++) {
+            u32 lo_v = sel[2 * q];
+            u32 hi_v = 2 * q + 1 < n ? sel[2 * q + 1] : lo_v;
+            sel[q] = hi ? hi_v : lo_v;
+        }
+    }
+    return (sel[0] >> ((r & 1) * 16)) & 0xffffu;
+}
+
+// Issues the loads of the row's first R slots (entries past nnz are 0).
+template <int R>
+__device__ __forceinline__ void row_fetch_n(RowEntry (&e)[R], const RowEntry* __restrict__ entries, u32 nnz) {
+    u32 lane = lane_id();
+#pragma unroll
+    for (int r = 0; r < R; r++) {
         u32 i = r * 32 + lane;
         e[r] = i < nnz ? entries[i] : 0;
     }
-    u32 t[ROW_REGS], c[ROW_REGS];
+}
+
+// Fills the register row from its fetched entries (nnz <= 32·R) and returns this lane's sum of
+// weights, taken in slot order. Every one of the R slots is computed, empty or not (a uniform
+// branch per slot serialized the slots' shared-memory loads: 18% slower at K = 1,000 and 10,000
+// on an H100).
+template <int R>
+__device__ __forceinline__ float row_fill_n(RowRegs& row, const RowEntry (&e)[R], const float* pstar) {
+    u32 t[R], c[R];
 #pragma unroll
-    for (int r = 0; r < ROW_REGS; r++) {
+    for (int r = 0; r < R; r++) {
         t[r] = entry_topic(e[r]);
         c[r] = entry_count(e[r]);
     }
-    float sum = 0.0f;
+    float acc = 0.0f;
 #pragma unroll
-    for (int r = 0; r < ROW_REGS; r++) {
-        row.w[r] = c[r] ? (float)c[r] * pstar[t[r]] : 0.0f;
-        sum += row.w[r];
+    for (int r = 0; r < R; r++) {
+        acc += c[r] ? (float)c[r] * pstar[t[r]] : 0.0f;
+        row.cum[r] = acc;
         if ((r & 1) == 0) row.tp[r >> 1] = t[r];
         else row.tp[r >> 1] |= t[r] << 16;
     }
-    return sum;
+    return acc;
 }
 
-// This lane's sum of weights without topic `skip`, and the weight of `skip` if this lane holds it.
-__device__ __forceinline__ float row_sum_without(const RowRegs& row, u32 skip, float& skipped) {
-    float sum = 0.0f;
+template <int R>
+__device__ __forceinline__ float row_load_n(RowRegs& row, const RowEntry* __restrict__ entries, u32 nnz,
+                                            const float* pstar) {
+    RowEntry e[R];
+    row_fetch_n<R>(e, entries, nnz);
+    return row_fill_n<R>(row, e, pstar);
+}
+
+// Loads the row of row.nnz entries (at most 32·ROW_REGS) at the width it needs.
+__device__ __forceinline__ float row_load(RowRegs& row, const RowEntry* __restrict__ entries, const float* pstar) {
+    return row_wide(row) ? row_load_n<ROW_REGS>(row, entries, row.nnz, pstar)
+                         : row_load_n<ROW_HALF>(row, entries, row.nnz, pstar);
+}
+
+// Topic `skip` in this lane's slots: its count (0 when this lane does not hold it), its weight
+// (the very product row_load added) and its slot (ROW_REGS when absent). The count is read back
+// from the running sums: the slot's weight count·p*(skip) over p*(skip), rounded.
+template <int R>
+__device__ __forceinline__ u32 row_find_n(const RowRegs& row, u32 skip, const float* pstar, float& weight,
+                                          u32& slot) {
+    u32 mine = row_mine(row);
+    float w = 0.0f;
+    slot = ROW_REGS;
 #pragma unroll
-    for (int r = 0; r < ROW_REGS; r++) {
-        bool hit = row.w[r] > 0.0f && row_topic_at(row, r) == skip;
-        if (hit) skipped = row.w[r];
-        else sum += row.w[r];
+    for (int r = 0; r < R; r++) {
+        u32 t = (row.tp[r >> 1] >> ((r & 1) * 16)) & 0xffffu;
+        if ((u32)r < mine && t == skip) {
+            w = r == 0 ? row.cum[0] : row.cum[r] - row.cum[r - 1];
+            slot = r;
+        }
     }
-    return sum;
+    if (slot == ROW_REGS) {
+        weight = 0.0f;
+        return 0;
+    }
+    float p = pstar[skip];
+    u32 count = max(1u, (u32)rintf(w / p));
+    weight = (float)count * p;
+    return count;
+}
+
+__device__ __forceinline__ u32 row_find(const RowRegs& row, u32 skip, const float* pstar, float& weight,
+                                        u32& slot) {
+    return row_wide(row) ? row_find_n<ROW_REGS>(row, skip, pstar, weight, slot)
+                         : row_find_n<ROW_HALF>(row, skip, pstar, weight, slot);
+}
+
+// The owner lane's pick among its R slots: the first slot (topic `skip`'s slot `skip_slot` left
+// out, its weight `skip_w` taken off the running sums after it) whose running sum passes y. The
+// running sums only grow, so that slot's index is the number of slots whose sums do not pass y:
+// a count, with no loop-carried branch. If rounding leaves y past every slot, the last one.
+template <int R>
+__device__ __forceinline__ u32 row_pick_n(const RowRegs& row, float y, u32 skip_slot, float skip_w) {
+    u32 mine = min((u32)R, row_mine(row));
+    u32 passed = 0;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float c = (u32)r > skip_slot ? row.cum[r] - skip_w : row.cum[r];
+        passed += ((u32)r < mine && (u32)r != skip_slot && c <= y) ? 1u : 0u;
+    }
+    // The passed-th slot other than skip_slot, at most the last such slot.
+    u32 r = passed + (passed >= skip_slot ? 1u : 0u);
+    u32 last = mine - 1 - (skip_slot == mine - 1 ? 1u : 0u);
+    return row_topic_of<R>(row, min(r, last));
 }
 
 // The draw from a register row: x in [0, s) where `scan` is the warp's inclusive scan of the lanes'
-// sums `lane_sum` (leaving out `skip`). The lane whose prefix passes x walks its own slots.
+// sums `lane_sum` (leaving out topic `skip`, which this lane holds in slot `skip_slot` with weight
+// `skip_w`, or not at all: skip_slot == ROW_REGS, skip_w == 0). The lane whose prefix passes x
+// (if rounding leaves x past them all, the last lane with weight) picks among its slots.
 __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float lane_sum, float x,
-                                        u32 skip, u32 fallback) {
+                                        u32 skip_slot, float skip_w, u32 fallback) {
     u32 lane = lane_id();
     u32 above = __ballot_sync(FULL, scan > x && lane_sum > 0.0f);
     u32 nz = __ballot_sync(FULL, lane_sum > 0.0f);
@@ -404,20 +515,9 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
     float before = __shfl_sync(FULL, scan - lane_sum, owner);
     u32 pick = 0;
     if (lane == owner) {
-        float y = x - before, acc = 0.0f;
-        bool found = false;
-        u32 last = fallback;
-#pragma unroll
-        for (int r = 0; r < ROW_REGS; r++) {
-            u32 t = row_topic_at(row, r);
-            bool valid = row.w[r] > 0.0f && t != skip;
-            if (valid) {
-                acc += row.w[r];
-                last = t;
-                if (!found && acc > y) { pick = t; found = true; }
-            }
-        }
-        if (!found) pick = last;
+        float y = x - before;
+        pick = row_wide(row) ? row_pick_n<ROW_REGS>(row, y, skip_slot, skip_w)
+                             : row_pick_n<ROW_HALF>(row, y, skip_slot, skip_w);
     }
     return __shfl_sync(FULL, pick, owner);
 }
@@ -522,9 +622,10 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
         u32 e0 = it.y + min(it.z, warp * per);
         u32 e1 = it.y + min(it.z, (warp + 1) * per);
         u32 cached_doc = 0xffffffffu;
-        u32 ra = 0, rnnz = 0;
+        u32 ra = 0;
         bool in_regs = false;
         RowRegs row;
+        RowEntry pre[ROW_HALF];  // the next document's row, fetched ahead
         float s = 0.0f, lane_sum = 0.0f, scan = 0.0f;
         for (u32 base = e0; base < e1; base += 32) {
             // Lane j prepares token base+j.
@@ -547,6 +648,11 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                 }
             }
             u32 count = min(32u, e1 - base);
+            // The tokens of this batch that start a document (a row to load): lane j's document
+            // differs from lane j−1's (lane 0: from the row in registers).
+            u32 prev_doc = __shfl_up_sync(FULL, my_doc, 1);
+            u32 starts = __ballot_sync(FULL, my_e < e1 && my_doc != (lane == 0 ? cached_doc : prev_doc));
+            u32 pre_j = 32;  // the start whose row `pre` holds (32: none)
             for (u32 j = 0; j < count; j++) {
                 u32 d = __shfl_sync(FULL, my_doc, j);
                 u32 src = __shfl_sync(FULL, my_src, j);
@@ -555,10 +661,15 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                 if (d != cached_doc) {
                     cached_doc = d;
                     ra = __shfl_sync(FULL, my_ra, j);
-                    rnnz = __shfl_sync(FULL, my_nnz, j);
+                    row.nnz = __shfl_sync(FULL, my_nnz, j);
+                    u32 rnnz = row.nnz;
                     in_regs = rnnz <= 32 * ROW_REGS;
                     if (in_regs) {
-                        lane_sum = row_load(row, rows + ra, rnnz, pstar);
+                        if (pre_j == j) {
+                            lane_sum = row_fill_n<ROW_HALF>(row, pre, pstar);
+                        } else {
+                            lane_sum = row_load(row, rows + ra, pstar);
+                        }
                         scan = warp_inclusive_scan(lane_sum);
                         s = __shfl_sync(FULL, scan, 31);
                     } else {
@@ -569,6 +680,24 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                         }
                         s = warp_sum(acc);
                     }
+                    // Issue the loads of the batch's next document's row now, so that they are
+                    // in flight while this document's tokens draw (software pipelining: the
+                    // first use of a row's entries had 37% of the sampler's stall samples at
+                    // K = 10,000, waiting on DRAM; fetching ahead took esca from 2,560M to
+                    // 2,761M tokens/s there). Rows of up to 32·ROW_HALF entries. Off at small K
+                    // (ROW_PREFETCH = 0), where rows mostly sit in L2 and the registers are
+                    // short: 7% slower at K = 1,000.
+                    u32 later = ROW_PREFETCH ? starts & ~((2u << j) - 1u) : 0u;
+                    pre_j = 32;
+                    if (later) {
+                        u32 j2 = __ffs(later) - 1;
+                        u32 n2 = __shfl_sync(FULL, my_nnz, j2);
+                        u32 a2 = __shfl_sync(FULL, my_ra, j2);
+                        if (n2 <= 32u * ROW_HALF) {
+                            row_fetch_n<ROW_HALF>(pre, rows + a2, n2);
+                            pre_j = j2;
+                        }
+                    }
                 }
                 u32 k;
                 if (!exclude) {
@@ -576,9 +705,9 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                     if (x >= s) {
                         k = tree_sample(tree, unit_f32(r1) * total);
                     } else if (in_regs) {
-                        k = row_draw(row, scan, lane_sum, x, NO_TOPIC, 0);
+                        k = row_draw(row, scan, lane_sum, x, ROW_REGS, 0.0f, 0);
                     } else {
-                        k = sample_row(rows + ra, rnnz, pstar, x, NO_TOPIC, 0);
+                        k = sample_row(rows + ra, row.nnz, pstar, x, NO_TOPIC, 0);
                     }
                 } else {
                     // The token's own assignment and its counts.
@@ -586,19 +715,22 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                     float pstar_ex = __shfl_sync(FULL, my_pex, j);
                     float p0 = pstar[k0];
                     float a0 = 0.0f, s_ex, sum_ex = 0.0f, scan_ex = 0.0f;
+                    float w0 = 0.0f;
+                    u32 slot0 = ROW_REGS;
                     if (in_regs) {
-                        float skipped = 0.0f;
-                        sum_ex = row_sum_without(row, k0, skipped);
+                        u32 c0 = row_find(row, k0, pstar, w0, slot0);
+                        // k₀'s weight is the very product row_load added: the lane's sum
+                        // without it is 0 when it was the lane's only entry.
+                        sum_ex = lane_sum - w0;
                         scan_ex = warp_inclusive_scan(sum_ex);
                         s_ex = __shfl_sync(FULL, scan_ex, 31);
-                        u32 holder = __ballot_sync(FULL, skipped > 0.0f);
-                        // The weight is count·p*(k₀) rounded once: dividing back is exact.
-                        if (holder) a0 = rintf(__shfl_sync(FULL, skipped, __ffs(holder) - 1) / p0);
+                        u32 holder = __ballot_sync(FULL, c0 != 0);
+                        if (holder) a0 = (float)__shfl_sync(FULL, c0, __ffs(holder) - 1);
                     } else {
-                        for (u32 i0 = 0; i0 < rnnz; i0 += 32) {
+                        for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
                             u32 i = i0 + lane;
-                            RowEntry e = i < rnnz ? rows[ra + i] : 0;
-                            u32 hit = __ballot_sync(FULL, i < rnnz && entry_topic(e) == k0);
+                            RowEntry e = i < row.nnz ? rows[ra + i] : 0;
+                            u32 hit = __ballot_sync(FULL, i < row.nnz && entry_topic(e) == k0);
                             if (hit) {
                                 a0 = (float)__shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
                                 break;
@@ -612,8 +744,8 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                     if (x < w_old) {
                         k = k0;
                     } else if ((x -= w_old) < s_ex) {
-                        k = in_regs ? row_draw(row, scan_ex, sum_ex, x, k0, k0)
-                                    : sample_row(rows + ra, rnnz, pstar, x, k0, k0);
+                        k = in_regs ? row_draw(row, scan_ex, sum_ex, x, slot0, w0, k0)
+                                    : sample_row(rows + ra, row.nnz, pstar, x, k0, k0);
                     } else {
                         // p2 without k0: redraw while the tree lands on k0 (fresh blocks of the
                         // token's stream; bounded, then k0 is kept).
