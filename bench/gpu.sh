@@ -15,6 +15,11 @@
 #                                           tokens/s (mean of iterations 1-100 and steady state)
 #                                           and held-out LL at each K; CuLDA_CGS side by side when
 #                                           .peers/culda is carried
+#                    bench/gpu.sh peer      CuLDA_CGS (two builds) and Topos at K = 1,024, one call
+#                    bench/gpu.sh profile [K...]  Nsight Compute on the sampler (SOURCE=1: the
+#                                           per-instruction source view too)
+#                    bench/gpu.sh tune [K...]    40-iteration A/B of compile-time shapes (TUNE) and
+#                                           kernel switches (DEFINES)
 #
 # The device call (the `device` tool's run, carry [".devbin", ".devdata"] and ".peers" for the
 # peer):  bash bench/gpu.sh check   (or bench). Results go to $OUT (logs, JSON, table.tsv).
