@@ -648,10 +648,14 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                 }
             }
             u32 count = min(32u, e1 - base);
-            // The tokens of this batch that start a document (a row to load): lane j's document
-            // differs from lane j−1's (lane 0: from the row in registers).
-            u32 prev_doc = __shfl_up_sync(FULL, my_doc, 1);
-            u32 starts = __ballot_sync(FULL, my_e < e1 && my_doc != (lane == 0 ? cached_doc : prev_doc));
+            // With ROW_PREFETCH, the tokens of this batch that start a document (a row to
+            // load): lane j's document differs from lane j−1's (lane 0: from the row in
+            // registers).
+            u32 starts = 0;
+            if (ROW_PREFETCH) {
+                u32 prev_doc = __shfl_up_sync(FULL, my_doc, 1);
+                starts = __ballot_sync(FULL, my_e < e1 && my_doc != (lane == 0 ? cached_doc : prev_doc));
+            }
             u32 pre_j = 32;  // the start whose row `pre` holds (32: none)
             for (u32 j = 0; j < count; j++) {
                 u32 d = __shfl_sync(FULL, my_doc, j);
@@ -687,7 +691,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                     // 2,761M tokens/s there). Rows of up to 32·ROW_HALF entries. Off at small K
                     // (ROW_PREFETCH = 0), where rows mostly sit in L2 and the registers are
                     // short: 7% slower at K = 1,000.
-                    u32 later = ROW_PREFETCH ? starts & ~((2u << j) - 1u) : 0u;
+                    u32 later = starts & ~((2u << j) - 1u);
                     pre_j = 32;
                     if (later) {
                         u32 j2 = __ffs(later) - 1;
