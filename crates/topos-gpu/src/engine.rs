@@ -161,8 +161,14 @@ pub struct SamplerShape {
     /// Rows of at most half the registers' entries loaded and drawn at half width
     /// (`ROW_SPLIT`).
     pub split_rows: bool,
+    /// A middle width between half and all of the registers (`ROW_MID`; 0: none): rows that
+    /// outgrow half the registers by a little are drawn at this many slots, not all of them.
+    pub mid_regs: u32,
     /// The next document's row fetched while the current one's tokens draw (`ROW_PREFETCH`).
     pub prefetch_rows: bool,
+    /// Groups of 32 tree leaves whose word-topic loads each warp keeps in flight at once
+    /// (`LEAF_BATCH`).
+    pub leaf_batch: u32,
 }
 
 /// The sampler's compile-time shape for K topics in blocks of `sample_threads`.
@@ -176,6 +182,14 @@ pub struct SamplerShape {
 /// - Above: 8 row registers with rows of up to 128 non-zeros at 4, fetching ahead, 32 warps
 ///   (64 registers): esca 2,761M at K = 10,000, against 2,560M without fetching ahead and
 ///   2,244M for the earlier kernel (8 registers always, no fetching ahead).
+///
+/// Session 14, 100 iterations (tokens/s of iterations 1-100 / 51-100): esca's rows grow as it
+/// runs at K = 10,000 (it keeps every token's own count, so a topic a document holds once
+/// stays; its late iterations ran 10% slower than iterations 26-50), past the 128 non-zeros of
+/// the narrow width. A middle width of 5 registers (rows of up to 160) and leaf loads 8 groups
+/// deep took esca from 2,517M / 2,609M to 2,650M / 2,786M there; cgs 2,076M / 2,303M to
+/// 2,124M / 2,315M; K = 32,768 esca 2,111M / 2,262M to 2,144M / 2,279M. At K = 1,000 the deeper
+/// leaf loads cost 1% (esca 3,350M to 3,306M over iterations 21-40), so they stay at 4 there.
 ///
 /// `TOPOS_GPU_ROW_REGS` and `TOPOS_GPU_MIN_BLOCKS` override the first two for tuning, and
 /// `TOPOS_GPU_DEFINES` any of the kernels' compile-time switches (bench/gpu.sh tune).
@@ -193,7 +207,9 @@ pub fn sampler_shape(topics: u32, sample_threads: u32) -> SamplerShape {
         row_regs: env("TOPOS_GPU_ROW_REGS", 1..=16).unwrap_or(regs),
         min_blocks: env("TOPOS_GPU_MIN_BLOCKS", 1..=8).unwrap_or(blocks),
         split_rows: !small,
+        mid_regs: if small { 0 } else { 5 },
         prefetch_rows: !small,
+        leaf_batch: if small { 4 } else { 8 },
     }
 }
 
@@ -211,7 +227,9 @@ fn compile_ptx(
         ("ROW_REGS", shape.row_regs),
         ("MIN_BLOCKS", shape.min_blocks),
         ("ROW_SPLIT", u32::from(shape.split_rows)),
+        ("ROW_MID", shape.mid_regs),
         ("ROW_PREFETCH", u32::from(shape.prefetch_rows)),
+        ("LEAF_BATCH", shape.leaf_batch),
         ("WIDE_ROWS", u32::from(wide_rows)),
     ];
     let tuning = tuning_defines();
@@ -952,15 +970,22 @@ mod tests {
         assert_eq!(sample_block_threads(tree_floats(10_000) * 4, sm), 256);
         assert_eq!(sample_block_threads(tree_floats(16_384) * 4, sm), 512);
         assert_eq!(sample_block_threads(tree_floats(32_768) * 4, sm), 1024);
-        // 40 warps of 48 registers at K = 1,024; 32 warps of 64 above K = 2,048, rows split
-        // and fetched ahead.
+        // 40 warps of 48 registers at K = 1,024; 32 warps of 64 above K = 2,048, rows at three
+        // widths (4, 5 and 8 slots) and fetched ahead, leaf loads 8 groups deep.
         let shape = |k, threads| {
             let s = sampler_shape(k, threads);
-            (s.row_regs, s.min_blocks, s.split_rows, s.prefetch_rows)
+            let widths = (s.split_rows, s.mid_regs);
+            (
+                s.row_regs,
+                s.min_blocks,
+                widths,
+                s.prefetch_rows,
+                s.leaf_batch,
+            )
         };
-        assert_eq!(shape(1024, 256), (4, 5, false, false));
-        assert_eq!(shape(10_000, 256), (8, 4, true, true));
-        assert_eq!(shape(32_768, 1024), (8, 1, true, true));
+        assert_eq!(shape(1024, 256), (4, 5, (false, 0), false, 4));
+        assert_eq!(shape(10_000, 256), (8, 4, (true, 5), true, 8));
+        assert_eq!(shape(32_768, 1024), (8, 1, (true, 5), true, 8));
     }
 
     #[test]
@@ -976,7 +1001,9 @@ mod tests {
                         row_regs,
                         min_blocks: 1,
                         split_rows,
+                        mid_regs: if split_rows { row_regs * 3 / 4 } else { 0 },
                         prefetch_rows,
+                        leaf_batch: 4 + 4 * u32::from(wide_rows),
                     };
                     if let Err(e) = compile_ptx(shape, 256, wide_rows, 9, 0) {
                         panic!("{shape:?} wide {wide_rows}: {e}");

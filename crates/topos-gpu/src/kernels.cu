@@ -349,18 +349,38 @@ __device__ __forceinline__ u32 sample_row(const RowEntry* __restrict__ row, u32 
 // K = 1,000 and at K = 10,000 alike (the loads of slots 4-7 of the 8 were predicated off in
 // nearly every lane), yet the register row took 40% of the sampler's instructions at 8 slots
 // against 26% at 4, and the owner lane's walk over its slots 20% (one lane active).
+//
+// A third, middle width (ROW_MID) for rows just past the narrow one: esca keeps each token's own
+// count in its document's row, so a topic a document holds once stays, and its rows grow as it
+// runs (at K = 10,000 its iterations 76-100 ran 10% slower than 26-50, on an H100). Drawing
+// rows of 129-160 non-zeros at 5 slots instead of 8 took esca's iterations 51-100 from 2,637M
+// to 2,786M tokens/s there; at 6 slots the same, so 5, which costs cgs (whose rows do not
+// grow) nothing.
 #ifndef ROW_REGS
 #define ROW_REGS 4
 #endif
 #ifndef ROW_SPLIT
 #define ROW_SPLIT 1
 #endif
+// The narrow width: half of ROW_REGS unless ROW_NARROW (1..ROW_REGS) names it.
+#ifdef ROW_NARROW
+#define ROW_HALF (ROW_SPLIT ? ROW_NARROW : ROW_REGS)
+#else
 #define ROW_HALF (ROW_SPLIT && ROW_REGS >= 2 ? ROW_REGS / 2 : ROW_REGS)
+#endif
 // Whether the sampler fetches the next document's row ahead (see the sampler; the engine sets
 // it and ROW_SPLIT by K, engine.rs `sampler_shape`).
 #ifndef ROW_PREFETCH
 #define ROW_PREFETCH 1
 #endif
+// An optional middle width between ROW_HALF and ROW_REGS (0: none): rows of up to 32·ROW_MID
+// non-zeros are loaded and drawn with ROW_MID slots.
+#ifndef ROW_MID
+#define ROW_MID 0
+#endif
+#define ROW_MIDW (ROW_MID > ROW_HALF && ROW_MID < ROW_REGS ? ROW_MID : ROW_HALF)
+// Slots of the row fetched ahead: rows of up to 32·ROW_PRE non-zeros.
+#define ROW_PRE ROW_MIDW
 
 struct RowRegs {
     float cum[ROW_REGS];
@@ -368,8 +388,17 @@ struct RowRegs {
     u32 nnz;
 };
 
-// Whether the row needs all ROW_REGS slots (the same in every lane of the warp).
-__device__ __forceinline__ bool row_wide(const RowRegs& row) { return row.nnz > 32u * ROW_HALF; }
+// The width a row of nnz non-zeros is held at (the same in every lane of the warp):
+// 0 ROW_HALF slots, 1 ROW_MIDW, 2 ROW_REGS.
+__device__ __forceinline__ int row_class(u32 nnz) {
+    return nnz <= 32u * ROW_HALF ? 0 : (ROW_MIDW > ROW_HALF && nnz <= 32u * ROW_MIDW) ? 1 : 2;
+}
+
+// F<width>(args) at the width of a row of nnz non-zeros.
+#define ROW_AT_WIDTH(nnz, F, ...)                                  \
+    (row_class(nnz) == 0   ? F<ROW_HALF>(__VA_ARGS__)              \
+     : row_class(nnz) == 1 ? F<ROW_MIDW>(__VA_ARGS__)              \
+                           : F<ROW_REGS>(__VA_ARGS__))
 
 // This lane's slots that hold an entry: r·32 + lane < nnz.
 __device__ __forceinline__ u32 row_mine(const RowRegs& row) {
@@ -416,8 +445,9 @@ __device__ __forceinline__ void row_fetch_n(RowEntry (&e)[R], const RowEntry* __
 // weights, taken in slot order. Every one of the R slots is computed, empty or not (a uniform
 // branch per slot serialized the slots' shared-memory loads: 8% slower at K = 1,000 and 10,000
 // on an H100).
-template <int R>
-__device__ __forceinline__ float row_fill_n(RowRegs& row, const RowEntry (&e)[R], const float* pstar) {
+template <int R, int N>
+__device__ __forceinline__ float row_fill_n(RowRegs& row, const RowEntry (&e)[N], const float* pstar) {
+    static_assert(R <= N, "a fill reads at most the fetched slots");
     u32 t[R], c[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -440,13 +470,12 @@ __device__ __forceinline__ float row_load_n(RowRegs& row, const RowEntry* __rest
                                             const float* pstar) {
     RowEntry e[R];
     row_fetch_n<R>(e, entries, nnz);
-    return row_fill_n<R>(row, e, pstar);
+    return row_fill_n<R, R>(row, e, pstar);
 }
 
 // Loads the row of row.nnz entries (at most 32·ROW_REGS) at the width it needs.
 __device__ __forceinline__ float row_load(RowRegs& row, const RowEntry* __restrict__ entries, const float* pstar) {
-    return row_wide(row) ? row_load_n<ROW_REGS>(row, entries, row.nnz, pstar)
-                         : row_load_n<ROW_HALF>(row, entries, row.nnz, pstar);
+    return ROW_AT_WIDTH(row.nnz, row_load_n, row, entries, row.nnz, pstar);
 }
 
 // Topic `skip` in this lane's slots: its count (0 when this lane does not hold it), its weight
@@ -478,8 +507,7 @@ __device__ __forceinline__ u32 row_find_n(const RowRegs& row, u32 skip, const fl
 
 __device__ __forceinline__ u32 row_find(const RowRegs& row, u32 skip, const float* pstar, float& weight,
                                         u32& slot) {
-    return row_wide(row) ? row_find_n<ROW_REGS>(row, skip, pstar, weight, slot)
-                         : row_find_n<ROW_HALF>(row, skip, pstar, weight, slot);
+    return ROW_AT_WIDTH(row.nnz, row_find_n, row, skip, pstar, weight, slot);
 }
 
 // The owner lane's pick among its R slots: the first slot (topic `skip`'s slot `skip_slot` left
@@ -516,8 +544,7 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
     u32 pick = 0;
     if (lane == owner) {
         float y = x - before;
-        pick = row_wide(row) ? row_pick_n<ROW_REGS>(row, y, skip_slot, skip_w)
-                             : row_pick_n<ROW_HALF>(row, y, skip_slot, skip_w);
+        pick = ROW_AT_WIDTH(row.nnz, row_pick_n, row, y, skip_slot, skip_w);
     }
     return __shfl_sync(FULL, pick, owner);
 }
@@ -544,7 +571,11 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+// Groups of 32 leaves whose loads a warp keeps in flight when it fills the tree (the engine
+// sets 8 above K = 2,048: +1% at K = 10,000; 4 below, where 8 cost 1%).
+#ifndef LEAF_BATCH
 #define LEAF_BATCH 4
+#endif
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample(
     const uint4* __restrict__ items, u32 num_items,
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
@@ -625,7 +656,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
         u32 ra = 0;
         bool in_regs = false;
         RowRegs row;
-        RowEntry pre[ROW_HALF];  // the next document's row, fetched ahead
+        RowEntry pre[ROW_PRE];  // the next document's row, fetched ahead
         float s = 0.0f, lane_sum = 0.0f, scan = 0.0f;
         for (u32 base = e0; base < e1; base += 32) {
             // Lane j prepares token base+j.
@@ -670,7 +701,8 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                     in_regs = rnnz <= 32 * ROW_REGS;
                     if (in_regs) {
                         if (pre_j == j) {
-                            lane_sum = row_fill_n<ROW_HALF>(row, pre, pstar);
+                            lane_sum = row_class(rnnz) == 0 ? row_fill_n<ROW_HALF>(row, pre, pstar)
+                                                            : row_fill_n<ROW_PRE>(row, pre, pstar);
                         } else {
                             lane_sum = row_load(row, rows + ra, pstar);
                         }
@@ -697,8 +729,8 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                         u32 j2 = __ffs(later) - 1;
                         u32 n2 = __shfl_sync(FULL, my_nnz, j2);
                         u32 a2 = __shfl_sync(FULL, my_ra, j2);
-                        if (n2 <= 32u * ROW_HALF) {
-                            row_fetch_n<ROW_HALF>(pre, rows + a2, n2);
+                        if (n2 <= 32u * ROW_PRE) {
+                            row_fetch_n<ROW_PRE>(pre, rows + a2, n2);
                             pre_j = j2;
                         }
                     }
