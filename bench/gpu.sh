@@ -124,7 +124,8 @@ fi
 if [ "$mode" = bench ]; then
   # CORPUS=nyt (default): 300K docs, 100K words, ~100M tokens; CORPUS=pubmed: 8.2M docs, 141K
   # words, ~740M tokens. Both made here by `topos synth` (100 true topics, each a Dirichlet around
-  # its own permutation of a Zipf profile), 1% of the documents held out. RUNS picks the runs
+  # its own permutation of a Zipf profile), 1% of the documents held out (HOLDOUT: another
+  # fraction; 0.001 keeps PubMed's evaluation inside a call). RUNS picks the runs
   # (default "esca cgs stream"; stream = esca through --gpu-memory 2GiB, at K = 1024 only).
   ks=${*:-"1024 10000 32768"}
   iters=${ITERS:-100}
@@ -137,7 +138,7 @@ if [ "$mode" = bench ]; then
   if [ ! -f "/tmp/$corpus.tcorp" ]; then
     echo "== $corpus-shaped synthetic corpus: ${synth_args[*]}"
     /usr/bin/time -f "synth %e s" topos synth -o "/tmp/$corpus.tcorp" "${synth_args[@]}" --topics 100 \
-      --holdout 0.01 --json > "$WORK/synth-$corpus.json"
+      --holdout "${HOLDOUT:-0.01}" --json > "$WORK/synth-$corpus.json"
   fi
   row "$corpus corpus	$(cat "$WORK/synth-$corpus.json" 2>/dev/null)"
   for k in $ks; do
