@@ -1003,6 +1003,7 @@ mod tests {
                         split_rows,
                         mid_regs: if split_rows { row_regs * 3 / 4 } else { 0 },
                         prefetch_rows,
+                        // Both leaf depths the engine uses, one per entry width.
                         leaf_batch: 4 + 4 * u32::from(wide_rows),
                     };
                     if let Err(e) = compile_ptx(shape, 256, wide_rows, 9, 0) {
