@@ -75,6 +75,8 @@ fn pipeline_prepare_train_topics_eval_infer() {
     ]);
     let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
     assert_eq!(v["iterations"], 40);
+    // The default sampler is the exact one (issue 17 part 1): esca's model is worse.
+    assert_eq!(v["algorithm"], "cgs");
     assert!(v["heldout_ll"].as_f64().unwrap() < 0.0);
     assert!(model.exists());
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)

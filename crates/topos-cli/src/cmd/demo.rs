@@ -26,8 +26,8 @@ pub struct Args {
     /// Words shown per topic.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Sampler: esca or cgs.
-    #[arg(long, default_value = "esca", value_parser = ["esca", "cgs"])]
+    /// Sampler: cgs (the default) or esca.
+    #[arg(long, default_value = "cgs", value_parser = ["esca", "cgs"])]
     pub algo: String,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0)]
@@ -80,7 +80,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         topics: args.topics,
         iters: args.iters,
         output: Some(dir.join("arxiv.tmod")),
-        algo: args.algo.clone(),
+        algo: Some(args.algo.clone()),
         threads: args.threads,
         seed: args.seed,
         alpha: Some(args.alpha),

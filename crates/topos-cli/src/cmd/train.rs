@@ -24,9 +24,11 @@ pub struct Args {
     /// Output model file (default: the corpus path with the extension .tmod).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Sampler: esca (SaberLDA's ESCA, default) or cgs (sparse collapsed Gibbs, the reference).
-    #[arg(long, default_value = "esca", value_parser = ["esca", "cgs"])]
-    pub algo: String,
+    /// Sampler: cgs (sparse collapsed Gibbs, the reference; the default) or esca (SaberLDA's
+    /// ESCA: faster, but its model is worse on short documents). A --private run defaults to
+    /// esca, the only sampler private training supports.
+    #[arg(long, value_parser = ["esca", "cgs"])]
+    pub algo: Option<String>,
     /// Worker threads (0 = all cores). The model does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -321,6 +323,16 @@ impl Args {
             .args
     }
 
+    /// The sampler asked for: `--algo`, else `esca` for a private run (the only one it
+    /// supports), else `cgs`.
+    pub fn algo_name(&self) -> &str {
+        match (&self.algo, self.private) {
+            (Some(a), _) => a,
+            (None, true) => "esca",
+            (None, false) => "cgs",
+        }
+    }
+
     pub fn output_path(&self) -> PathBuf {
         self.output
             .clone()
@@ -432,7 +444,7 @@ fn open_session<'a>(
 
 /// Trains on `corpus` as `args` say and writes the model; shared with `demo`.
 pub fn train_corpus(corpus: &Corpus, args: &Args, ui: Ui) -> Result<Summary> {
-    let algorithm = Algorithm::from_name(&args.algo).context("unknown algorithm")?;
+    let algorithm = Algorithm::from_name(args.algo_name()).context("unknown algorithm")?;
     let hyper = Hyperparameters::new(args.topics, args.alpha, Some(args.beta))?;
     let private = check_private(args, algorithm)?;
     // A private run trains on the documents cut to the cap (built in memory).
