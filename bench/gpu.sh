@@ -36,13 +36,16 @@ trap 'tar -czf "$OUT/logs.tar.gz" --exclude=./culda/data -C "$WORK" . 2>/dev/nul
 
 if [ "$mode" = build ]; then
   cargo build --release -p topos-cli
-  cargo test --release -p topos-gpu --no-run 2>&1 | tee /tmp/gpu-build.log
-  test_bin=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/gpu-build.log | tail -1)
+  # The GPU tests of the LDA engine (topos-train) and of the k-NN engine (topos-distance).
+  cargo test --release -p topos-train --test gpu --no-run 2>&1 | tee /tmp/gpu-build.log
+  train_bin=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/gpu-build.log | tail -1)
+  cargo test --release -p topos-distance --test gpu --no-run 2>&1 | tee /tmp/gpu-build.log
+  knn_bin=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/gpu-build.log | tail -1)
   rm -rf .devbin && mkdir -p .devbin .devdata
-  cargo build --release -p topos-gpu --example knn_gpu
-  cargo build --release -p topos-distance --example random_csr --example corpus_csr
+  cargo build --release -p topos-distance --example knn_gpu --example random_csr --example corpus_csr
   cp target/release/topos .devbin/topos
-  cp "$test_bin" .devbin/gpu-tests
+  cp "$train_bin" .devbin/gpu-tests
+  cp "$knn_bin" .devbin/knn-gpu-tests
   cp target/release/examples/{knn_gpu,random_csr,corpus_csr} .devbin/
   strip .devbin/*
   data=${TOPOS_20NEWS:-/tmp/bench/20news.tcorp}
@@ -327,7 +330,7 @@ fi
 
 if [ "$mode" = knn ]; then
   echo "== GPU k-NN tests"
-  .devbin/gpu-tests --ignored --test-threads 1 --nocapture knn 2>&1 | tee "$WORK/knn-tests.log"
+  .devbin/knn-gpu-tests --ignored --test-threads 1 --nocapture 2>&1 | tee "$WORK/knn-tests.log"
   grep -q "test result: ok" "$WORK/knn-tests.log"
   row "knn tests	$(grep 'test result' "$WORK/knn-tests.log")"
   # Matrices (raw CSR, made here): random 20,000 × 50,000 and NYTimes-sized 300,000 × 102,000

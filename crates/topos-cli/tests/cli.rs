@@ -178,74 +178,62 @@ fn model_is_byte_identical_for_any_thread_count_and_resume() {
     for algo in ["esca", "cgs"] {
         let m1 = dir.path().join(format!("{algo}1.tmod"));
         let m2 = dir.path().join(format!("{algo}2.tmod"));
-        ok(&[
-            "train",
-            s(&corpus),
-            "-k",
-            "4",
-            "--iters",
-            "20",
-            "--algo",
-            algo,
-            "--threads",
-            "1",
-            "--partitions",
-            "3",
-            "-o",
-            s(&m1),
-            "-q",
-            "--checkpoint-every",
-            "10",
-        ]);
-        ok(&[
-            "train",
-            s(&corpus),
-            "-k",
-            "4",
-            "--iters",
-            "20",
-            "--algo",
-            algo,
-            "--threads",
-            "2",
-            "--partitions",
-            "3",
-            "-o",
-            s(&m2),
-            "-q",
-        ]);
+        let run = |out: &Path, threads: &'static str, extra: &[&str]| {
+            let mut a = vec![
+                "train",
+                s(&corpus),
+                "-k",
+                "4",
+                "--iters",
+                "400",
+                "--algo",
+                algo,
+                "--threads",
+                threads,
+                "--partitions",
+                "3",
+                "-o",
+                s(out),
+                "-q",
+            ];
+            a.extend_from_slice(extra);
+            a.iter().map(|x| x.to_string()).collect::<Vec<String>>()
+        };
+        let args1 = run(&m1, "1", &["--checkpoint-every", "10"]);
+        ok(&args1.iter().map(String::as_str).collect::<Vec<_>>());
+        let args2 = run(&m2, "2", &[]);
+        ok(&args2.iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(
             std::fs::read(&m1).unwrap(),
             std::fs::read(&m2).unwrap(),
             "{algo}: threads changed the model"
         );
-        // m1's run left a checkpoint at iteration 10; resuming it must give the same model.
-        let ckpt = dir.path().join(format!("{algo}1.tmod.ckpt"));
-        assert!(ckpt.exists());
+        // A successful run removes its checkpoint: the model is in place.
+        let ckpt1 = dir.path().join(format!("{algo}1.tmod.ckpt"));
+        assert!(!ckpt1.exists(), "a finished run left its checkpoint");
+
+        // Killed (SIGKILL) after its first checkpoint, then resumed: the same model.
         let m3 = dir.path().join(format!("{algo}3.tmod"));
-        ok(&[
-            "train",
-            s(&corpus),
-            "-k",
-            "4",
-            "--iters",
-            "20",
-            "--algo",
-            algo,
-            "--partitions",
-            "3",
-            "-o",
-            s(&m3),
-            "--checkpoint",
-            s(&ckpt),
-            "--resume",
-            "-q",
-        ]);
+        let ckpt = dir.path().join(format!("{algo}3.tmod.ckpt"));
+        let args3 = run(&m3, "2", &["--checkpoint-every", "1"]);
+        kill_at_first_checkpoint(&args3.iter().map(String::as_str).collect::<Vec<_>>(), &ckpt);
+        assert!(!m3.exists());
+        let mut resume = args3.clone();
+        resume.push("--resume".into());
+        ok(&resume.iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(
             std::fs::read(&m1).unwrap(),
             std::fs::read(&m3).unwrap(),
             "{algo}: resume changed the model"
         );
+        assert!(!ckpt.exists());
+        // No temporary file of the killed run is left once the next writer of the name ran.
+        let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }
 
@@ -296,19 +284,22 @@ fn bad_inputs_get_one_line_errors_and_leave_nothing() {
 
     // A checkpoint from other settings is refused.
     let m = d.join("m.tmod");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
-        "3",
-        "--iters",
-        "4",
-        "--checkpoint-every",
-        "2",
-        "-o",
-        s(&m),
-        "-q",
-    ]);
+    kill_at_first_checkpoint(
+        &[
+            "train",
+            s(&corpus),
+            "-k",
+            "3",
+            "--iters",
+            "100000",
+            "--checkpoint-every",
+            "2",
+            "-o",
+            s(&m),
+            "-q",
+        ],
+        &d.join("m.tmod.ckpt"),
+    );
     fails(
         &[
             "train",
@@ -323,6 +314,17 @@ fn bad_inputs_get_one_line_errors_and_leave_nothing() {
         ],
         "K=3",
     );
+    ok(&[
+        "train",
+        s(&corpus),
+        "-k",
+        "3",
+        "--iters",
+        "4",
+        "-o",
+        s(&m),
+        "-q",
+    ]);
 
     // Models: foreign, truncated, wrong corpus.
     fails(&["topics", s(&corpus)], "not a Topos model");

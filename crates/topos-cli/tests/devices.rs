@@ -5,7 +5,7 @@ mod common;
 use common::*;
 
 fn has_gpu() -> bool {
-    topos_gpu::device::device_count().is_ok_and(|n| n > 0)
+    topos_cuda::device::device_count().is_ok_and(|n| n > 0)
 }
 
 fn small_corpus(dir: &std::path::Path) -> std::path::PathBuf {

@@ -194,7 +194,7 @@ fn knn_bad_inputs_get_one_line_errors_and_leave_nothing() {
         &["knn", c, "--metric", "cosine", "--p", "3", "-o", o],
         "--p",
     );
-    if !topos_gpu::device::device_count().is_ok_and(|n| n > 0) {
+    if !topos_cuda::device::device_count().is_ok_and(|n| n > 0) {
         fails(&["knn", c, "--device", "cuda", "-o", o], "--device cpu");
     }
     // Argument errors come from clap: its one error line, then its "--help" hint.
@@ -285,7 +285,7 @@ fn similar_by_document_text_and_heldout() {
     fails(&["similar", m, "-k", "3"], "exactly one kind of query");
     fails(&["similar", m, "--doc", "999999"], "not in");
     fails(&["similar", m, "--text", "zzzz qqqq"], "vocabulary");
-    if !topos_gpu::device::device_count().is_ok_and(|n| n > 0) {
+    if !topos_cuda::device::device_count().is_ok_and(|n| n > 0) {
         fails(
             &["similar", m, "--doc", "3", "--device", "cuda"],
             "--device cpu",

@@ -1,6 +1,6 @@
 //! The seam between what is computed and where: a [`Backend`] prepares an index matrix once for
 //! one metric ([`PreparedIndex`]) and then answers batches of queries. Two implement it: the
-//! CPU engine ([`crate::cpu`]) and the CUDA engine in `topos-gpu` (`topos_gpu::distance`), which
+//! CPU engine ([`crate::cpu`]) and the CUDA engine (`gpu`, with the `cuda` feature), which
 //! uploads the index in `prepare` and runs one kernel launch per batch; callers do not change.
 //! The checks every backend makes the same way live here.
 

@@ -20,7 +20,7 @@
 //!   non-zero columns (§2.2 Eq. 3, §3.3.1) and Chebyshev.
 //! * [`cpu`]: the engine (inverted index, per-query accumulator, expansion scan, rayon);
 //!   [`topk`]: top-k selection; [`mod@knn`]: batched k-NN; [`pairwise`]: full matrices;
-//!   [`mod@backend`]: the device seam (the CUDA engine is `topos_gpu::distance`) and the checks
+//!   [`mod@backend`]: the device seam (the CUDA engine is [`gpu`], with the `cuda` feature) and the checks
 //!   every backend shares.
 
 pub mod aggregate;
@@ -29,6 +29,8 @@ pub mod cpu;
 pub mod csr;
 pub mod error;
 pub mod expanded;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod kernel;
 pub mod knn;
 pub mod metric;

@@ -1,7 +1,19 @@
-//! Write-to-temporary-then-rename.
+//! Write-to-temporary-then-rename, for one file or for several that must change together.
+//!
+//! A file is written under a hidden temporary name in its destination's directory
+//! (`.NAME.XXXXXX.tmp`) and renamed over the real name only once complete and synced, so a crash
+//! never leaves half a file under the real name. The temporary is **locked** (an advisory lock
+//! the operating system drops when its holder dies) for as long as it is being written: a later
+//! writer of the same name deletes the temporaries nobody holds, so a process killed in the
+//! middle of writing a multi-gigabyte model leaves nothing behind for long (issue 18, row 11).
+//!
+//! Several files that belong together (a model and its document-topic side file) are *staged*
+//! first ([`AtomicFile::stage`]: complete and synced under their temporary names) and renamed
+//! only when all of them are ready, so an error while writing any of them replaces none.
 
 use crate::FormatError;
-use std::io::{BufWriter, Write};
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// A file being written under a temporary name in the destination's directory. [`AtomicFile::commit`]
@@ -12,22 +24,68 @@ pub struct AtomicFile {
     path: PathBuf,
 }
 
-impl AtomicFile {
-    /// Starts writing `path`.
-    pub fn create(path: &Path) -> Result<Self, FormatError> {
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
+/// A complete, synced file under its temporary name, waiting to be renamed into place by
+/// [`Staged::persist`]. Dropped unpersisted, the temporary is deleted.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: tempfile::NamedTempFile,
+    path: PathBuf,
+}
+
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+fn temp_prefix(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.")
+}
+
+/// Deletes the temporaries of earlier writers of `path` that died before renaming them: files
+/// named like ours whose lock nobody holds. Returns how many were removed. Best effort: a
+/// temporary that cannot be opened or removed is left alone.
+pub fn remove_stale_temporaries(path: &Path) -> usize {
+    let prefix = temp_prefix(path);
+    let Ok(entries) = std::fs::read_dir(dir_of(path)) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(&prefix) && name.ends_with(".tmp")) {
+            continue;
+        }
+        let p = entry.path();
+        let Ok(f) = File::options().read(true).write(true).open(&p) else {
+            continue;
         };
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        // A live writer holds the lock; a dead one's lock went with it.
+        if f.try_lock().is_ok() && std::fs::remove_file(&p).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+impl AtomicFile {
+    /// Starts writing `path`: checks that its directory accepts a new file (so a run can refuse a
+    /// bad output path before any work, by creating and dropping one), removes temporaries that
+    /// dead writers left, and locks its own.
+    pub fn create(path: &Path) -> Result<Self, FormatError> {
+        remove_stale_temporaries(path);
         let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
+            .prefix(&temp_prefix(path))
             .suffix(".tmp")
-            .tempfile_in(dir)
+            .tempfile_in(dir_of(path))
             .map_err(|e| FormatError::io(path, e))?;
+        tmp.as_file().lock().map_err(|e| FormatError::io(path, e))?;
         // tempfile creates 0600 files; a model or corpus is an ordinary file (0644 before umask).
         #[cfg(unix)]
         {
@@ -49,13 +107,26 @@ impl AtomicFile {
             .map_err(|e| FormatError::io(&self.path, e))
     }
 
+    /// Overwrites bytes at `offset` from the start (for a header whose checksum is known only at
+    /// the end); later writes go on at the end.
+    pub fn write_at(&mut self, offset: u64, bytes: &[u8]) -> Result<(), FormatError> {
+        let io = |e| FormatError::io(&self.path, e);
+        let w = self.tmp.as_mut().expect("write after commit");
+        w.flush().map_err(io)?;
+        let f = w.get_mut().as_file_mut();
+        f.seek(SeekFrom::Start(offset)).map_err(io)?;
+        f.write_all(bytes).map_err(io)?;
+        f.seek(SeekFrom::End(0)).map_err(io)?;
+        Ok(())
+    }
+
     /// The destination path.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Makes the file visible under its real name.
-    pub fn commit(mut self) -> Result<(), FormatError> {
+    /// Completes the file under its temporary name (flushed and synced), to be renamed later.
+    pub fn stage(mut self) -> Result<Staged, FormatError> {
         let w = self.tmp.take().expect("commit twice");
         let tmp = w
             .into_inner()
@@ -63,7 +134,28 @@ impl AtomicFile {
         tmp.as_file()
             .sync_all()
             .map_err(|e| FormatError::io(&self.path, e))?;
-        tmp.persist(&self.path)
+        Ok(Staged {
+            tmp,
+            path: std::mem::take(&mut self.path),
+        })
+    }
+
+    /// Makes the file visible under its real name.
+    pub fn commit(self) -> Result<(), FormatError> {
+        self.stage()?.persist()
+    }
+}
+
+impl Staged {
+    /// The destination path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the file into place.
+    pub fn persist(self) -> Result<(), FormatError> {
+        self.tmp
+            .persist(&self.path)
             .map_err(|e| FormatError::io(&self.path, e.error))?;
         Ok(())
     }
@@ -75,5 +167,139 @@ impl Write for AtomicFile {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.tmp.as_mut().expect("write after commit").flush()
+    }
+}
+
+/// A Topos file (`header ‖ payload`) written piece by piece: the payload streams through an XXH3
+/// hasher and the header is filled in at the end, so a file of any size is written without
+/// holding its payload in memory. The bytes are exactly those of [`crate::write_file`] for the
+/// same payload.
+pub struct StreamingFile {
+    file: AtomicFile,
+    kind: crate::Kind,
+    version: u32,
+    hasher: xxhash_rust::xxh3::Xxh3,
+    len: u64,
+}
+
+impl StreamingFile {
+    /// Starts a file of `kind` and `version` at `path` (under a temporary name).
+    pub fn create(kind: &crate::Kind, version: u32, path: &Path) -> Result<Self, FormatError> {
+        let mut file = AtomicFile::create(path)?;
+        file.write_all(&[0u8; crate::HEADER_LEN])?;
+        Ok(Self {
+            file,
+            kind: *kind,
+            version,
+            hasher: xxhash_rust::xxh3::Xxh3::new(),
+            len: 0,
+        })
+    }
+
+    /// Appends payload bytes.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), FormatError> {
+        self.hasher.update(bytes);
+        self.len += bytes.len() as u64;
+        self.file.write_all(bytes)
+    }
+
+    /// Payload bytes written so far.
+    pub fn payload_len(&self) -> u64 {
+        self.len
+    }
+
+    /// Writes the header and completes the file under its temporary name; returns it with the
+    /// payload's checksum (what [`crate::check`] reports for the file).
+    pub fn stage(mut self) -> Result<(Staged, u64), FormatError> {
+        let sum = self.hasher.digest();
+        let header = crate::header_with(&self.kind, self.version, self.len, sum);
+        self.file.write_at(0, &header)?;
+        Ok((self.file.stage()?, sum))
+    }
+
+    /// Completes the file and renames it into place; returns the payload's checksum.
+    pub fn commit(self) -> Result<u64, FormatError> {
+        let (staged, sum) = self.stage()?;
+        staged.persist()?;
+        Ok(sum)
+    }
+}
+
+impl Write for StreamingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        StreamingFile::write(self, buf).map_err(std::io::Error::other)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KIND: crate::Kind = crate::Kind {
+        name: "test",
+        magic: *b"TOPOSTST",
+        supported: &[1],
+        version_hint: "",
+    };
+
+    #[test]
+    fn streaming_equals_whole_and_stale_temporaries_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let whole = dir.path().join("whole.bin");
+        let streamed = dir.path().join("streamed.bin");
+        let payload: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        crate::write_file(&KIND, 1, &whole, &payload).unwrap();
+        let mut s = StreamingFile::create(&KIND, 1, &streamed).unwrap();
+        for piece in payload.chunks(7777) {
+            s.write(piece).unwrap();
+        }
+        let sum = s.commit().unwrap();
+        assert_eq!(
+            std::fs::read(&whole).unwrap(),
+            std::fs::read(&streamed).unwrap()
+        );
+        assert_eq!(sum, crate::checksum(&payload));
+
+        // A temporary whose writer died (nobody holds its lock) is removed by the next writer of
+        // that name; one still being written is not.
+        let dead = dir.path().join(".whole.bin.abc123.tmp");
+        std::fs::write(&dead, b"half a model").unwrap();
+        let live = AtomicFile::create(&whole).unwrap();
+        assert!(!dead.exists());
+        let other = AtomicFile::create(&whole).unwrap();
+        let temps = || {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter(|e| {
+                    let n = e.as_ref().unwrap().file_name();
+                    n.to_string_lossy().ends_with(".tmp")
+                })
+                .count()
+        };
+        assert_eq!(temps(), 2, "a live writer's temporary was removed");
+        drop(live);
+        drop(other);
+        assert_eq!(temps(), 0);
+    }
+
+    #[test]
+    fn staged_files_appear_only_when_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        let mut f = AtomicFile::create(&a).unwrap();
+        f.write_all(b"x").unwrap();
+        let staged = f.stage().unwrap();
+        assert!(!a.exists());
+        staged.persist().unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"x");
+        let mut g = AtomicFile::create(&a).unwrap();
+        g.write_all(b"y").unwrap();
+        drop(g.stage().unwrap());
+        assert_eq!(std::fs::read(&a).unwrap(), b"x");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

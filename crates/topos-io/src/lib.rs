@@ -10,7 +10,7 @@
 mod atomic;
 mod codec;
 
-pub use atomic::AtomicFile;
+pub use atomic::{remove_stale_temporaries, AtomicFile, Staged, StreamingFile};
 pub use codec::{ByteReader, ByteWriter};
 
 use std::path::Path;
@@ -84,12 +84,17 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 
 /// The header for `payload` in `version` of `kind`.
 pub fn header(kind: &Kind, version: u32, payload: &[u8]) -> [u8; HEADER_LEN] {
+    header_with(kind, version, payload.len() as u64, checksum(payload))
+}
+
+/// The header for a payload of `len` bytes whose XXH3-64 is `sum`.
+pub fn header_with(kind: &Kind, version: u32, len: u64, sum: u64) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(&kind.magic);
     h[8..12].copy_from_slice(&version.to_le_bytes());
     // 12..16 reserved (zero)
-    h[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    h[24..32].copy_from_slice(&checksum(payload).to_le_bytes());
+    h[16..24].copy_from_slice(&len.to_le_bytes());
+    h[24..32].copy_from_slice(&sum.to_le_bytes());
     h
 }
 

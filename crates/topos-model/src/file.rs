@@ -43,12 +43,18 @@
 //! The bytes are a pure function of the model — no timestamps, thread counts or host names — so
 //! the same training run gives a byte-identical file.
 //!
-//! **`.doctopics`, version 1** (magic `TOPOSDTC`), the document-topic counts A of the training
-//! documents, in CSR form:
+//! **`.doctopics`, version 2** (magic `TOPOSDTC`), the document-topic counts A of the training
+//! documents, in CSR form, after the payload checksum of the model file they belong to:
 //!
 //! ```text
-//! u32 K, u64 D, u64 nnz, (D + 1) × u64 offsets, nnz × u16 topics, nnz × u32 counts
+//! u64 model checksum, u32 K, u64 D, u64 nnz, (D + 1) × u64 offsets, nnz × u16 topics,
+//! nnz × u32 counts
 //! ```
+//!
+//! A side file whose recorded checksum is not its model's is refused
+//! ([`DocTopics::read_for_model`]): a model retrained to the same path, or a crash between the
+//! renames of the two files, can no longer pair one run's model with another's document counts
+//! (issue 18). Version 1 (no checksum) is still read.
 //!
 //! It lives beside the model as `<model path>.doctopics` ([`doc_topics_path`]), so a model can be
 //! shipped without it (inference and held-out evaluation need only B).
@@ -72,14 +78,15 @@ pub const MODEL_KIND: Kind = Kind {
     version_hint: "read it with the topos release that wrote it, or re-train the model",
 };
 
-/// The document-topic side file's current format version.
-pub const DOC_TOPICS_VERSION: u32 = 1;
+/// The document-topic side file's current format version (2: it records the checksum of the
+/// model it belongs to).
+pub const DOC_TOPICS_VERSION: u32 = 2;
 
 /// The document-topic side file kind.
 pub const DOC_TOPICS_KIND: Kind = Kind {
     name: "Topos document-topic",
     magic: *b"TOPOSDTC",
-    supported: &[1],
+    supported: &[1, 2],
     version_hint: "read it with the topos release that wrote it, or re-train the model",
 };
 
@@ -111,12 +118,6 @@ impl TopicModel {
         )
         .map_err(|e| e.to_string())?;
         let v = self.vocab.len();
-        if v == 0 {
-            return Err("the vocabulary is empty".into());
-        }
-        if v > u32::MAX as usize {
-            return Err(format!("{v} words do not fit 32-bit word ids"));
-        }
         if Some(self.word_topic.len()) != v.checked_mul(self.num_topics()) {
             return Err(format!(
                 "word-topic matrix has {} entries, expected V × K = {v} × {}",
@@ -124,13 +125,7 @@ impl TopicModel {
                 self.num_topics()
             ));
         }
-        for (i, w) in self.vocab.words().iter().enumerate() {
-            if self.vocab.id(w) != Some(i as u32) {
-                return Err(format!(
-                    "word {w:?} appears twice in the vocabulary (id {i})"
-                ));
-            }
-        }
+        validate_vocabulary(&self.vocab)?;
         if let Some(g) = &self.privacy {
             validate_guarantee(g)?;
         }
@@ -143,20 +138,7 @@ impl TopicModel {
             .map_err(|why| ModelError::Inconsistent { what: "model", why })?;
         let k = self.num_topics();
         let mut w = ByteWriter::new();
-        w.u32(self.hyper.num_topics);
-        w.f64(self.hyper.alpha);
-        w.f64(self.hyper.beta);
-        let p = &self.provenance;
-        w.str(&p.algorithm);
-        w.u32(p.iterations);
-        w.u64(p.seed);
-        w.u64(p.corpus_checksum);
-        w.u64(p.num_docs);
-        w.u64(p.num_tokens);
-        w.u32(self.vocab.len() as u32);
-        for word in self.vocab.words() {
-            w.str(word);
-        }
+        encode_head(&mut w, &self.hyper, &self.provenance, &self.vocab);
         let total: u64 = self
             .word_topic
             .par_iter()
@@ -185,13 +167,7 @@ impl TopicModel {
         for c in chunks {
             w.buf.extend_from_slice(&c);
         }
-        match &self.privacy {
-            None => w.u8(0),
-            Some(g) => {
-                w.u8(1);
-                w.str(&serde_json::to_string(g).expect("a guarantee serializes"));
-            }
-        }
+        encode_privacy(&mut w, self.privacy.as_ref());
         Ok(w.buf)
     }
 
@@ -212,8 +188,16 @@ impl TopicModel {
 
     /// Reads and validates the model at `path`.
     pub fn read(path: &Path) -> Result<TopicModel, ModelError> {
+        Ok(Self::read_with_checksum(path)?.0)
+    }
+
+    /// Reads the model at `path` with its payload checksum, which identifies this model file
+    /// (its `.doctopics` side file records it, [`DocTopics::read_for_model`]).
+    pub fn read_with_checksum(path: &Path) -> Result<(TopicModel, u64), ModelError> {
         let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
-        Self::from_file_bytes(&bytes, path)
+        let model = Self::from_file_bytes(&bytes, path)?;
+        let sum = u64::from_le_bytes(bytes[24..32].try_into().expect("a checked header"));
+        Ok((model, sum))
     }
 
     /// Parses a whole model file already in memory; `path` only names it in messages.
@@ -231,8 +215,60 @@ impl TopicModel {
     }
 }
 
+/// Hyperparameters, provenance and vocabulary: the payload up to the word-topic counts.
+pub(crate) fn encode_head(
+    w: &mut ByteWriter,
+    hyper: &Hyperparameters,
+    p: &Provenance,
+    vocab: &Vocabulary,
+) {
+    w.u32(hyper.num_topics);
+    w.f64(hyper.alpha);
+    w.f64(hyper.beta);
+    w.str(&p.algorithm);
+    w.u32(p.iterations);
+    w.u64(p.seed);
+    w.u64(p.corpus_checksum);
+    w.u64(p.num_docs);
+    w.u64(p.num_tokens);
+    w.u32(vocab.len() as u32);
+    for word in vocab.words() {
+        w.str(word);
+    }
+}
+
+/// The privacy section: the payload after the word-topic counts.
+pub(crate) fn encode_privacy(w: &mut ByteWriter, privacy: Option<&topos_privacy::Guarantee>) {
+    match privacy {
+        None => w.u8(0),
+        Some(g) => {
+            w.u8(1);
+            w.str(&serde_json::to_string(g).expect("a guarantee serializes"));
+        }
+    }
+}
+
+/// A vocabulary a model file can hold: not empty, 32-bit ids, no word twice.
+pub(crate) fn validate_vocabulary(vocab: &Vocabulary) -> Result<(), String> {
+    let v = vocab.len();
+    if v == 0 {
+        return Err("the vocabulary is empty".into());
+    }
+    if v > u32::MAX as usize {
+        return Err(format!("{v} words do not fit 32-bit word ids"));
+    }
+    for (i, w) in vocab.words().iter().enumerate() {
+        if vocab.id(w) != Some(i as u32) {
+            return Err(format!(
+                "word {w:?} appears twice in the vocabulary (id {i})"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The rules a recorded guarantee must satisfy, on writing and on reading.
-fn validate_guarantee(g: &topos_privacy::Guarantee) -> Result<(), String> {
+pub(crate) fn validate_guarantee(g: &topos_privacy::Guarantee) -> Result<(), String> {
     if !(g.epsilon.is_finite() && g.epsilon > 0.0) {
         return Err(format!(
             "privacy guarantee: ε = {} is not a positive finite number",
@@ -420,7 +456,7 @@ fn decode_model(
 
 impl DocTopics {
     /// The file payload (see the module documentation).
-    fn encode(&self) -> Result<Vec<u8>, ModelError> {
+    fn encode(&self, model_checksum: u64) -> Result<Vec<u8>, ModelError> {
         // `DocTopics::default()` has no leading offset; with no entries it means "no documents".
         let normalized;
         let a = if self.offsets.is_empty() && self.topics.is_empty() && self.counts.is_empty() {
@@ -434,6 +470,7 @@ impl DocTopics {
             why,
         })?;
         let mut w = ByteWriter::new();
+        w.u64(model_checksum);
         w.u32(a.num_topics);
         w.u64(a.len() as u64);
         w.u64(a.topics.len() as u64);
@@ -443,29 +480,57 @@ impl DocTopics {
         Ok(w.buf)
     }
 
-    /// Writes the counts to `path` atomically.
-    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
-        let payload = self.encode()?;
+    /// Writes the counts to `path` atomically, recording that they belong to the model whose
+    /// payload checksum is `model_checksum` ([`TopicModel::read_with_checksum`]).
+    pub fn write(&self, path: &Path, model_checksum: u64) -> Result<(), ModelError> {
+        let payload = self.encode(model_checksum)?;
         topos_io::write_file(&DOC_TOPICS_KIND, DOC_TOPICS_VERSION, path, &payload)?;
         Ok(())
     }
 
     /// The whole file: header and payload.
-    pub fn to_file_bytes(&self) -> Result<Vec<u8>, ModelError> {
-        let payload = self.encode()?;
+    pub fn to_file_bytes(&self, model_checksum: u64) -> Result<Vec<u8>, ModelError> {
+        let payload = self.encode(model_checksum)?;
         let mut bytes = topos_io::header(&DOC_TOPICS_KIND, DOC_TOPICS_VERSION, &payload).to_vec();
         bytes.extend_from_slice(&payload);
         Ok(bytes)
     }
 
-    /// Reads and validates the counts at `path`.
+    /// Reads and validates the counts at `path`, whatever model they belong to.
     pub fn read(path: &Path) -> Result<DocTopics, ModelError> {
+        Ok(Self::read_file(path)?.0)
+    }
+
+    /// Reads the counts at `path` and the checksum of the model they were written with
+    /// (`None` for a version-1 file, which did not record it).
+    pub fn read_file(path: &Path) -> Result<(DocTopics, Option<u64>), ModelError> {
         let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
         Self::from_file_bytes(&bytes, path)
     }
 
-    /// Parses a whole side file already in memory; `path` only names it in messages.
-    pub fn from_file_bytes(bytes: &[u8], path: &Path) -> Result<DocTopics, ModelError> {
+    /// Reads the side file of the model at `model_path` whose payload checksum is
+    /// `model_checksum`, refusing one written beside another model (a retrained model, or a
+    /// crash between renaming the two files of a run: issue 18, rows 2–4). A version-1 side file
+    /// records no model and is accepted as before.
+    pub fn read_for_model(model_path: &Path, model_checksum: u64) -> Result<DocTopics, ModelError> {
+        let path = doc_topics_path(model_path);
+        let (a, recorded) = Self::read_file(&path)?;
+        match recorded {
+            Some(sum) if sum != model_checksum => Err(ModelError::Mismatch(format!(
+                "{} was written with another model than {} (a later run replaced the model); train again with --doc-topics",
+                path.display(),
+                model_path.display()
+            ))),
+            _ => Ok(a),
+        }
+    }
+
+    /// Parses a whole side file already in memory; `path` only names it in messages. Returns
+    /// the counts and the model checksum the file records (version 2).
+    pub fn from_file_bytes(
+        bytes: &[u8],
+        path: &Path,
+    ) -> Result<(DocTopics, Option<u64>), ModelError> {
         let checked = topos_io::check(&DOC_TOPICS_KIND, path, bytes)?;
         let bad = |what: String| {
             ModelError::from(FormatError::Malformed {
@@ -474,10 +539,12 @@ impl DocTopics {
                 what,
             })
         };
-        if checked.version != 1 {
-            return Err(bad(format!("no decoder for version {}", checked.version)));
-        }
         let mut r = ByteReader::new(checked.payload);
+        let model_checksum = match checked.version {
+            1 => None,
+            2 => Some(r.u64("model checksum").map_err(bad)?),
+            v => return Err(bad(format!("no decoder for version {v}"))),
+        };
         let num_topics = r.u32("number of topics").map_err(bad)?;
         let docs = r.u64("number of documents").map_err(bad)?;
         let nnz = r.u64("number of entries").map_err(bad)?;
@@ -502,7 +569,7 @@ impl DocTopics {
             counts,
         };
         a.validate().map_err(bad)?;
-        Ok(a)
+        Ok((a, model_checksum))
     }
 }
 
@@ -573,19 +640,25 @@ mod tests {
         a.push_dense(&[2, 0, 1]);
         a.push_dense(&[0, 0, 0]);
         a.push_dense(&[0, 4, 0]);
-        a.write(&path).unwrap();
-        assert_eq!(DocTopics::read(&path).unwrap(), a);
-        assert_eq!(std::fs::read(&path).unwrap(), a.to_file_bytes().unwrap());
+        a.write(&path, 7).unwrap();
+        assert_eq!(DocTopics::read_file(&path).unwrap(), (a.clone(), Some(7)));
+        assert_eq!(std::fs::read(&path).unwrap(), a.to_file_bytes(7).unwrap());
+        let model = dir.path().join("m.tmod");
+        assert_eq!(DocTopics::read_for_model(&model, 7).unwrap(), a);
+        let e = DocTopics::read_for_model(&model, 8)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("another model"), "{e}");
 
         let empty = DocTopics {
             num_topics: 3,
             ..Default::default()
         };
-        empty.write(&path).unwrap();
+        empty.write(&path, 7).unwrap();
         assert_eq!(DocTopics::read(&path).unwrap(), DocTopics::new(3));
 
         a.counts[0] = 0;
-        let e = a.write(&path).unwrap_err().to_string();
+        let e = a.write(&path, 7).unwrap_err().to_string();
         assert!(e.contains("zero count"), "{e}");
     }
 }

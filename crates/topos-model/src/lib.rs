@@ -14,6 +14,8 @@
 //! * [`eval`]: all of the above in one serializable report.
 //! * [`mod@infer`]: topic mixtures of unseen documents.
 //! * [`mem`]: memory accounting for the large dense arrays.
+//! * [`writer`]: piecewise writers of the model file and its side file, for runs whose state
+//!   lives on a device and streams back a piece at a time.
 //!
 //! Everything random draws from the counter-based generator of `topos-sampling`
 //! (`Stream::Infer`) keyed by global token index, and every parallel sum is grouped independently
@@ -31,6 +33,7 @@ pub mod mem;
 pub mod model;
 pub mod phi;
 pub mod topics;
+pub mod writer;
 
 pub use coherence::{umass_coherence, umass_coherence_of, Coherence};
 pub use error::ModelError;
@@ -45,3 +48,4 @@ pub use model::{DocTopics, HyperparameterError, Hyperparameters, Provenance, Top
 pub use phi::Phi;
 pub use topics::{summarize, top_word_ids, topic_sizes, TopWord, TopicSummary, TopicsReport};
 pub use topos_privacy::Guarantee;
+pub use writer::{DocTopicsWriter, ModelWriter};

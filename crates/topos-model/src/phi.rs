@@ -14,13 +14,64 @@ use crate::mem::{available_memory, check_budget};
 use crate::{ModelError, TopicModel};
 use rayon::prelude::*;
 
-/// Dense φ (V × K, word-major) with the per-word sums Σ_k φ_kv.
+/// Dense φ (V × K, word-major) with the per-word sums Σ_k φ_kv; or the rows of some words only
+/// ([`Phi::builder_for_words`]: what held-out evaluation during training reads, so its memory
+/// is K × the words it meets, not V × K).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Phi {
     num_words: usize,
     num_topics: usize,
     probs: Vec<f32>,
     word_mass: Vec<f64>,
+    /// For φ of some words only: the row of each word in `probs`, or [`NO_ROW`].
+    index: Option<Vec<u32>>,
+}
+
+/// The index entry of a word whose row a partial φ does not hold.
+const NO_ROW: u32 = u32::MAX;
+
+/// Builds φ for a chosen set of words from the sparse rows of the word-topic counts, fed in any
+/// order and pieces ([`PhiBuilder::push_row`]); rows never pushed are all-zero counts. Each
+/// value is computed as [`Phi::from_model`] computes it, so the rows are bit for bit those of
+/// the whole φ.
+pub struct PhiBuilder {
+    phi: Phi,
+    beta: f64,
+    inv: Vec<f64>,
+}
+
+impl PhiBuilder {
+    /// Sets the counts of word `v` (non-zero (topic, count) pairs; ignored when `v` is not one
+    /// of the builder's words).
+    pub fn push_row(&mut self, v: u32, topics: &[u16], counts: &[u32]) {
+        let k = self.phi.num_topics;
+        let Some(index) = &self.phi.index else {
+            return;
+        };
+        let r = index.get(v as usize).copied().unwrap_or(NO_ROW);
+        if r == NO_ROW {
+            return;
+        }
+        let row = &mut self.phi.probs[r as usize * k..(r as usize + 1) * k];
+        for (&t, &c) in topics.iter().zip(counts) {
+            let t = usize::from(t);
+            row[t] = ((f64::from(c) + self.beta) * self.inv[t]) as f32;
+        }
+    }
+
+    /// The finished φ.
+    pub fn finish(mut self) -> Phi {
+        let k = self.phi.num_topics;
+        for (mass, row) in self
+            .phi
+            .word_mass
+            .iter_mut()
+            .zip(self.phi.probs.chunks_exact(k))
+        {
+            *mass = row.iter().map(|&p| f64::from(p)).sum();
+        }
+        self.phi
+    }
 }
 
 const MEMORY_HINT: &str =
@@ -79,7 +130,70 @@ impl Phi {
             num_topics: k,
             probs,
             word_mass,
+            index: None,
         })
+    }
+
+    /// A builder of φ for `words` only (ids below `num_words`; repeats ignored), from topic
+    /// totals n_k and then the words' sparse rows: what held-out evaluation during a run reads.
+    /// Refused when it needs more than `max_bytes`.
+    pub fn builder_for_words(
+        num_words: usize,
+        beta: f64,
+        topic_totals: &[u64],
+        words: &[u32],
+        max_bytes: Option<u64>,
+    ) -> Result<PhiBuilder, ModelError> {
+        let k = topic_totals.len();
+        let mut index = vec![NO_ROW; num_words];
+        let mut rows = 0u32;
+        for &w in words {
+            let slot = index.get_mut(w as usize).ok_or_else(|| {
+                ModelError::Mismatch(format!("word id {w} is not below V = {num_words}"))
+            })?;
+            if *slot == NO_ROW {
+                *slot = rows;
+                rows += 1;
+            }
+        }
+        let needed = Self::bytes_needed(rows as usize, k)
+            .unwrap_or(u64::MAX)
+            .saturating_add(4 * num_words as u64);
+        check_budget("φ of the held-out words", needed, max_bytes, MEMORY_HINT)?;
+        let v_beta = num_words as f64 * beta;
+        let inv: Vec<f64> = topic_totals
+            .iter()
+            .map(|&n| 1.0 / (n as f64 + v_beta))
+            .collect();
+        let smoothing: Vec<f32> = inv.iter().map(|&i| (beta * i) as f32).collect();
+        let mut probs = Vec::with_capacity(rows as usize * k);
+        for _ in 0..rows {
+            probs.extend_from_slice(&smoothing);
+        }
+        Ok(PhiBuilder {
+            phi: Phi {
+                num_words,
+                num_topics: k,
+                probs,
+                word_mass: vec![0.0; rows as usize],
+                index: Some(index),
+            },
+            beta,
+            inv,
+        })
+    }
+
+    /// The row of word `v` in `probs`.
+    #[inline]
+    fn slot(&self, v: u32) -> usize {
+        match &self.index {
+            None => v as usize,
+            Some(index) => {
+                let r = index[v as usize];
+                assert!(r != NO_ROW, "φ holds no row for word {v}");
+                r as usize
+            }
+        }
     }
 
     /// φ given directly (word-major, `probs[v * K + k]`), e.g. the true topics of a synthetic
@@ -128,6 +242,7 @@ impl Phi {
             num_topics,
             probs,
             word_mass,
+            index: None,
         })
     }
 
@@ -147,22 +262,33 @@ impl Phi {
     #[inline]
     pub fn row(&self, v: u32) -> &[f32] {
         let k = self.num_topics;
-        &self.probs[v as usize * k..(v as usize + 1) * k]
+        let r = self.slot(v);
+        &self.probs[r * k..(r + 1) * k]
     }
 
     /// φ_kv.
     #[inline]
     pub fn get(&self, v: u32, k: usize) -> f32 {
-        self.probs[v as usize * self.num_topics + k]
+        self.probs[self.slot(v) * self.num_topics + k]
     }
 
     /// Σ_k φ_kv (the Q_v / α of SaberLDA §2.3), summed in `f64` from the stored `f32` values.
     #[inline]
     pub fn word_mass(&self, v: u32) -> f64 {
-        self.word_mass[v as usize]
+        self.word_mass[self.slot(v)]
     }
 
-    /// The whole matrix, word-major.
+    /// Whether φ holds the row of word `v` (always, unless built for some words only).
+    pub fn has_row(&self, v: u32) -> bool {
+        (v as usize) < self.num_words
+            && self
+                .index
+                .as_ref()
+                .is_none_or(|index| index[v as usize] != NO_ROW)
+    }
+
+    /// The whole matrix, word-major (for φ of some words only: their rows, in the order the
+    /// words were first given).
     pub fn as_slice(&self) -> &[f32] {
         &self.probs
     }
@@ -197,6 +323,24 @@ mod tests {
         assert_eq!(phi.row(1), &[phi.get(1, 0), phi.get(1, 1)]);
         let again = Phi::from_probabilities(3, 2, phi.as_slice().to_vec()).unwrap();
         assert_eq!(again, phi);
+    }
+
+    #[test]
+    fn phi_of_some_words_has_the_rows_of_the_whole_phi() {
+        let m = model();
+        let whole = Phi::from_model(&m).unwrap();
+        let mut b = Phi::builder_for_words(3, 0.1, &m.topic_totals, &[2, 0, 2], None).unwrap();
+        b.push_row(1, &[0], &[99]);
+        b.push_row(2, &[1], &[4]);
+        b.push_row(0, &[0], &[3]);
+        let part = b.finish();
+        for v in [0, 2] {
+            assert!(part.has_row(v));
+            assert_eq!(part.row(v), whole.row(v));
+            assert_eq!(part.word_mass(v), whole.word_mass(v));
+        }
+        assert!(!part.has_row(1) && !part.has_row(7));
+        assert_eq!(part.as_slice().len(), 2 * 2);
     }
 
     #[test]

@@ -71,6 +71,10 @@ fn fixture_guarantee() -> Guarantee {
 fn regenerate_v2_fixtures() {
     assert_eq!(MODEL_VERSION, 2, "the writer no longer writes version 2");
     fixture_model().write(&fixture("v2.tmod")).unwrap();
+    let (_, sum) = TopicModel::read_with_checksum(&fixture("v2.tmod")).unwrap();
+    fixture_doc_topics()
+        .write(&fixture("v2.tmod.doctopics"), sum)
+        .unwrap();
     fixture_model()
         .with_privacy(fixture_guarantee())
         .write(&fixture("v2-private.tmod"))
@@ -96,6 +100,26 @@ fn reads_the_checked_in_v1_model() {
     let a = DocTopics::read(&doc_topics_path(&path)).unwrap();
     assert_eq!(a, fixture_doc_topics());
     assert_eq!(a.row(3), (&[1u16, 2][..], &[2u32, 12][..]));
+    // Version 1 side files record no model: accepted beside any.
+    assert_eq!(DocTopics::read_for_model(&path, 12345).unwrap(), a);
+}
+
+/// Version 2 of the side file records its model's checksum: read beside that model, refused
+/// beside another.
+#[test]
+fn reads_the_checked_in_v2_side_file_only_beside_its_model() {
+    let path = fixture("v2.tmod");
+    let (_, sum) = TopicModel::read_with_checksum(&path).unwrap();
+    let a = DocTopics::read_for_model(&path, sum).unwrap();
+    assert_eq!(a, fixture_doc_topics());
+    let (_, other) = TopicModel::read_with_checksum(&fixture("v2-private.tmod")).unwrap();
+    let msg = DocTopics::read_for_model(&path, other)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("another model") && !msg.contains('\n'),
+        "{msg}"
+    );
 }
 
 /// While version 2 is the version written, the writer must reproduce its fixtures byte for byte:
@@ -104,7 +128,7 @@ fn reads_the_checked_in_v1_model() {
 #[test]
 fn current_writer_reproduces_the_fixture_bytes() {
     assert_eq!(MODEL_VERSION, 2);
-    assert_eq!(DOC_TOPICS_VERSION, 1);
+    assert_eq!(DOC_TOPICS_VERSION, 2);
     let on_disk = std::fs::read(fixture("v2.tmod")).unwrap();
     assert_eq!(fixture_model().to_file_bytes().unwrap(), on_disk);
     let on_disk = std::fs::read(fixture("v2-private.tmod")).unwrap();
@@ -115,8 +139,9 @@ fn current_writer_reproduces_the_fixture_bytes() {
             .unwrap(),
         on_disk
     );
-    let on_disk = std::fs::read(fixture("v1.tmod.doctopics")).unwrap();
-    assert_eq!(fixture_doc_topics().to_file_bytes().unwrap(), on_disk);
+    let on_disk = std::fs::read(fixture("v2.tmod.doctopics")).unwrap();
+    let (_, sum) = TopicModel::read_with_checksum(&fixture("v2.tmod")).unwrap();
+    assert_eq!(fixture_doc_topics().to_file_bytes(sum).unwrap(), on_disk);
 }
 
 /// Version 2 is version 1 plus the privacy section: the same counts, with or without a
@@ -265,13 +290,14 @@ fn doc_topics_error(bytes: &[u8]) -> String {
 
 #[test]
 fn refuses_other_versions_naming_them() {
-    for name in ["v1.tmod", "v2-private.tmod", "v1.tmod.doctopics"] {
+    for name in [
+        "v1.tmod",
+        "v2-private.tmod",
+        "v1.tmod.doctopics",
+        "v2.tmod.doctopics",
+    ] {
         let good = std::fs::read(fixture(name)).unwrap();
-        let (future, reads) = if name.ends_with(".tmod") {
-            (3u32, "reads versions 1, 2")
-        } else {
-            (2, "reads versions 1")
-        };
+        let (future, reads) = (3u32, "reads versions 1, 2");
         for version in [0u32, future, 77] {
             let mut bytes = good.clone();
             bytes[8..12].copy_from_slice(&version.to_le_bytes());
@@ -448,7 +474,7 @@ fn doc_topics_file(k: u32, offsets: &[u64], topics: &[u16], counts: &[u32]) -> V
 #[test]
 fn refuses_invalid_doc_topics_with_a_good_checksum() {
     let ok = doc_topics_file(3, &[0, 2, 3], &[0, 2, 1], &[1, 1, 5]);
-    let a = DocTopics::from_file_bytes(&ok, Path::new("x")).unwrap();
+    let (a, _) = DocTopics::from_file_bytes(&ok, Path::new("x")).unwrap();
     assert_eq!(a.row(1), (&[1u16][..], &[5u32][..]));
     let cases = [
         (
@@ -553,7 +579,7 @@ fn no_damage_to_the_payload_makes_a_reader_panic() {
             let mut damaged = payload.to_vec();
             damaged[i] ^= 1 << bit;
             let bytes = rewrap(&DOC_TOPICS_KIND, 1, &damaged);
-            if let Ok(a) = DocTopics::from_file_bytes(&bytes, path) {
+            if let Ok((a, _)) = DocTopics::from_file_bytes(&bytes, path) {
                 a.validate().unwrap();
             }
         }

@@ -5,11 +5,11 @@
 
 use topos_model::Hyperparameters;
 use topos_train::synthetic::{generate, SyntheticSpec, TopicShape};
-use topos_train::{Algorithm, TrainOptions, Trainer};
+use topos_train::{sampler_named, TrainDocs, TrainOptions, Trainer};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let algo = Algorithm::from_name(args.get(1).map_or("esca", |s| s)).expect("algo");
+    let algo = sampler_named(args.get(1).map_or("cgs", |s| s)).expect("algo");
     let k: u32 = args.get(2).map_or(100, |s| s.parse().unwrap());
     let threads: usize = args.get(3).map_or(1, |s| s.parse().unwrap());
     let docs: usize = args.get(4).map_or(20_000, |s| s.parse().unwrap());
@@ -34,14 +34,13 @@ fn main() {
         t0.elapsed().as_secs_f64()
     );
     let opts = TrainOptions {
-        algorithm: algo,
+        sampler: algo,
         hyper: Hyperparameters::new(k, None, None).unwrap(),
         seed: 1,
         threads,
         partitions: None,
-        corpus_checksum: 0,
     };
-    let mut t = Trainer::new(corpus.docs.view(), spec.num_words, opts).unwrap();
+    let mut t = Trainer::new(TrainDocs::from(corpus.docs), spec.num_words, opts).unwrap();
     for i in 0..iters {
         let s = t.step();
         if i % 5 == 4 || i + 1 == iters {

@@ -8,7 +8,7 @@
 //! against a different corpus or different settings.
 
 use std::path::Path;
-use topos_io::{ByteReader, ByteWriter, FormatError, Kind};
+use topos_io::{ByteReader, ByteWriter, FormatError, Kind, Staged, StreamingFile};
 
 const KIND: Kind = Kind {
     name: "Topos checkpoint",
@@ -33,10 +33,24 @@ pub struct Checkpoint {
     pub assignments: Vec<u16>,
 }
 
-impl Checkpoint {
-    /// Writes the checkpoint atomically.
-    pub fn write(&self, path: &Path) -> Result<(), FormatError> {
-        let mut w = ByteWriter::new();
+/// What a checkpoint records about its run, beside the assignments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckpointHeader {
+    pub algorithm: String,
+    pub num_topics: u32,
+    pub alpha: f64,
+    pub beta: f64,
+    pub seed: u64,
+    pub partitions: u32,
+    pub corpus_checksum: u64,
+    /// Completed iterations.
+    pub iteration: u32,
+    /// Training tokens (the length of the assignments).
+    pub tokens: u64,
+}
+
+impl CheckpointHeader {
+    fn encode(&self, w: &mut ByteWriter) {
         w.str(&self.algorithm);
         w.u32(self.num_topics);
         w.f64(self.alpha);
@@ -45,7 +59,125 @@ impl Checkpoint {
         w.u32(self.partitions);
         w.u64(self.corpus_checksum);
         w.u32(self.iteration);
-        w.u64(self.assignments.len() as u64);
+        w.u64(self.tokens);
+    }
+
+    /// Why a checkpoint with this header cannot continue the run `expected` describes (the
+    /// iteration aside); `partitions_matter`: the sampler's model depends on the partition count.
+    pub fn check_resumes(
+        &self,
+        expected: &CheckpointHeader,
+        partitions_matter: bool,
+    ) -> Result<(), String> {
+        if self.corpus_checksum != expected.corpus_checksum {
+            return Err("it was made for a different corpus file".into());
+        }
+        if self.tokens != expected.tokens {
+            return Err(format!(
+                "{} tokens in the checkpoint, {} in the corpus",
+                self.tokens, expected.tokens
+            ));
+        }
+        if self.algorithm != expected.algorithm {
+            return Err(format!(
+                "it was made by the {} sampler, and this run asks for {}; resume with --algo {}",
+                self.algorithm, expected.algorithm, self.algorithm
+            ));
+        }
+        if self.num_topics != expected.num_topics
+            || self.alpha != expected.alpha
+            || self.beta != expected.beta
+            || self.seed != expected.seed
+        {
+            return Err(format!(
+                "checkpoint has K={} alpha={} beta={} seed={}, requested K={} alpha={} beta={} seed={}",
+                self.num_topics, self.alpha, self.beta, self.seed, expected.num_topics, expected.alpha, expected.beta, expected.seed
+            ));
+        }
+        if partitions_matter && self.partitions != expected.partitions {
+            return Err(format!(
+                "{} partitions in the checkpoint, {} requested",
+                self.partitions, expected.partitions
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Writes a checkpoint piece by piece (the assignments streamed from a device), with the bytes
+/// of [`Checkpoint::write`].
+pub struct CheckpointWriter {
+    file: StreamingFile,
+    remaining: u64,
+    num_topics: u32,
+}
+
+impl CheckpointWriter {
+    /// Starts the checkpoint at `path` (under a temporary name).
+    pub fn create(path: &Path, header: &CheckpointHeader) -> Result<Self, FormatError> {
+        let mut file = StreamingFile::create(&KIND, 1, path)?;
+        let mut w = ByteWriter::new();
+        header.encode(&mut w);
+        file.write(&w.buf)?;
+        Ok(Self {
+            file,
+            remaining: header.tokens,
+            num_topics: header.num_topics,
+        })
+    }
+
+    /// Appends the next tokens' topics (corpus order).
+    pub fn push(&mut self, z: &[u16]) -> Result<(), FormatError> {
+        let bad = |what: String| FormatError::Malformed {
+            path: String::new(),
+            kind: KIND.name,
+            what,
+        };
+        if z.len() as u64 > self.remaining {
+            return Err(bad("more assignments than tokens".into()));
+        }
+        if let Some(t) = z.iter().find(|&&t| u32::from(t) >= self.num_topics) {
+            return Err(bad(format!("assignment {t} is not a topic below K")));
+        }
+        let mut w = ByteWriter::new();
+        w.u16s(z);
+        self.remaining -= z.len() as u64;
+        self.file.write(&w.buf)
+    }
+
+    /// Completes the file under its temporary name.
+    pub fn stage(self) -> Result<Staged, FormatError> {
+        if self.remaining != 0 {
+            return Err(FormatError::Malformed {
+                path: String::new(),
+                kind: KIND.name,
+                what: format!("{} assignments missing", self.remaining),
+            });
+        }
+        Ok(self.file.stage()?.0)
+    }
+}
+
+impl Checkpoint {
+    /// What the checkpoint records beside the assignments.
+    pub fn header(&self) -> CheckpointHeader {
+        CheckpointHeader {
+            algorithm: self.algorithm.clone(),
+            num_topics: self.num_topics,
+            alpha: self.alpha,
+            beta: self.beta,
+            seed: self.seed,
+            partitions: self.partitions,
+            corpus_checksum: self.corpus_checksum,
+            iteration: self.iteration,
+            tokens: self.assignments.len() as u64,
+        }
+    }
+
+    /// Writes the checkpoint atomically.
+    pub fn write(&self, path: &Path) -> Result<(), FormatError> {
+        let mut w = ByteWriter::new();
+        self.header().encode(&mut w);
         w.u16s(&self.assignments);
         topos_io::write_file(&KIND, 1, path, &w.buf)
     }
@@ -113,6 +245,12 @@ mod tests {
         };
         c.write(&path).unwrap();
         assert_eq!(Checkpoint::read(&path).unwrap(), c);
+        let whole = std::fs::read(&path).unwrap();
+        let mut w = CheckpointWriter::create(&path, &c.header()).unwrap();
+        w.push(&c.assignments[..1]).unwrap();
+        w.push(&c.assignments[1..]).unwrap();
+        w.stage().unwrap().persist().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), whole);
         let mut bad = c.clone();
         bad.assignments[0] = 5;
         bad.write(&path).unwrap();

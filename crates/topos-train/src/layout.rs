@@ -51,12 +51,7 @@ impl Layout {
     /// partition would exceed [`MAX_PARTITION_TOKENS`]) and sorts each partition's tokens by word.
     pub fn build(docs: Docs<'_>, num_partitions: usize) -> Self {
         use rayon::prelude::*;
-        let total = docs.num_tokens();
-        let wanted = num_partitions
-            .max(1)
-            .max(total.div_ceil(MAX_PARTITION_TOKENS) as usize)
-            .min(docs.len().max(1));
-        let ranges = balanced_ranges(docs, wanted);
+        let ranges = partition_ranges(docs, num_partitions);
         let partitions = ranges
             .into_par_iter()
             .map(|r| build_partition(docs, r))
@@ -68,6 +63,17 @@ impl Layout {
     pub fn num_tokens(&self) -> u64 {
         self.partitions.iter().map(|p| p.num_tokens as u64).sum()
     }
+}
+
+/// The document ranges of [`Layout::build`]: `num_partitions` (more if a partition would
+/// exceed [`MAX_PARTITION_TOKENS`], fewer if there are fewer documents) balanced by tokens.
+pub fn partition_ranges(docs: Docs<'_>, num_partitions: usize) -> Vec<std::ops::Range<usize>> {
+    let total = docs.num_tokens();
+    let wanted = num_partitions
+        .max(1)
+        .max(total.div_ceil(MAX_PARTITION_TOKENS) as usize)
+        .min(docs.len().max(1));
+    balanced_ranges(docs, wanted)
 }
 
 /// Contiguous document ranges whose token counts are as even as the document boundaries allow.
@@ -142,10 +148,253 @@ fn build_partition(docs: Docs<'_>, range: std::ops::Range<usize>) -> Partition {
     }
 }
 
+/// A partition without its per-token arrays: what a device-resident run keeps on the host (the
+/// word index is O(V)), filling the PDOW arrays on the device a piece at a time
+/// ([`PartitionShape::fill`]) instead of holding 8 bytes a token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionShape {
+    pub docs: std::ops::Range<usize>,
+    pub token_start: u64,
+    pub num_tokens: usize,
+    /// Distinct words, ascending.
+    pub words: Vec<u32>,
+    /// Tokens of `words[i]` are PDOW entries `word_starts[i]..word_starts[i+1]`.
+    pub word_starts: Vec<u32>,
+}
+
+/// A raw pointer that threads may write through at disjoint indices.
+#[derive(Clone, Copy)]
+struct SharedMut(*mut u32);
+// SAFETY: every user writes disjoint indices (a stable counting sort's positions).
+unsafe impl Send for SharedMut {}
+unsafe impl Sync for SharedMut {}
+
+impl PartitionShape {
+    /// The words of documents `range` of `docs` and where each word's tokens go (a parallel
+    /// histogram of the partition's tokens).
+    pub fn new(docs: Docs<'_>, range: std::ops::Range<usize>) -> Self {
+        use rayon::prelude::*;
+        let token_start = docs.doc_start(range.start);
+        let token_end = docs.doc_start(range.end);
+        let local = &docs.tokens()[token_start as usize..token_end as usize];
+        let bound = docs.max_word_id_bound() as usize;
+        let count = local
+            .par_chunks(1 << 20)
+            .fold(
+                || vec![0u32; bound],
+                |mut c, chunk| {
+                    for &w in chunk {
+                        c[w as usize] += 1;
+                    }
+                    c
+                },
+            )
+            .reduce(
+                || vec![0u32; bound],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    a
+                },
+            );
+        let mut words = Vec::new();
+        let mut word_starts = vec![0u32];
+        let mut acc = 0u32;
+        for (w, &c) in count.iter().enumerate() {
+            if c > 0 {
+                words.push(w as u32);
+                acc += c;
+                word_starts.push(acc);
+            }
+        }
+        Self {
+            docs: range,
+            token_start,
+            num_tokens: local.len(),
+            words,
+            word_starts,
+        }
+    }
+
+    /// PDOW entries of the `i`-th distinct word.
+    #[inline]
+    pub fn word_range(&self, i: usize) -> std::ops::Range<usize> {
+        self.word_starts[i] as usize..self.word_starts[i + 1] as usize
+    }
+
+    /// Consecutive ranges of distinct-word indices whose tokens are at most `max_tokens` each
+    /// (a single word may exceed it).
+    pub fn pieces(&self, max_tokens: usize) -> Vec<std::ops::Range<usize>> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for i in 0..self.words.len() {
+            let tokens = (self.word_starts[i + 1] - self.word_starts[start]) as usize;
+            if tokens > max_tokens && i > start {
+                out.push(start..i);
+                start = i;
+            }
+        }
+        if start < self.words.len() {
+            out.push(start..self.words.len());
+        }
+        out
+    }
+
+    /// The PDOW arrays of the words `piece` (distinct-word indices), exactly those of
+    /// [`Layout::build`]'s partition at entries `word_starts[piece.start]..word_starts[piece.end]`:
+    /// within a word, tokens in corpus order (a stable counting sort, parallel over token
+    /// chunks). `token_src` and `token_doc` must be as long as the piece's entries.
+    pub fn fill(
+        &self,
+        docs: Docs<'_>,
+        piece: std::ops::Range<usize>,
+        token_src: &mut [u32],
+        token_doc: &mut [u32],
+    ) {
+        let chunk = self
+            .num_tokens
+            .div_ceil(rayon::current_num_threads() * 4)
+            .max(1 << 16);
+        self.fill_in_chunks(docs, piece, token_src, token_doc, chunk);
+    }
+
+    /// [`PartitionShape::fill`] with the partition's tokens cut into chunks of `chunk` tokens.
+    fn fill_in_chunks(
+        &self,
+        docs: Docs<'_>,
+        piece: std::ops::Range<usize>,
+        token_src: &mut [u32],
+        token_doc: &mut [u32],
+        chunk: usize,
+    ) {
+        use rayon::prelude::*;
+        if piece.is_empty() {
+            return;
+        }
+        let first = self.word_starts[piece.start];
+        let entries = (self.word_starts[piece.end] - first) as usize;
+        assert!(token_src.len() == entries && token_doc.len() == entries);
+        let (w_lo, w_hi) = (self.words[piece.start], self.words[piece.end - 1]);
+        let span = (w_hi - w_lo + 1) as usize;
+        // Slot of each word of the piece in a span-wide table (u32::MAX: not in the piece).
+        let mut slot_of = vec![u32::MAX; span];
+        for (j, &w) in self.words[piece.clone()].iter().enumerate() {
+            slot_of[(w - w_lo) as usize] = j as u32;
+        }
+        let n_words = piece.len();
+        let local =
+            &docs.tokens()[self.token_start as usize..self.token_start as usize + self.num_tokens];
+        let chunk = chunk.max(1);
+        let chunks: Vec<std::ops::Range<usize>> = (0..local.len())
+            .step_by(chunk)
+            .map(|s| s..(s + chunk).min(local.len()))
+            .collect();
+        let slot = |w: u32| -> Option<usize> {
+            if w < w_lo || w > w_hi {
+                return None;
+            }
+            let j = slot_of[(w - w_lo) as usize];
+            (j != u32::MAX).then_some(j as usize)
+        };
+        // Pass A: every chunk's count of every word of the piece.
+        let counts: Vec<Vec<u32>> = chunks
+            .par_iter()
+            .map(|r| {
+                let mut c = vec![0u32; n_words];
+                for &w in &local[r.clone()] {
+                    if let Some(j) = slot(w) {
+                        c[j] += 1;
+                    }
+                }
+                c
+            })
+            .collect();
+        // Each chunk's first position per word: the word's start, plus the chunks before it.
+        let mut cursors: Vec<Vec<u32>> = Vec::with_capacity(chunks.len());
+        let mut next: Vec<u32> = (piece.clone())
+            .map(|i| self.word_starts[i] - first)
+            .collect();
+        for c in &counts {
+            cursors.push(next.clone());
+            next.iter_mut().zip(c).for_each(|(n, &x)| *n += x);
+        }
+        drop(counts);
+        // Pass B: scatter, each chunk into its own positions.
+        let src = SharedMut(token_src.as_mut_ptr());
+        let doc = SharedMut(token_doc.as_mut_ptr());
+        let offsets = docs.offsets();
+        let doc_base = self.docs.start;
+        chunks
+            .into_par_iter()
+            .zip(cursors)
+            .for_each(|(r, mut cur)| {
+                let (src, doc) = (src, doc);
+                let global = self.token_start + r.start as u64;
+                // The document of the chunk's first token, then advance across boundaries.
+                let mut d = offsets.partition_point(|&o| o <= global) - 1;
+                for (i, &w) in local[r.clone()].iter().enumerate() {
+                    let t = global + i as u64;
+                    while offsets[d + 1] <= t {
+                        d += 1;
+                    }
+                    if let Some(j) = slot(w) {
+                        let pos = cur[j] as usize;
+                        cur[j] += 1;
+                        // SAFETY: positions of distinct (chunk, word, occurrence) are distinct
+                        // and below `entries` (a counting sort's prefix sums).
+                        unsafe {
+                            *src.0.add(pos) = (r.start + i) as u32;
+                            *doc.0.add(pos) = (d - doc_base) as u32;
+                        }
+                    }
+                }
+            });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use topos_corpus::OwnedDocs;
+
+    #[test]
+    fn shapes_and_pieces_fill_the_same_arrays_as_the_layout() {
+        // Word 0 frequent, then a Zipf-like tail; empty documents too.
+        let docs: OwnedDocs = (0..300u32)
+            .map(|d| {
+                (0..(d % 37))
+                    .map(|i| if i % 3 == 0 { 0 } else { (d * 7 + i * 13) % 97 })
+                    .collect::<Vec<u32>>()
+            })
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|d| d.as_slice())
+            .collect();
+        let v = docs.view();
+        for parts in [1, 3] {
+            let layout = Layout::build(v, parts);
+            for p in &layout.partitions {
+                let shape = PartitionShape::new(v, p.docs.clone());
+                assert_eq!(shape.words, p.words);
+                assert_eq!(shape.word_starts, p.word_starts);
+                assert_eq!(
+                    (shape.token_start, shape.num_tokens),
+                    (p.token_start, p.num_tokens)
+                );
+                for (max, chunk) in [(1, 7), (50, 1000), (1 << 20, 1 << 16)] {
+                    let mut src = vec![0u32; p.num_tokens];
+                    let mut doc = vec![0u32; p.num_tokens];
+                    for piece in shape.pieces(max) {
+                        let r = shape.word_starts[piece.start] as usize
+                            ..shape.word_starts[piece.end] as usize;
+                        let (s, d) = (&mut src[r.clone()], &mut doc[r]);
+                        shape.fill_in_chunks(v, piece, s, d, chunk);
+                    }
+                    assert_eq!(src, p.token_src, "{parts} partitions, pieces of {max}");
+                    assert_eq!(doc, p.token_doc);
+                }
+            }
+        }
+    }
 
     #[test]
     fn pdow_groups_tokens_by_word_and_points_back() {

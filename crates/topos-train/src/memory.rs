@@ -1,24 +1,64 @@
-//! Memory accounting: every large array a CPU run allocates, estimated before training so a run
-//! that would not fit is refused with the numbers instead of thrashing (DESIGN.md, "Memory is the
-//! budget").
+//! Host memory accounting: every large array a run allocates on the host, estimated before
+//! training so a run that would not fit is refused with the numbers instead of thrashing
+//! (DESIGN.md, "Memory is the budget"). Each device gives its own formula
+//! ([`crate::device::Device::host_memory`]); the parts every run shares are here.
+//!
+//! Nothing in a run's host memory grows with V × K: the model is written from sparse rows
+//! ([`topos_model::ModelWriter`]) and held-out evaluation reads φ only for the words of the
+//! held-out documents ([`topos_model::Phi::from_rows`]).
 
-use crate::Algorithm;
 use std::fmt;
 
-/// Estimated peak memory of a training run, by array.
-#[derive(Clone, Debug, Default)]
+/// The sizes a memory estimate depends on.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunShape {
+    /// Training tokens and documents.
+    pub tokens: u64,
+    pub docs: u64,
+    /// Vocabulary size V.
+    pub words: u64,
+    /// K.
+    pub topics: u64,
+    /// Host worker threads.
+    pub threads: u64,
+    /// Held-out tokens evaluated (0: no held-out evaluation).
+    pub heldout_tokens: u64,
+    /// Distinct words of the held-out documents (at most V).
+    pub heldout_words: u64,
+    /// Whether the run writes the training documents' topic counts.
+    pub doc_topics: bool,
+    /// Whether the run is private (noisy releases of V × K counts).
+    pub private: bool,
+}
+
+impl RunShape {
+    /// Non-zeros of the word-topic counts: at most one per token, at most V × K.
+    pub fn word_topic_nonzeros(&self) -> u64 {
+        self.tokens.min(self.words.saturating_mul(self.topics))
+    }
+}
+
+/// Estimated peak memory of a run, by array.
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct MemoryEstimate {
     /// (what, bytes), largest items first.
     pub items: Vec<(&'static str, u64)>,
 }
 
 impl MemoryEstimate {
+    /// An estimate of `items`, sorted largest first.
+    pub fn new(mut items: Vec<(&'static str, u64)>) -> Self {
+        items.retain(|i| i.1 > 0);
+        items.sort_by_key(|i| std::cmp::Reverse(i.1));
+        Self { items }
+    }
+
     /// Total bytes.
     pub fn total(&self) -> u64 {
         self.items.iter().map(|i| i.1).sum()
     }
 
-    /// One line per item, for printing.
+    /// One line, for printing.
     pub fn describe(&self) -> String {
         self.items
             .iter()
@@ -28,53 +68,72 @@ impl MemoryEstimate {
     }
 }
 
-/// Estimates the memory of training `tokens` tokens in `docs` documents over `words` words with
-/// `k` topics on `threads` threads with `algorithm` (the corpus itself is memory-mapped and
-/// counted by the page cache, not here).
-pub fn estimate(
-    algorithm: Algorithm,
-    tokens: u64,
-    docs: u64,
-    words: u64,
-    k: u64,
-    threads: u64,
-) -> MemoryEstimate {
-    let nnz_doc = tokens; // at most one non-zero per token
-    let nnz_word = tokens.min(words * k);
+/// What every run holds on the host whatever its device: the corpus file's pages (memory-mapped:
+/// 4 B a token and 8 B a document are read, and counted in the process's resident memory), the
+/// word-topic rows read back for the model file and held-out evaluation (6 B a non-zero, 8 B a
+/// word), φ of the held-out words (4 B × K each, and a sampling tree of about as much, built as
+/// words are met), a private run's releases (a dense V × K copy to add noise to, 4 B a cell, and
+/// the noisy rows, 6 B a cell: noise fills most cells) and the document-topic side file's
+/// offsets (8 B a document).
+pub fn shared_items(shape: &RunShape) -> Vec<(&'static str, u64)> {
+    let s = shape;
     let mut items = vec![
-        ("assignments (2 B/token)", 2 * tokens),
         (
-            "PDOW layout (8 B/token)",
-            8 * tokens + 8 * words.min(tokens) * 2,
+            "corpus (memory-mapped, 4 B/token)",
+            4 * (s.tokens + s.heldout_tokens) + 8 * s.docs,
         ),
         (
-            "doc-topic rows (6 B/non-zero)",
-            6 * nnz_doc + 8 * (docs + 1),
-        ),
-        (
-            "word-topic rows (6 B/non-zero)",
-            6 * nnz_word + 8 * (words + 1),
-        ),
-        ("per-thread scratch", threads.max(1) * k * 40),
-        (
-            "dense word-topic matrix for the model file (4 B × V × K)",
-            4 * words * k,
+            "word-topic rows for the model file (6 B/non-zero)",
+            6 * s.word_topic_nonzeros() + 8 * (s.words + 1),
         ),
     ];
-    items.push(("φ for held-out evaluation (4 B × V × K)", 4 * words * k));
-    if algorithm == Algorithm::Cgs {
-        // Every partition being sampled holds updatable copies of its words' rows, with room
-        // for one new topic per token (a bound: 6 B per non-zero and per token, 8 B per word).
+    if s.heldout_tokens > 0 {
         items.push((
-            "CGS partition word rows",
-            6 * tokens + threads.max(1) * (6 * nnz_word + 8 * words),
+            "φ and sampling trees of the held-out words (8 B × K each)",
+            8 * s.heldout_words.min(s.words) * s.topics,
         ));
     }
-    items.sort_by_key(|i| std::cmp::Reverse(i.1));
-    MemoryEstimate { items }
+    if s.private {
+        items.push(("noisy releases (10 B × V × K)", 10 * s.words * s.topics));
+    }
+    if s.doc_topics {
+        items.push(("document-topic offsets (8 B/document)", 8 * s.docs));
+    }
+    items
+}
+
+/// Parses a byte size (`--gpu-memory`): a number with an optional unit B, K/KB/KiB, M/MB/MiB,
+/// G/GB/GiB or T/TB/TiB (all binary multiples).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size; write e.g. 20GiB, 512MiB or 1073741824"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?} in {s:?}; use B, KiB, MiB, GiB or TiB"
+            ))
+        }
+    };
+    let bytes = value * (1u64 << shift) as f64;
+    if !(1.0..1.8e19).contains(&bytes) {
+        return Err(format!("{s:?} is not a usable size"));
+    }
+    Ok(bytes as u64)
 }
 
 /// A byte count formatted as B / KiB / MiB / GiB.
+#[derive(Clone, Copy, Debug)]
 pub struct Bytes(pub u64);
 
 impl fmt::Display for Bytes {
@@ -99,15 +158,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn estimate_grows_with_k_and_formats() {
-        let small = estimate(Algorithm::Esca, 1_000_000, 1000, 10_000, 100, 2);
-        let large = estimate(Algorithm::Esca, 1_000_000, 1000, 10_000, 10_000, 2);
-        let cgs = estimate(Algorithm::Cgs, 1_000_000, 1000, 10_000, 100, 2);
-        assert!(cgs.total() > small.total());
-        assert!(large.total() > small.total());
-        assert!(large.total() >= 4 * 10_000 * 10_000);
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_bytes("20GiB"), Ok(20 << 30));
+        assert_eq!(parse_bytes("20G"), Ok(20 << 30));
+        assert_eq!(parse_bytes("512 MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("1.5gb"), Ok(3 << 29));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        for bad in ["", "GiB", "0", "-3G", "2 parsecs", "1e400"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bytes_format() {
         assert_eq!(Bytes(1536).to_string(), "1.5 KiB");
         assert_eq!(Bytes(10).to_string(), "10 B");
-        assert!(small.describe().contains("assignments"));
+        let e = MemoryEstimate::new(vec![("a", 1), ("b", 3), ("c", 0)]);
+        assert_eq!(e.total(), 4);
+        assert_eq!(e.describe(), "b: 3 B, a: 1 B");
     }
 }

@@ -259,6 +259,29 @@ impl Releases {
         self.latest.insert(released)
     }
 
+    /// The release the schedule asks for now, if any: before iteration `engine.iteration() + 1`
+    /// one the sampler will read (given to the engine), or after the last iteration the model.
+    /// Reads the engine's true counts (all rows) and adds fresh noise.
+    pub fn release_if_due(
+        &mut self,
+        engine: &mut dyn crate::Engine,
+        num_words: usize,
+    ) -> Result<(), crate::TrainError> {
+        let o = self.options;
+        let next = engine.iteration() + 1;
+        let for_sampling = o.release_before(next);
+        let last = engine.iteration() == o.iterations && (self.spent.len() as u64) < o.releases();
+        if !(for_sampling || last) {
+            return Ok(());
+        }
+        let b = crate::engine::read_all_rows(engine, num_words)?;
+        let released = self.release(&b).clone();
+        if for_sampling {
+            engine.sample_from_release(std::sync::Arc::new(released))?;
+        }
+        Ok(())
+    }
+
     /// The guarantee of the whole run, for the model file: ε (and δ when the Rényi accountant
     /// was used) over R releases of sensitivity L composed sequentially, documents capped at L
     /// tokens, add/remove-one-document neighbours, the noise scale.
@@ -441,8 +464,9 @@ mod tests {
 
     #[test]
     fn private_esca_adds_noise_and_recovers_separated_topics_at_large_epsilon() {
+        use crate::samplers::esca::Esca;
         use crate::synthetic::{generate, match_topics, SyntheticSpec, TopicShape};
-        use crate::{Algorithm, TrainError, TrainOptions, Trainer};
+        use crate::{Engine, TrainOptions, Trainer};
         use topos_model::Hyperparameters;
         let spec = SyntheticSpec {
             num_docs: 400,
@@ -455,15 +479,13 @@ mod tests {
         };
         let corpus = generate(&spec);
         let cap = 60;
-        let capped = cap_documents(corpus.docs.view(), cap);
-        let docs = capped.view();
-        let opts = |algorithm| TrainOptions {
-            algorithm,
+        let capped = std::sync::Arc::new(cap_documents(corpus.docs.view(), cap));
+        let opts = TrainOptions {
+            sampler: &Esca,
             hyper: Hyperparameters::new(5, Some(0.1), Some(0.01)).unwrap(),
             seed: 3,
             threads: 2,
             partitions: None,
-            corpus_checksum: 9,
         };
         let iterations = 60;
         let private = PrivateOptions {
@@ -474,34 +496,27 @@ mod tests {
             releases: 11,
         };
         let source = || NoiseSource::insecure_seeded(21);
-        let mut t = Trainer::new_private(
-            docs,
-            spec.num_words,
-            opts(Algorithm::Esca),
-            private,
-            source(),
-        )
-        .unwrap();
-        let mut plain = Trainer::new(docs, spec.num_words, opts(Algorithm::Esca)).unwrap();
+        // As a run drives it: a release whenever the schedule asks, then the iteration.
+        let docs = crate::TrainDocs::Owned(capped.clone());
+        let mut t = Trainer::new(docs.clone(), spec.num_words, opts.clone()).unwrap();
+        let mut r = Releases::new(private, source()).unwrap();
+        let mut plain = Trainer::new(docs, spec.num_words, opts).unwrap();
+        r.release_if_due(&mut t, spec.num_words).unwrap();
         for _ in 0..iterations {
             t.step();
+            r.release_if_due(&mut t, spec.num_words).unwrap();
             plain.step();
         }
-        let r = t.privacy().unwrap();
+        assert_eq!(Engine::iteration(&t), iterations);
         assert_eq!(r.spent().len(), 11);
         let g = r.guarantee();
         let total: f64 = r.spent().iter().sum();
         assert!(total <= g.epsilon && total > g.epsilon * (1.0 - 1e-9));
-        // The released model is the last release, not the true counts.
+        // The release is noisy, not the true counts.
         let released = r.latest().unwrap();
         assert_ne!(released, t.word_topics());
-        let vocab =
-            topos_corpus::Vocabulary::new((0..spec.num_words).map(|i| format!("w{i}")).collect());
-        let m = t.model(vocab.clone());
-        assert_eq!(m.word_topic, released.to_dense());
-        assert_eq!(m.privacy.as_ref(), Some(&g));
-        assert_eq!((m.provenance.seed, m.provenance.num_tokens), (0, 0));
-        assert_ne!(m.word_topic, plain.model(vocab).word_topic);
+        // The sampler read the releases: its counts differ from an ordinary run's.
+        assert_ne!(t.word_topics(), plain.word_topics());
         // Strongly separated topics are still recovered at ε = 1000.
         let js = match_topics(&corpus.topics, &phi(released, 0.01), spec.num_words);
         let mean = js.iter().sum::<f64>() / js.len() as f64;
@@ -510,42 +525,27 @@ mod tests {
             "private run did not recover the topics: {js:?}"
         );
 
-        // CGS and uncapped documents are refused.
-        let e = Trainer::new_private(
-            docs,
-            spec.num_words,
-            opts(Algorithm::Cgs),
-            private,
-            source(),
-        );
-        assert!(matches!(e, Err(TrainError::PrivateNeedsEsca)));
-        let e = Trainer::new_private(
-            corpus.docs.view(),
-            spec.num_words,
-            opts(Algorithm::Esca),
-            PrivateOptions {
-                max_doc_tokens: 10,
-                ..private
-            },
-            source(),
-        );
-        assert!(matches!(
-            e,
-            Err(TrainError::DocumentOverCap { cap: 10, .. })
-        ));
         // Zero iterations: the one release is the final one.
-        let t0 = Trainer::new_private(
-            docs,
+        let mut t0 = Trainer::new(
+            crate::TrainDocs::Owned(capped),
             spec.num_words,
-            opts(Algorithm::Esca),
-            PrivateOptions {
-                iterations: 0,
-                releases: 1,
-                ..private
+            TrainOptions {
+                sampler: &Esca,
+                hyper: Hyperparameters::new(5, Some(0.1), Some(0.01)).unwrap(),
+                seed: 3,
+                threads: 1,
+                partitions: None,
             },
-            source(),
         )
         .unwrap();
-        assert_eq!(t0.privacy().unwrap().spent().len(), 1);
+        let zero = PrivateOptions {
+            iterations: 0,
+            releases: 1,
+            ..private
+        };
+        let mut r0 = Releases::new(zero, source()).unwrap();
+        r0.release_if_due(&mut t0, spec.num_words).unwrap();
+        r0.release_if_due(&mut t0, spec.num_words).unwrap();
+        assert_eq!(r0.spent().len(), 1);
     }
 }

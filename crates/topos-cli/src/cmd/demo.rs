@@ -6,7 +6,7 @@ use crate::ui::Ui;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::PathBuf;
-use topos_corpus::{Corpus, PrepareOptions, PruneOptions};
+use topos_corpus::{PrepareOptions, PruneOptions};
 
 /// The embedded corpus: one abstract per line, gzip-compressed (about 0.7 MB).
 const ABSTRACTS: &[u8] = include_bytes!("../../data/arxiv-abstracts.txt.gz");
@@ -43,7 +43,7 @@ pub struct Args {
 #[derive(Serialize)]
 struct DemoOutput {
     prepare: topos_corpus::PrepareReport,
-    train: train::Summary,
+    train: topos_train::Summary,
     topics: topos_model::TopicsReport,
 }
 
@@ -75,7 +75,6 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         "prepared {} documents ({} held out), {} tokens, {} words",
         prep.documents_kept, prep.heldout_documents, prep.tokens_kept, prep.vocab_after_pruning
     ));
-    let corpus = Corpus::open(&corpus_path)?;
     let targs = train::Args {
         topics: args.topics,
         iters: args.iters,
@@ -86,7 +85,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         alpha: Some(args.alpha),
         ..train::Args::for_corpus(corpus_path.clone())
     };
-    let summary = train::train_corpus(&corpus, &targs, ui)?;
+    let summary = train::train(&targs, ui)?;
     let model = topos_model::TopicModel::read(&targs.output_path())?;
     let report = topos_model::summarize(&model, args.top);
     let out = DemoOutput {

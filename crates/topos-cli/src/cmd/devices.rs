@@ -3,7 +3,7 @@
 use crate::ui::Ui;
 use anyhow::Result;
 use serde::Serialize;
-use topos_gpu::{device, DeviceInfo, GpuError};
+use topos_cuda::{device, DeviceInfo, GpuError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {}

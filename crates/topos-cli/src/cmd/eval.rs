@@ -5,7 +5,7 @@ use crate::ui::Ui;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use topos_corpus::Corpus;
-use topos_model::{evaluate, DocTopics, EvalOptions, FoldInOptions, HeldOut, Phi, TopicModel};
+use topos_model::{evaluate, DocTopics, EvalOptions, Phi, TopicModel};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -52,20 +52,8 @@ pub fn corpus_for(model_path: &Path, model: &TopicModel, corpus: Option<&Path>) 
     Ok(c)
 }
 
-/// Held-out log-likelihood per token of `model` on the corpus's held-out documents, with the
-/// default fold-in chain; used by `train` for its log and summary.
-pub fn heldout_ll(model: &TopicModel, corpus: &Corpus, seed: u64) -> Result<(f64, HeldOut)> {
-    let phi = Phi::from_model(model)?;
-    let opts = FoldInOptions {
-        seed,
-        ..FoldInOptions::default()
-    };
-    let h = topos_model::heldout_log_likelihood(&phi, &model.hyper, corpus.heldout(), &opts)?;
-    Ok((h.ll_per_token, h))
-}
-
 pub fn run(args: Args, ui: Ui) -> Result<()> {
-    let model = TopicModel::read(&args.model)?;
+    let (model, model_checksum) = TopicModel::read_with_checksum(&args.model)?;
     let corpus = corpus_for(&args.model, &model, args.corpus.as_deref())?;
     if corpus.heldout().is_empty() {
         bail!("the corpus has no held-out documents; prepare it with --holdout (e.g. 0.1)");
@@ -75,7 +63,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     // the training log-likelihood is simply not reported.
     let doc_topics_file = topos_model::doc_topics_path(&args.model);
     let doc_topics = if doc_topics_file.exists() {
-        Some(DocTopics::read(&doc_topics_file)?)
+        Some(DocTopics::read_for_model(&args.model, model_checksum)?)
     } else {
         None
     };

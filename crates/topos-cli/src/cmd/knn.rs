@@ -11,8 +11,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use topos_corpus::{Corpus, Docs};
+use topos_cuda::DeviceSpec;
 use topos_distance::{Backend, CpuBackend, CsrMatrix, Metric, PreparedIndex, RowNorm};
-use topos_gpu::DeviceSpec;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -64,7 +64,7 @@ pub struct SearchArgs {
     pub threads: usize,
     /// Device memory the index may take on a GPU, e.g. 20GiB (default: all that is free); a
     /// larger index is streamed through the GPU in row chunks, with the same results.
-    #[arg(long, value_parser = super::train::parse_bytes)]
+    #[arg(long, value_parser = topos_train::memory::parse_bytes)]
     pub gpu_memory: Option<u64>,
     /// Queries per batch (memory is bounded by the batch, never by queries × documents);
     /// default 1,024 on the CPU, 65,536 on a GPU.
@@ -109,8 +109,9 @@ impl SearchArgs {
     /// The engine --device names, opened (a GPU that cannot be used is a one-line error; under
     /// auto it is passed over, and `ui` says so), with its batch size.
     pub fn engine(&self, ui: Ui) -> Result<(Box<dyn Backend>, usize)> {
+        #[cfg(feature = "cuda")]
         let gpu = |ordinal| -> Result<(Box<dyn Backend>, usize)> {
-            let b = topos_gpu::distance::CudaBackend::open(ordinal)?
+            let b = topos_distance::gpu::CudaBackend::open(ordinal)?
                 .with_memory_budget(self.gpu_memory);
             ui.info(format!(
                 "searching on cuda:{} ({})",
@@ -119,14 +120,19 @@ impl SearchArgs {
             ));
             Ok((Box::new(b), self.batch.unwrap_or(65_536)))
         };
+        #[cfg(not(feature = "cuda"))]
+        let gpu = |_ordinal: Option<usize>| -> Result<(Box<dyn Backend>, usize)> {
+            bail!("this build of topos has no GPU support (built without the `cuda` feature); rebuild with default features or use --device cpu")
+        };
         let cpu =
             || -> (Box<dyn Backend>, usize) { (Box::new(CpuBackend), self.batch.unwrap_or(1024)) };
         match self.device {
             DeviceSpec::Cpu => Ok(cpu()),
             DeviceSpec::Cuda(ordinal) => gpu(ordinal),
             DeviceSpec::Auto => {
-                let usable = topos_gpu::device::device_count().is_ok_and(|n| n > 0)
-                    && topos_gpu::device::nvrtc_present();
+                let usable = cfg!(feature = "cuda")
+                    && topos_cuda::device::device_count().is_ok_and(|n| n > 0)
+                    && topos_cuda::device::nvrtc_present();
                 if !usable {
                     return Ok(cpu());
                 }

@@ -90,7 +90,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     if n_modes != 1 {
         bail!("give exactly one kind of query: --doc ID, --text TEXT or --heldout");
     }
-    let model = TopicModel::read(&args.model)?;
+    let (model, model_checksum) = TopicModel::read_with_checksum(&args.model)?;
     if model.privacy.is_some() {
         bail!(
             "{} is a private model: it has no per-document topic counts to search (they would \
@@ -106,7 +106,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             dt_path.display()
         );
     }
-    let doc_topics = DocTopics::read(&dt_path)?;
+    let doc_topics = DocTopics::read_for_model(&args.model, model_checksum)?;
     let n_train = corpus.train().len();
     if doc_topics.len() != n_train || doc_topics.num_topics as usize != model.num_topics() {
         bail!(

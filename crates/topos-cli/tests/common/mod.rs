@@ -68,3 +68,28 @@ pub fn fails_releasing_nothing(args: &[&str], needle: &str) {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// Starts `topos args` (a training run with checkpoints), waits until `checkpoint` exists, then
+/// kills the process with SIGKILL, as a crash or an impatient user would. A checkpoint is renamed
+/// into place only when complete, so the one left behind is whole. Panics if the run ends first.
+pub fn kill_at_first_checkpoint(args: &[&str], checkpoint: &Path) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_topos"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run topos");
+    let start = std::time::Instant::now();
+    while !checkpoint.exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("topos {args:?} ended ({status}) before writing {checkpoint:?}");
+        }
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "no checkpoint after two minutes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -164,3 +164,45 @@ pub fn sweep_partition(
         }
     }
 }
+
+/// ESCA's CPU implementation for the registry.
+pub struct EscaCpu;
+
+struct EscaSweep<'a> {
+    frozen: Frozen<'a>,
+    seed: u64,
+    iteration: u32,
+}
+
+impl crate::sampler::CpuSampler for EscaCpu {
+    fn needs_doc_topics(&self) -> bool {
+        true
+    }
+    fn prepare<'a>(
+        &self,
+        input: crate::sampler::SweepInput<'a>,
+    ) -> Box<dyn crate::sampler::PartitionSweep + 'a> {
+        let a = input
+            .doc_topics
+            .expect("ESCA reads the document-topic counts it asked for");
+        Box::new(EscaSweep {
+            frozen: Frozen::new(a, input.word_topics, input.alpha, input.beta),
+            seed: input.seed,
+            iteration: input.iteration,
+        })
+    }
+}
+
+impl crate::sampler::PartitionSweep for EscaSweep<'_> {
+    fn sweep(&self, partition: &Partition, z: &mut [u16]) {
+        let mut scratch = Scratch::new(&self.frozen);
+        sweep_partition(
+            partition,
+            z,
+            &self.frozen,
+            &mut scratch,
+            self.seed,
+            self.iteration,
+        );
+    }
+}

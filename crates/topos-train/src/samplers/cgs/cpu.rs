@@ -587,6 +587,53 @@ unsafe fn pick_prefix_avx2(prefix: &[f64], x: f64) -> usize {
     (below as usize).min(n - 1)
 }
 
+/// CGS's CPU implementation for the registry.
+pub struct CgsCpu;
+
+struct CgsSweep<'a> {
+    shared: Shared<'a>,
+    topics: usize,
+    seed: u64,
+    iteration: u32,
+}
+
+impl crate::sampler::CpuSampler for CgsCpu {
+    fn needs_doc_topics(&self) -> bool {
+        false
+    }
+    fn prepare<'a>(
+        &self,
+        input: crate::sampler::SweepInput<'a>,
+    ) -> Box<dyn crate::sampler::PartitionSweep + 'a> {
+        Box::new(CgsSweep {
+            shared: Shared {
+                word_topics: input.word_topics,
+                doc_starts: input.docs.offsets(),
+                tokens: input.docs.tokens(),
+                alpha: input.alpha,
+                beta: input.beta,
+            },
+            topics: input.word_topics.num_topics as usize,
+            seed: input.seed,
+            iteration: input.iteration,
+        })
+    }
+}
+
+impl crate::sampler::PartitionSweep for CgsSweep<'_> {
+    fn sweep(&self, partition: &Partition, z: &mut [u16]) {
+        let mut scratch = Scratch::new(self.topics);
+        sweep_partition(
+            partition,
+            z,
+            &self.shared,
+            &mut scratch,
+            self.seed,
+            self.iteration,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

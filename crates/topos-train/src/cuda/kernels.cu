@@ -802,3 +802,101 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
         __syncthreads();
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A device-resident run (issue 16): the start and the training log-likelihood on the device.
+
+#define STREAM_INIT 1u
+
+// Initial assignments, the CPU's numbers: z[i] is CounterRng(seed, Init, 0, token_start + i)
+// .below(K), Lemire's multiply-and-reject over the stream's successive words (block b of the
+// stream is counter (t lo, t hi, 0, Init << 24 | b)), as topos-sampling's rng.rs.
+extern "C" __global__ void init_assignments(u16* __restrict__ z, u64 n, u64 token_start,
+                                            u32 seed_lo, u32 seed_hi, u32 K) {
+    u32 threshold = (0u - K) % K;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u64 t = token_start + i;
+        u32 topic = 0;
+        for (u32 block = 0;; block++) {
+            uint4 b = philox(make_uint4((u32)t, (u32)(t >> 32), 0u, (STREAM_INIT << 24) | block),
+                             seed_lo, seed_hi);
+            u32 w[4] = {b.x, b.y, b.z, b.w};
+            bool found = false;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                u64 m = (u64)w[j] * (u64)K;
+                if (!found && (u32)m >= threshold) { topic = (u32)(m >> 32); found = true; }
+            }
+            if (found) break;
+        }
+        z[i] = (u16)topic;
+    }
+}
+
+// mass[v] = sum_k (B_vk + beta) inv[k] = sum_{k: B_vk > 0} B_vk inv[k] + beta_inv_sum, one block
+// per word (a fixed reduction order: the same bits every time).
+#define MASS_THREADS 256
+extern "C" __global__ void __launch_bounds__(MASS_THREADS) word_mass(
+    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
+    u32 K, const double* __restrict__ inv, double beta_inv_sum, double* __restrict__ mass) {
+    __shared__ double part[MASS_THREADS];
+    u32 v = blockIdx.x;
+    u64 off = word_off[v];
+    u32 slots = word_slots[v];
+    double s = 0.0;
+    if (slots >= K) {
+        for (u32 k = threadIdx.x; k < K; k += MASS_THREADS) s += (double)B[off + k] * inv[k];
+    } else {
+        for (u32 h = threadIdx.x; h < slots; h += MASS_THREADS) {
+            u32 c = B[off + h];
+            if (c) s += (double)(c & 0xffffu) * inv[(c >> 16) - 1];
+        }
+    }
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (u32 o = MASS_THREADS / 2; o > 0; o >>= 1) {
+        if (threadIdx.x < o) part[threadIdx.x] += part[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) mass[v] = part[0] + beta_inv_sum;
+}
+
+// Training log-likelihood of the chunk's tokens under the current counts (point estimates of θ
+// and φ, as topos-train's loglik.rs on the CPU):
+//   log( (sum_{k in row d} A_dk (B_wk + beta) inv[k] + alpha mass[w]) / (n_d + K alpha) )
+// in double, one block per work item. Each token's value is rounded to 2^-24 and summed as an
+// integer, so the total does not depend on the order the blocks run in.
+#define LL_THREADS 256
+#define LL_SCALE 16777216.0
+extern "C" __global__ void __launch_bounds__(LL_THREADS) loglik(
+    const uint4* __restrict__ items, const u32* __restrict__ token_doc, const u32* __restrict__ doc_off,
+    const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz, const u32* __restrict__ B,
+    const u64* __restrict__ word_off, const u32* __restrict__ word_slots, u32 K,
+    const double* __restrict__ inv, const double* __restrict__ mass, double alpha, double beta,
+    unsigned long long* __restrict__ acc) {
+    __shared__ unsigned long long block_sum;
+    if (threadIdx.x == 0) block_sum = 0ull;
+    __syncthreads();
+    uint4 it = items[blockIdx.x];
+    u64 off = word_off[it.x];
+    u32 slots = word_slots[it.x];
+    double smooth = alpha * mass[it.x];
+    double k_alpha = (double)K * alpha;
+    long long local = 0;
+    for (u32 e = it.y + threadIdx.x; e < it.y + it.z; e += LL_THREADS) {
+        u32 d = token_doc[e];
+        u32 a = doc_off[d];
+        u32 nd = doc_off[d + 1] - a;
+        u32 nnz = row_nnz[d];
+        double s = 0.0;
+        for (u32 j = 0; j < nnz; j++) {
+            RowEntry r = rows[a + j];
+            u32 k = entry_topic(r);
+            s += (double)entry_count(r) * (((double)word_count(B, off, slots, K, k) + beta) * inv[k]);
+        }
+        local += llrint(log((s + smooth) / ((double)nd + k_alpha)) * LL_SCALE);
+    }
+    atomicAdd(&block_sum, (unsigned long long)local);
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(acc, block_sum);
+}

@@ -1,12 +1,11 @@
-//! Host-side arrays of one chunk, built from the CPU's PDOW partition (SaberLDA §3.1.4): the
-//! per-token arrays are the partition's own; what the GPU adds is the list of work items (one
-//! thread block each), ordered by token count so that the largest start first and the tail of
-//! small words fills in behind them (CuLDA_CGS §6.1.2), with very frequent words split across
-//! blocks (ezLDA §1.5.1).
+//! Host-side arrays of one chunk, from its PDOW shape (SaberLDA §3.1.4): the list of work items
+//! (one thread block each), ordered by token count so that the largest start first and the tail
+//! of small words fills in behind them (CuLDA_CGS §6.1.2), with very frequent words split across
+//! blocks (ezLDA §1.5.1), and the documents' token offsets.
 
-use crate::plan::ITEM_MAX_TOKENS;
+use super::plan::ITEM_MAX_TOKENS;
+use crate::layout::PartitionShape;
 use topos_corpus::Docs;
-use topos_train::layout::Partition;
 
 /// A work item: the word, the first PDOW entry, the number of entries, padding (a `uint4` on the
 /// device).
@@ -14,7 +13,7 @@ pub type Item = [u32; 4];
 
 /// Work items of a partition, largest first (ties by word, so the order is a function of the
 /// partition alone).
-pub fn items(p: &Partition, max_tokens: u32) -> Vec<Item> {
+pub fn items(p: &PartitionShape, max_tokens: u32) -> Vec<Item> {
     let max_tokens = max_tokens.max(1);
     let mut out = Vec::with_capacity(p.words.len());
     for (i, &w) in p.words.iter().enumerate() {
@@ -35,13 +34,13 @@ pub fn items(p: &Partition, max_tokens: u32) -> Vec<Item> {
 }
 
 /// Default largest item.
-pub fn default_items(p: &Partition) -> Vec<Item> {
+pub fn default_items(p: &PartitionShape) -> Vec<Item> {
     items(p, ITEM_MAX_TOKENS as u32)
 }
 
 /// Token offsets of the partition's documents relative to its first token, one more than
 /// documents.
-pub fn doc_offsets(docs: Docs<'_>, p: &Partition) -> Vec<u32> {
+pub fn doc_offsets(docs: Docs<'_>, p: &PartitionShape) -> Vec<u32> {
     let offsets = docs.offsets();
     offsets[p.docs.start..=p.docs.end]
         .iter()
@@ -61,8 +60,8 @@ pub fn longest_document(docs: Docs<'_>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::{Layout, PartitionShape};
     use topos_corpus::OwnedDocs;
-    use topos_train::layout::Layout;
 
     fn corpus() -> OwnedDocs {
         let mut docs: Vec<Vec<u32>> = Vec::new();
@@ -79,7 +78,7 @@ mod tests {
         let docs = corpus();
         let layout = Layout::build(docs.view(), 3);
         for p in &layout.partitions {
-            let its = items(p, 64);
+            let its = items(&PartitionShape::new(docs.view(), p.docs.clone()), 64);
             let mut seen = vec![false; p.num_tokens];
             for it in &its {
                 assert!(it[2] > 0 && it[2] <= 64, "{it:?}");
@@ -105,7 +104,10 @@ mod tests {
         let docs = corpus();
         let layout = Layout::build(docs.view(), 4);
         for p in &layout.partitions {
-            let off = doc_offsets(docs.view(), p);
+            let off = doc_offsets(
+                docs.view(),
+                &PartitionShape::new(docs.view(), p.docs.clone()),
+            );
             assert_eq!(off.len(), p.docs.len() + 1);
             assert_eq!(off[0], 0);
             assert_eq!(*off.last().unwrap() as usize, p.num_tokens);

@@ -7,18 +7,22 @@
 //! the streams, or on the order in which blocks run: a streamed run produces the same assignments
 //! as a resident one (tested on the device).
 
-use crate::chunks::{self, Item};
-use crate::error::{Check, GpuError};
-use crate::plan::{self, Mode, Plan};
-use crate::word_topics::WordTopicLayout;
-use cudarc::driver::{
+use super::chunks::{self, Item};
+use super::plan::{self, Mode, Plan};
+use super::word_topics::WordTopicLayout;
+use crate::counts::WordTopics;
+use crate::layout::PartitionShape;
+use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::Arc;
+use topos_corpus::Docs;
+use topos_cuda::cudarc::driver::{
     sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaEvent, CudaFunction, CudaSlice,
     CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
-use std::sync::Arc;
-use topos_corpus::Docs;
-use topos_train::layout::{Layout, Partition};
-use topos_train::Algorithm;
+use topos_cuda::pinned::{pinned_copy, pinned_zeroed};
+use topos_cuda::tuning::Tuning;
+use topos_cuda::{Check, GpuError};
 
 const SOURCE: &str = include_str!("kernels.cu");
 const BLOCK: u32 = 256;
@@ -26,7 +30,9 @@ const BLOCK: u32 = 256;
 /// The sampler's settings.
 #[derive(Clone, Copy, Debug)]
 pub struct EngineConfig {
-    pub algorithm: Algorithm,
+    /// The sampler's kernel (`samplers/NAME/gpu.rs`): collapsed Gibbs against stale counts
+    /// (the token's own assignment removed) or ESCA.
+    pub exclude_own_assignment: bool,
     pub topics: u32,
     pub words: u32,
     pub alpha: f64,
@@ -43,6 +49,9 @@ struct Kernels {
     count_words: CudaFunction,
     rebuild: CudaFunction,
     sample: CudaFunction,
+    init: CudaFunction,
+    word_mass: CudaFunction,
+    loglik: CudaFunction,
 }
 
 /// A chunk's arrays on the device (also a streaming slot, sized for the largest chunk).
@@ -70,11 +79,7 @@ struct Rows {
     nnz: CudaSlice<u32>,
 }
 
-/// Whether doc-topic row entries need 64 bits: a count of a document of 65,536 tokens or more
-/// does not fit the 16 bits beside the topic.
-pub fn wide_rows(longest_doc: u64) -> bool {
-    longest_doc > u64::from(u16::MAX)
-}
+pub use super::plan::wide_rows;
 
 /// Sizes of one chunk.
 #[derive(Clone, Copy, Debug)]
@@ -120,6 +125,13 @@ pub struct Engine {
     smem_bytes: u32,
     sample_threads: u32,
     multiprocessors: u32,
+    /// The word-topic row index on the host, for reading rows back.
+    host_word_off: Vec<u64>,
+    host_word_slots: Vec<u32>,
+    /// 1 / (n_k + Vβ) in double, per word Σ_k φ_kw, and the log-likelihood accumulator.
+    inv_f64: CudaSlice<f64>,
+    mass: CudaSlice<f64>,
+    acc: CudaSlice<u64>,
 }
 
 /// Floats of the sampling tree for K leaves (the same arithmetic as `tree_layout` in the kernel).
@@ -197,15 +209,10 @@ pub fn sampler_shape(topics: u32, sample_threads: u32) -> SamplerShape {
     let small = topics <= 2048;
     let (regs, warps) = if small { (4, 40) } else { (8, 32) };
     let blocks = (warps * 32 / sample_threads).max(1);
-    let env = |name: &str, range: std::ops::RangeInclusive<u32>| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|x| range.contains(x))
-    };
+    let tuning = Tuning::get();
     SamplerShape {
-        row_regs: env("TOPOS_GPU_ROW_REGS", 1..=16).unwrap_or(regs),
-        min_blocks: env("TOPOS_GPU_MIN_BLOCKS", 1..=8).unwrap_or(blocks),
+        row_regs: tuning.row_regs.unwrap_or(regs),
+        min_blocks: tuning.min_blocks.unwrap_or(blocks),
         split_rows: !small,
         mid_regs: if small { 0 } else { 5 },
         prefetch_rows: !small,
@@ -213,14 +220,15 @@ pub fn sampler_shape(topics: u32, sample_threads: u32) -> SamplerShape {
     }
 }
 
-/// Compiles `kernels.cu` with NVRTC for compute capability `major.minor`.
+/// Compiles `kernels.cu` with NVRTC for compute capability `major.minor` (or takes it from the
+/// PTX cache, `topos_cuda::compile`).
 fn compile_ptx(
     shape: SamplerShape,
     sample_threads: u32,
     wide_rows: bool,
     major: i32,
     minor: i32,
-) -> Result<cudarc::nvrtc::Ptx, GpuError> {
+) -> Result<topos_cuda::cudarc::nvrtc::Ptx, GpuError> {
     let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
     let defines = [
         ("WARPS_PER_BLOCK", sample_threads / 32),
@@ -232,46 +240,25 @@ fn compile_ptx(
         ("LEAF_BATCH", shape.leaf_batch),
         ("WIDE_ROWS", u32::from(wide_rows)),
     ];
-    let tuning = tuning_defines();
+    let tuning = Tuning::get();
     let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
     // A tuning definition replaces the engine's own of the same name.
     options.extend(
         defines
             .iter()
-            .filter(|(name, _)| !tuning.iter().any(|(n, _)| n == name))
+            .filter(|(name, _)| !tuning.defines.iter().any(|(n, _)| n == name))
             .map(|(name, value)| format!("-D{name}={value}")),
     );
     options.extend(
         tuning
+            .defines
             .iter()
             .map(|(name, value)| format!("-D{name}={value}")),
     );
-    if std::env::var_os("TOPOS_GPU_LINEINFO").is_some() {
+    if tuning.line_info {
         options.push("-lineinfo".into());
     }
-    let opts = cudarc::nvrtc::CompileOptions {
-        arch: Some(arch),
-        options,
-        ..Default::default()
-    };
-    cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts)
-        .map_err(|e| GpuError::Compile(format!("{e:?}")))
-}
-
-/// Extra `-D` definitions for the kernels from `TOPOS_GPU_DEFINES` (`NAME=VALUE`, separated by
-/// spaces or commas), for A/B measurements of compile-time variants in one binary (bench/gpu.sh
-/// tune; `TOPOS_GPU_LINEINFO` adds line information for Nsight Compute's source view).
-fn tuning_defines() -> Vec<(String, u32)> {
-    std::env::var("TOPOS_GPU_DEFINES")
-        .unwrap_or_default()
-        .split([' ', ','])
-        .filter_map(|d| {
-            let (name, value) = d.split_once('=')?;
-            let valid =
-                !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
-            Some((name.to_string(), value.parse().ok()?)).filter(|_| valid)
-        })
-        .collect()
+    Ok(topos_cuda::compile::compile_cached(SOURCE, options, arch)?.0)
 }
 
 fn compile(
@@ -305,6 +292,9 @@ fn compile(
         count_words: f("count_words")?,
         rebuild: f("rebuild_doc_topics")?,
         sample: f("sample")?,
+        init: f("init_assignments")?,
+        word_mass: f("word_mass")?,
+        loglik: f("loglik")?,
     })
 }
 
@@ -312,13 +302,37 @@ fn flatten(items: &[Item]) -> Vec<u32> {
     items.iter().flat_map(|i| i.iter().copied()).collect()
 }
 
-/// What a run starts from: the corpus, its PDOW partitions (the device chunks), the initial
-/// assignments in corpus order and where each word's word-topic row goes.
+/// Receives a piece of a partition's PDOW arrays: its first entry, positions, documents.
+type PutPiece<'a> = dyn FnMut(usize, &[u32], &[u32]) -> Result<(), GpuError> + 'a;
+
+/// Where the assignments start.
+#[derive(Clone, Copy)]
+pub enum StartTopics<'a> {
+    /// Drawn on the device (or, for a streamed corpus, on the host into its page-locked
+    /// chunks) with the CPU's numbers: `CounterRng(seed, Init, 0, token).below(K)`.
+    Fresh,
+    /// Given in corpus order (a checkpoint's).
+    Given(&'a [u16]),
+}
+
+/// What a run starts from: the corpus, the shapes of its PDOW partitions (the device chunks,
+/// whose per-token arrays are built a piece at a time and copied straight to where they live),
+/// the initial assignments and where each word's word-topic row goes.
 pub struct Start<'a> {
     pub docs: Docs<'a>,
-    pub layout: &'a Layout,
-    pub z: &'a [u16],
+    pub shapes: &'a [PartitionShape],
+    pub topics: StartTopics<'a>,
     pub words: &'a WordTopicLayout,
+    /// Most PDOW entries built on the host at once (8 bytes each).
+    pub piece_tokens: usize,
+}
+
+/// The topics of tokens `first..first + z.len()` as [`StartTopics::Fresh`] draws them.
+fn initial_topics(z: &mut [u16], first: u64, topics: u32, seed: u64) {
+    use topos_sampling::{CounterRng, Stream};
+    z.par_iter_mut().enumerate().for_each(|(i, t)| {
+        *t = CounterRng::new(seed, Stream::Init, 0, first + i as u64).below(topics) as u16;
+    });
 }
 
 impl Engine {
@@ -329,13 +343,14 @@ impl Engine {
         cfg: EngineConfig,
         plan: &Plan,
         start: Start<'_>,
-        device: &crate::DeviceInfo,
+        device: &topos_cuda::DeviceInfo,
     ) -> Result<Self, GpuError> {
         let Start {
             docs,
-            layout,
-            z,
+            shapes,
+            topics: start_topics,
             words,
+            piece_tokens,
         } = start;
         let (multiprocessors, max_shared_per_block) =
             (device.multiprocessors, device.max_shared_per_block);
@@ -395,9 +410,8 @@ impl Engine {
         let scratch = unsafe { main.alloc::<u32>(scratch_warps as usize * k) }
             .check(|| alloc("the rebuild histograms", scratch_warps as usize * k * 4))?;
 
-        let parts = &layout.partitions;
-        let items: Vec<Vec<Item>> = parts.iter().map(chunks::default_items).collect();
-        let meta: Vec<ChunkMeta> = parts
+        let items: Vec<Vec<Item>> = shapes.iter().map(chunks::default_items).collect();
+        let meta: Vec<ChunkMeta> = shapes
             .iter()
             .zip(&items)
             .map(|(p, it)| ChunkMeta {
@@ -424,45 +438,127 @@ impl Engine {
                 })
             }
         };
-        // The chunk's assignments: its tokens are contiguous in corpus order.
-        let chunk_z = |p: &Partition| &z[p.token_start as usize..][..p.num_tokens];
-        let upload =
-            |s: &Arc<CudaStream>, p: &Partition, it: &[Item]| -> Result<DeviceChunk, GpuError> {
-                let what = |x: &str| format!("uploading the corpus ({x})");
-                let zs = chunk_z(p);
-                Ok(DeviceChunk {
-                    token_doc: s.clone_htod(&p.token_doc).check(|| what("documents"))?,
-                    token_src: s.clone_htod(&p.token_src).check(|| what("positions"))?,
-                    items: s.clone_htod(&flatten(it)).check(|| what("work items"))?,
-                    doc_off: s
-                        .clone_htod(&chunks::doc_offsets(docs, p))
-                        .check(|| what("document offsets"))?,
-                    z: s.clone_htod(zs).check(|| what("assignments"))?,
-                })
+        // The PDOW arrays of a partition, built on the host a piece of words at a time (8 B a
+        // token of the piece) and handed to `put` with the piece's first entry.
+        let mut piece_src = Vec::new();
+        let mut piece_doc = Vec::new();
+        let mut build_pieces =
+            |p: &PartitionShape, put: &mut PutPiece<'_>| -> Result<(), GpuError> {
+                for piece in p.pieces(piece_tokens.max(1)) {
+                    let first = p.word_starts[piece.start] as usize;
+                    let len = p.word_starts[piece.end] as usize - first;
+                    piece_src.resize(len, 0);
+                    piece_doc.resize(len, 0);
+                    p.fill(docs, piece, &mut piece_src, &mut piece_doc);
+                    put(first, &piece_src, &piece_doc)?;
+                }
+                Ok(())
             };
+        let seed = cfg.seed;
         let storage = match plan.mode {
             Mode::Resident => {
-                let chunks = parts
-                    .iter()
-                    .zip(&items)
-                    .map(|(p, it)| upload(&main, p, it))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let mut chunks = Vec::with_capacity(shapes.len());
+                for (p, it) in shapes.iter().zip(&items) {
+                    let what = |x: &str| format!("uploading the corpus ({x})");
+                    let n = p.num_tokens.max(1);
+                    // SAFETY: filled by the copies and the kernel below before any read.
+                    let (mut token_doc, mut token_src, mut z) = unsafe {
+                        (
+                            main.alloc::<u32>(n).check(|| alloc("a partition", n * 4))?,
+                            main.alloc::<u32>(n).check(|| alloc("a partition", n * 4))?,
+                            main.alloc::<u16>(n).check(|| alloc("a partition", n * 2))?,
+                        )
+                    };
+                    build_pieces(p, &mut |first, src, doc| {
+                        let r = first..first + src.len();
+                        main.memcpy_htod(src, &mut token_src.slice_mut(r.clone()))
+                            .check(|| what("positions"))?;
+                        main.memcpy_htod(doc, &mut token_doc.slice_mut(r))
+                            .check(|| what("documents"))?;
+                        // The piece's host buffers are reused: the copies must be done.
+                        main.synchronize().check(|| what("a piece"))
+                    })?;
+                    match start_topics {
+                        StartTopics::Given(all) => {
+                            let zs = &all[p.token_start as usize..][..p.num_tokens];
+                            main.memcpy_htod(zs, &mut z.slice_mut(0..p.num_tokens))
+                                .check(|| what("assignments"))?;
+                        }
+                        StartTopics::Fresh if p.num_tokens > 0 => {
+                            let n = p.num_tokens as u64;
+                            let blocks = n.div_ceil(u64::from(BLOCK)).min(1 << 16) as u32;
+                            let (lo, hi) = (seed as u32, (seed >> 32) as u32);
+                            // SAFETY: argument types match `init_assignments`; it writes z[0..n).
+                            unsafe {
+                                main.launch_builder(&kernels.init)
+                                    .arg(&mut z)
+                                    .arg(&n)
+                                    .arg(&p.token_start)
+                                    .arg(&lo)
+                                    .arg(&hi)
+                                    .arg(&cfg.topics)
+                                    .launch(LaunchConfig {
+                                        grid_dim: (blocks, 1, 1),
+                                        block_dim: (BLOCK, 1, 1),
+                                        shared_mem_bytes: 0,
+                                    })
+                            }
+                            .check(|| "launching init_assignments".into())?;
+                        }
+                        StartTopics::Fresh => {}
+                    }
+                    chunks.push(DeviceChunk {
+                        token_doc,
+                        token_src,
+                        items: main.clone_htod(&flatten(it)).check(|| what("work items"))?,
+                        doc_off: main
+                            .clone_htod(&chunks::doc_offsets(docs, p))
+                            .check(|| what("document offsets"))?,
+                        z,
+                    });
+                }
                 Storage::Resident {
                     chunks,
                     rows: new_rows(&main)?,
                 }
             }
             Mode::Streamed => {
-                let mut host = Vec::with_capacity(parts.len());
-                for (p, it) in parts.iter().zip(&items) {
-                    let zs = chunk_z(p);
+                let mut host = Vec::with_capacity(shapes.len());
+                for (p, it) in shapes.iter().zip(&items) {
+                    let n = p.num_tokens;
+                    let mut token_src = pinned_zeroed::<u32>(&ctx, n, true)?;
+                    let mut token_doc = pinned_zeroed::<u32>(&ctx, n, true)?;
+                    {
+                        let fill = "filling page-locked host memory";
+                        let src_all = token_src.as_mut_slice().check(|| fill.into())?;
+                        let doc_all = token_doc.as_mut_slice().check(|| fill.into())?;
+                        build_pieces(p, &mut |first, src, doc| {
+                            src_all[first..first + src.len()].copy_from_slice(src);
+                            doc_all[first..first + doc.len()].copy_from_slice(doc);
+                            Ok(())
+                        })?;
+                    }
+                    // Read back every iteration: not write-combined.
+                    let mut z = pinned_zeroed::<u16>(&ctx, n, false)?;
+                    {
+                        let zs = &mut z
+                            .as_mut_slice()
+                            .check(|| "filling page-locked host memory".into())?[..n];
+                        match start_topics {
+                            StartTopics::Given(all) => {
+                                zs.copy_from_slice(&all[p.token_start as usize..][..n])
+                            }
+                            StartTopics::Fresh => {
+                                initial_topics(zs, p.token_start, cfg.topics, seed)
+                            }
+                        }
+                    }
                     host.push(HostChunk {
-                        token_doc: pinned(&ctx, &p.token_doc, true)?,
-                        token_src: pinned(&ctx, &p.token_src, true)?,
-                        items: pinned(&ctx, &flatten(it), true)?,
-                        doc_off: pinned(&ctx, &chunks::doc_offsets(docs, p), true)?,
-                        // Read back every iteration: not write-combined.
-                        z: pinned(&ctx, zs, false)?,
+                        token_doc,
+                        token_src,
+                        items: pinned_copy(&ctx, &flatten(it), true)?,
+                        doc_off: pinned_copy(&ctx, &chunks::doc_offsets(docs, p), true)?,
+                        z,
                     });
                 }
                 let slot = |s: &Arc<CudaStream>| -> Result<(DeviceChunk, Rows), GpuError> {
@@ -497,6 +593,16 @@ impl Engine {
         for l in &lanes {
             l.synchronize().check(|| "allocating chunk slots".into())?;
         }
+        let inv_f64 = main
+            .alloc_zeros::<f64>(k)
+            .check(|| alloc("the normalizers", k * 8))?;
+        let v = (cfg.words as usize).max(1);
+        let mass = main
+            .alloc_zeros::<f64>(v)
+            .check(|| alloc("the word masses", v * 8))?;
+        let acc = main
+            .alloc_zeros::<u64>(1)
+            .check(|| alloc("an accumulator", 8))?;
         let mut engine = Self {
             ctx,
             main,
@@ -518,9 +624,19 @@ impl Engine {
             smem_bytes,
             sample_threads,
             multiprocessors,
+            host_word_off: words.offsets.clone(),
+            host_word_slots: words.slots.clone(),
+            inv_f64,
+            mass,
+            acc,
         };
         engine.initial_counts()?;
         Ok(engine)
+    }
+
+    /// K.
+    pub fn topics(&self) -> u32 {
+        self.cfg.topics
     }
 
     /// Number of chunks.
@@ -630,8 +746,9 @@ impl Engine {
         Ok(())
     }
 
-    /// One iteration; `iteration` is its number (1 for the first), which keys the random numbers.
-    pub fn step(&mut self, iteration: u32) -> Result<(), GpuError> {
+    /// The E-step of iteration `iteration` (1 for the first; it keys the random numbers): every
+    /// chunk sampled into the next counts B′. Queued, not waited for: [`Engine::commit`] waits.
+    pub fn sweep(&mut self, iteration: u32) -> Result<(), GpuError> {
         self.main
             .memset_zeros(&mut self.bn)
             .check(|| "clearing the next word-topic counts".into())?;
@@ -700,6 +817,12 @@ impl Engine {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The M-step: B′ becomes B, its column sums n and the normalizers follow; waits for the
+    /// iteration to finish.
+    pub fn commit(&mut self, iteration: u32) -> Result<(), GpuError> {
         std::mem::swap(&mut self.b, &mut self.bn);
         self.totals()?;
         self.main
@@ -714,35 +837,238 @@ impl Engine {
         Ok(())
     }
 
-    /// Copies the assignments (corpus order) into `z`.
-    pub fn download(&mut self, z: &mut [u16]) -> Result<(), GpuError> {
+    /// The topic totals n_k of the current counts.
+    pub fn topic_totals(&mut self) -> Result<Vec<u64>, GpuError> {
+        let n = self
+            .main
+            .clone_dtoh(&self.n)
+            .check(|| "copying the topic totals back".into())?;
+        self.main
+            .synchronize()
+            .check(|| "copying the topic totals back".into())?;
+        Ok(n)
+    }
+
+    /// The current topics of tokens `start..start + out.len()` (corpus order).
+    pub fn download_topics(&mut self, start: u64, out: &mut [u16]) -> Result<(), GpuError> {
         for l in &self.lanes {
             l.synchronize()
                 .check(|| "finishing the last chunks".into())?;
         }
-        match &self.storage {
-            Storage::Resident { chunks, .. } => {
-                for (c, m) in chunks.iter().zip(&self.meta) {
-                    let start = m.token_start as usize;
+        let end = start + out.len() as u64;
+        for (i, m) in self.meta.iter().enumerate() {
+            let (c0, c1) = (m.token_start, m.token_start + m.tokens as u64);
+            let (a, b) = (start.max(c0), end.min(c1));
+            if a >= b {
+                continue;
+            }
+            let local = (a - c0) as usize..(b - c0) as usize;
+            let dst = &mut out[(a - start) as usize..(b - start) as usize];
+            match &self.storage {
+                Storage::Resident { chunks, .. } => {
                     self.main
-                        .memcpy_dtoh(&c.z, &mut z[start..start + m.tokens])
+                        .memcpy_dtoh(&chunks[i].z.slice(local), dst)
                         .check(|| "copying the assignments back".into())?;
                 }
-                self.main
-                    .synchronize()
-                    .check(|| "copying the assignments back".into())
-            }
-            Storage::Streamed { host, .. } => {
-                for (h, m) in host.iter().zip(&self.meta) {
-                    let start = m.token_start as usize;
-                    let src =
-                        h.z.as_slice()
-                            .check(|| "reading a chunk's assignments".into())?;
-                    z[start..start + m.tokens].copy_from_slice(&src[..m.tokens]);
+                Storage::Streamed { host, .. } => {
+                    let src = host[i]
+                        .z
+                        .as_slice()
+                        .check(|| "reading a chunk's assignments".into())?;
+                    dst.copy_from_slice(&src[local]);
                 }
-                Ok(())
             }
         }
+        self.main
+            .synchronize()
+            .check(|| "copying the assignments back".into())
+    }
+
+    /// The current word-topic counts of `words` as sparse rows, into `out` (cleared first;
+    /// totals left empty): each format's rows of the range are one contiguous span of B (dense
+    /// rows in word order, then hashed rows in word order), copied back and decoded.
+    pub fn download_rows(
+        &mut self,
+        words: Range<u32>,
+        out: &mut WordTopics,
+    ) -> Result<(), GpuError> {
+        let k = self.cfg.topics;
+        out.num_topics = k;
+        out.offsets.clear();
+        out.topics.clear();
+        out.counts.clear();
+        out.totals.clear();
+        out.offsets.push(0);
+        let range = words.start as usize..words.end as usize;
+        let (offs, slots) = (
+            &self.host_word_off[range.clone()],
+            &self.host_word_slots[range],
+        );
+        let span = |dense: bool| {
+            let mut lo = u64::MAX;
+            let mut hi = 0u64;
+            for (&o, &s) in offs.iter().zip(slots) {
+                if s > 0 && (s >= k) == dense {
+                    lo = lo.min(o);
+                    hi = hi.max(o + u64::from(s));
+                }
+            }
+            (lo < hi).then_some(lo as usize..hi as usize)
+        };
+        let fetch = |r: Option<Range<usize>>| -> Result<(usize, Vec<u32>), GpuError> {
+            match r {
+                None => Ok((0, Vec::new())),
+                Some(r) => {
+                    let v = self
+                        .main
+                        .clone_dtoh(&self.b.slice(r.clone()))
+                        .check(|| "copying word-topic rows back".into())?;
+                    Ok((r.start, v))
+                }
+            }
+        };
+        let (dense_base, dense) = fetch(span(true))?;
+        let (hashed_base, hashed) = fetch(span(false))?;
+        self.main
+            .synchronize()
+            .check(|| "copying word-topic rows back".into())?;
+        let mut pairs: Vec<(u16, u32)> = Vec::new();
+        for (&o, &s) in offs.iter().zip(slots) {
+            if s >= k {
+                let row = &dense[o as usize - dense_base..][..k as usize];
+                for (t, &c) in row.iter().enumerate() {
+                    if c > 0 {
+                        out.topics.push(t as u16);
+                        out.counts.push(c);
+                    }
+                }
+            } else if s > 0 {
+                pairs.clear();
+                let cells = &hashed[o as usize - hashed_base..][..s as usize];
+                pairs.extend(
+                    cells
+                        .iter()
+                        .filter(|&&c| c != 0)
+                        .map(|&c| (((c >> 16) - 1) as u16, c & 0xffff)),
+                );
+                pairs.sort_unstable();
+                for &(t, c) in &pairs {
+                    out.topics.push(t);
+                    out.counts.push(c);
+                }
+            }
+            out.offsets.push(out.topics.len() as u64);
+        }
+        Ok(())
+    }
+
+    /// Training log-likelihood per token of the current state, computed on the device: the
+    /// normalizers in double from n, each word's Σ_k φ_kw (`word_mass`), then per chunk its
+    /// doc-topic rows rebuilt from the assignments and every token's term (`loglik`), summed in
+    /// fixed point.
+    pub fn log_likelihood(&mut self) -> Result<f64, GpuError> {
+        let n = self.topic_totals()?;
+        let (k, v) = (self.cfg.topics, self.cfg.words);
+        let v_beta = f64::from(v) * self.cfg.beta;
+        let inv: Vec<f64> = n.iter().map(|&c| 1.0 / (c as f64 + v_beta)).collect();
+        let beta_inv_sum: f64 = self.cfg.beta * inv.iter().sum::<f64>();
+        let main = self.main.clone();
+        main.memcpy_htod(&inv, &mut self.inv_f64)
+            .check(|| "copying the normalizers".into())?;
+        main.memset_zeros(&mut self.acc)
+            .check(|| "clearing an accumulator".into())?;
+        if v > 0 {
+            // SAFETY: argument types match `word_mass`; one block per word.
+            unsafe {
+                main.launch_builder(&self.kernels.word_mass)
+                    .arg(&self.b)
+                    .arg(&self.word_off)
+                    .arg(&self.word_slots)
+                    .arg(&k)
+                    .arg(&self.inv_f64)
+                    .arg(&beta_inv_sum)
+                    .arg(&mut self.mass)
+                    .launch(LaunchConfig {
+                        grid_dim: (v, 1, 1),
+                        block_dim: (256, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+            }
+            .check(|| "launching word_mass".into())?;
+        }
+        let Self {
+            kernels,
+            cfg,
+            b,
+            word_off,
+            word_slots,
+            inv_f64,
+            mass,
+            acc,
+            scratch,
+            scratch_warps,
+            meta,
+            storage,
+            ..
+        } = self;
+        let (alpha, beta) = (cfg.alpha, cfg.beta);
+        let mut chunk_ll =
+            |c: &mut DeviceChunk, rows: &mut Rows, m: &ChunkMeta| -> Result<(), GpuError> {
+                if m.tokens == 0 {
+                    return Ok(());
+                }
+                let mut view = scratch.slice_mut(..);
+                launch_rebuild(&main, kernels, *scratch_warps, k, c, rows, &mut view, m)?;
+                // SAFETY: argument types match `loglik`; one block per work item.
+                unsafe {
+                    main.launch_builder(&kernels.loglik)
+                        .arg(&c.items)
+                        .arg(&c.token_doc)
+                        .arg(&c.doc_off)
+                        .arg(&rows.entries)
+                        .arg(&rows.nnz)
+                        .arg(&*b)
+                        .arg(&*word_off)
+                        .arg(&*word_slots)
+                        .arg(&k)
+                        .arg(&*inv_f64)
+                        .arg(&*mass)
+                        .arg(&alpha)
+                        .arg(&beta)
+                        .arg(&mut *acc)
+                        .launch(LaunchConfig {
+                            grid_dim: (m.items as u32, 1, 1),
+                            block_dim: (256, 1, 1),
+                            shared_mem_bytes: 0,
+                        })
+                }
+                .check(|| "launching loglik".into())?;
+                Ok(())
+            };
+        match storage {
+            Storage::Resident { chunks, rows } => {
+                for (c, m) in chunks.iter_mut().zip(meta.iter()) {
+                    chunk_ll(c, rows, m)?;
+                }
+            }
+            Storage::Streamed { host, slots } => {
+                let (d, rows) = &mut slots[0];
+                for (h, m) in host.iter().zip(meta.iter()) {
+                    copy_in(&main, h, d, m)?;
+                    chunk_ll(d, rows, m)?;
+                    // The slot is reused by the next chunk.
+                    main.synchronize()
+                        .check(|| "computing the log-likelihood".into())?;
+                }
+            }
+        }
+        let total = main
+            .clone_dtoh(&*acc)
+            .check(|| "copying the log-likelihood back".into())?;
+        main.synchronize()
+            .check(|| "computing the log-likelihood".into())?;
+        let tokens: u64 = meta.iter().map(|m| m.tokens as u64).sum();
+        Ok(total[0] as i64 as f64 / 16_777_216.0 / tokens.max(1) as f64)
     }
 }
 
@@ -770,26 +1096,6 @@ struct Model<'a> {
 fn record(s: &Arc<CudaStream>) -> Result<CudaEvent, GpuError> {
     s.record_event(None)
         .check(|| "recording a CUDA event".into())
-}
-
-fn pinned<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy>(
-    ctx: &Arc<CudaContext>,
-    src: &[T],
-    write_combined: bool,
-) -> Result<PinnedHostSlice<T>, GpuError> {
-    let flags = if write_combined {
-        cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED
-    } else {
-        0
-    };
-    let bytes = std::mem::size_of_val(src);
-    // SAFETY: filled right below before any use.
-    let mut p = unsafe { ctx.alloc_pinned_with_flags::<T>(src.len().max(1), flags) }
-        .check(|| format!("allocating {bytes} bytes of page-locked host memory for streaming"))?;
-    p.as_mut_slice()
-        .check(|| "filling page-locked host memory".into())?[..src.len()]
-        .copy_from_slice(src);
-    Ok(p)
 }
 
 fn copy_in(
@@ -867,25 +1173,21 @@ fn sweep(
     sweep_view(s, k, model, c, rows, &mut view, bn, m)
 }
 
-/// Rebuilds the chunk's doc-topic rows from its assignments, then samples all its tokens.
+/// Rebuilds the chunk's doc-topic rows from its assignments (SaberLDA §3.3).
 #[allow(clippy::too_many_arguments)]
-fn sweep_view(
+fn launch_rebuild(
     s: &Arc<CudaStream>,
     k: &Kernels,
-    model: &Model<'_>,
-    c: &mut DeviceChunk,
+    scratch_warps: u32,
+    topics: u32,
+    c: &DeviceChunk,
     rows: &mut Rows,
-    scratch: &mut cudarc::driver::CudaViewMut<'_, u32>,
-    bn: &mut CudaSlice<u32>,
+    scratch: &mut topos_cuda::cudarc::driver::CudaViewMut<'_, u32>,
     m: &ChunkMeta,
 ) -> Result<(), GpuError> {
-    if m.tokens == 0 {
-        return Ok(());
-    }
-    let topics = model.cfg.topics;
     let docs = m.docs as u32;
     let rebuild_cfg = LaunchConfig {
-        grid_dim: ((model.scratch_warps * 32).div_ceil(BLOCK).max(1), 1, 1),
+        grid_dim: ((scratch_warps * 32).div_ceil(BLOCK).max(1), 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -903,6 +1205,26 @@ fn sweep_view(
             .launch(rebuild_cfg)
     }
     .check(|| "launching rebuild_doc_topics".into())?;
+    Ok(())
+}
+
+/// Rebuilds the chunk's doc-topic rows from its assignments, then samples all its tokens.
+#[allow(clippy::too_many_arguments)]
+fn sweep_view(
+    s: &Arc<CudaStream>,
+    k: &Kernels,
+    model: &Model<'_>,
+    c: &mut DeviceChunk,
+    rows: &mut Rows,
+    scratch: &mut topos_cuda::cudarc::driver::CudaViewMut<'_, u32>,
+    bn: &mut CudaSlice<u32>,
+    m: &ChunkMeta,
+) -> Result<(), GpuError> {
+    if m.tokens == 0 {
+        return Ok(());
+    }
+    let topics = model.cfg.topics;
+    launch_rebuild(s, k, model.scratch_warps, topics, c, rows, scratch, m)?;
     let cfg = model.cfg;
     let num_items = m.items as u32;
     let sample_cfg = LaunchConfig {
@@ -913,10 +1235,7 @@ fn sweep_view(
     let (alpha, beta) = (cfg.alpha as f32, cfg.beta as f32);
     let v_beta = f64::from(cfg.words) * cfg.beta;
     let (seed_lo, seed_hi) = (cfg.seed as u32, (cfg.seed >> 32) as u32);
-    let exclude: i32 = match cfg.algorithm {
-        Algorithm::Esca => 0,
-        Algorithm::Cgs => 1,
-    };
+    let exclude = i32::from(cfg.exclude_own_assignment);
     // SAFETY: argument types and order match `sample` in kernels.cu.
     unsafe {
         s.launch_builder(&k.sample)
@@ -991,7 +1310,7 @@ mod tests {
     #[test]
     fn the_kernels_compile_for_every_row_shape() {
         // Needs NVRTC only (no GPU); skipped where it is not installed, as in CI.
-        if !crate::device::nvrtc_present() {
+        if !topos_cuda::device::nvrtc_present() {
             return;
         }
         for row_regs in [1, 2, 3, 4, 5, 8, 16] {

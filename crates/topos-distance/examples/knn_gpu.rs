@@ -6,13 +6,13 @@
 //! `knn_gpu DIR K QUERIES METRIC... [--cpu]` (METRIC `all` runs the 15, Minkowski with p = 3).
 //! Env `KNN_GPU_MEMORY=BYTES` limits the device memory of the index (streamed in row chunks).
 
-#[path = "../../topos-distance/examples/common/mod.rs"]
+#[path = "common/mod.rs"]
 mod common;
 
 use std::path::PathBuf;
 use std::time::Instant;
+use topos_distance::gpu::CudaBackend;
 use topos_distance::{Backend, CpuBackend};
-use topos_gpu::distance::CudaBackend;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();

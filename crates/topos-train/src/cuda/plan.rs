@@ -10,7 +10,7 @@
 //! into chunks of whole documents that flow through two device slots, so one chunk's transfer
 //! overlaps the other's sampling ("streamed").
 
-use crate::word_topics::WordTopicFormat;
+use super::word_topics::WordTopicFormat;
 use std::fmt;
 
 /// Bytes kept free for the CUDA context, the module and the allocator's slack.
@@ -20,12 +20,18 @@ pub const TOKEN_BYTES: u64 = 10;
 /// Bytes per token of the doc-topic rows of the chunk being sampled: topic and count packed in 4
 /// bytes (8 when a document has 65,536 tokens or more, see `engine::wide_rows`).
 pub fn row_bytes(longest_doc: u64) -> u64 {
-    if crate::engine::wide_rows(longest_doc) {
+    if wide_rows(longest_doc) {
         8
     } else {
         4
     }
 }
+/// Whether doc-topic row entries need 64 bits: a count of a document of 65,536 tokens or more
+/// does not fit the 16 bits beside the topic.
+pub fn wide_rows(longest_doc: u64) -> bool {
+    longest_doc > u64::from(u16::MAX)
+}
+
 /// Bytes per document: token offset (4) and row length (4).
 pub const DOC_BYTES: u64 = 8;
 /// Bytes per work item (word, start, length, padding).
@@ -254,8 +260,8 @@ fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanE
 
 #[cfg(test)]
 mod tests {
+    use super::super::word_topics::cells;
     use super::*;
-    use crate::word_topics::cells;
 
     const GIB: u64 = 1 << 30;
 

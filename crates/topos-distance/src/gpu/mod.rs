@@ -14,22 +14,22 @@
 //! CPU's (a GPU test checks every metric against it); only the logarithms and powers of
 //! Jensen–Shannon, KL and Minkowski (p ∉ {1, 2}) may differ in the last bit (CUDA's libm).
 
-use crate::device;
-use crate::error::{Check, GpuError};
-use cudarc::driver::{
-    sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaFunction, CudaSlice, CudaStream,
-    DeviceRepr, LaunchConfig, PushKernelArg,
+use crate::{
+    check_domain, check_k, check_matrix_size, check_queries, key_distance, row_aggregate,
+    topk::from_ordered, union::magnitude_order, Backend, CsrMatrix, DistanceError, Metric,
+    Neighbors, PreparedIndex, RowAgg,
 };
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use topos_distance::{
-    check_domain, check_k, check_matrix_size, check_queries, key_distance, row_aggregate,
-    topk::from_ordered, union::magnitude_order, Backend, CsrMatrix, DistanceError, Metric,
-    Neighbors, PreparedIndex, RowAgg,
+use topos_cuda::cudarc;
+use topos_cuda::cudarc::driver::{
+    sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaFunction, CudaSlice, CudaStream,
+    DeviceRepr, LaunchConfig, PushKernelArg,
 };
+use topos_cuda::{device, Check, GpuError};
 
 const SOURCE: &str = include_str!("knn.cu");
 
@@ -584,26 +584,21 @@ fn compile(s: Shape, major: i32, minor: i32) -> Result<cudarc::nvrtc::Ptx, GpuEr
         Metric::Minkowski(p) => p,
         _ => 1.0,
     };
-    let opts = cudarc::nvrtc::CompileOptions {
-        arch: Some(arch),
-        options: vec![
-            "--std=c++17".into(),
-            "-default-device".into(),
-            // No fused multiply-adds: the CPU's arithmetic rounds every product (Rust does
-            // not contract), and the same sums must give the same bits.
-            "--fmad=false".into(),
-            format!("-DMETRIC={}", metric_id(s.metric)),
-            format!("-DTILE={}", s.tile),
-            format!("-DWARPS={}", s.warps),
-            format!("-DKSLOTS={}", s.slots),
-            format!("-DDENSE={}", u8::from(s.dense)),
-            // The f64 exactly (Rust's shortest round-trip decimal).
-            format!("-DMINK_P={p:?}"),
-        ],
-        ..Default::default()
-    };
-    cudarc::nvrtc::compile_ptx_with_opts(SOURCE, opts)
-        .map_err(|e| GpuError::Compile(format!("{e:?}")))
+    let options = vec![
+        "--std=c++17".into(),
+        "-default-device".into(),
+        // No fused multiply-adds: the CPU's arithmetic rounds every product (Rust does
+        // not contract), and the same sums must give the same bits.
+        "--fmad=false".into(),
+        format!("-DMETRIC={}", metric_id(s.metric)),
+        format!("-DTILE={}", s.tile),
+        format!("-DWARPS={}", s.warps),
+        format!("-DKSLOTS={}", s.slots),
+        format!("-DDENSE={}", u8::from(s.dense)),
+        // The f64 exactly (Rust's shortest round-trip decimal).
+        format!("-DMINK_P={p:?}"),
+    ];
+    Ok(topos_cuda::compile::compile_cached(SOURCE, options, arch)?.0)
 }
 
 /// The index on the device for one metric.
@@ -1111,7 +1106,7 @@ mod tests {
 
     #[test]
     fn merged_lists_keep_the_k_best_in_the_cpu_order() {
-        use topos_distance::topk::ordered;
+        use crate::topk::ordered;
         // Query 0 has two items (the second holds the best row), query 1 one; k = 2.
         let key = |d: f64| ordered(d * d);
         let item_query = [0, 1, 0];

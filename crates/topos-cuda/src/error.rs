@@ -1,4 +1,4 @@
-//! Errors of the GPU engine. Every CUDA call's result is checked and carries what was being done.
+//! Errors of the GPU engines. Every CUDA call's result is checked and carries what was being done.
 
 use std::fmt;
 
@@ -20,8 +20,9 @@ pub enum GpuError {
     },
     #[error("compiling the CUDA kernels with NVRTC failed: {0}")]
     Compile(String),
+    /// The memory plan of an engine does not fit (the message says what to do).
     #[error("{0}")]
-    Plan(#[from] crate::plan::PlanError),
+    Plan(String),
     #[error("{0}")]
     Unsupported(String),
 }
@@ -37,7 +38,7 @@ impl fmt::Display for Context {
 }
 
 /// Adds context to a driver result.
-pub(crate) trait Check<T> {
+pub trait Check<T> {
     fn check(self, what: impl FnOnce() -> String) -> Result<T, GpuError>;
 }
 

@@ -1,0 +1,81 @@
+//! The `TOPOS_GPU_*` environment knobs, read once per process (benchmarks and A/B runs; a user
+//! never needs them). Every engine asks [`Tuning::get`] instead of reading the environment.
+
+use std::sync::OnceLock;
+
+/// The knobs.
+#[derive(Clone, Debug, Default)]
+pub struct Tuning {
+    /// `TOPOS_GPU_DEFINES`: extra `-D NAME=VALUE` for the kernels, replacing the engine's own of
+    /// the same name (spaces or commas between them).
+    pub defines: Vec<(String, u32)>,
+    /// `TOPOS_GPU_ROW_REGS` (1..=16): document-row registers of the LDA sampler.
+    pub row_regs: Option<u32>,
+    /// `TOPOS_GPU_MIN_BLOCKS` (1..=8): resident blocks the LDA sampler is compiled for.
+    pub min_blocks: Option<u32>,
+    /// `TOPOS_GPU_WORD_TOPICS` (`dense` or `hybrid`): the LDA word-topic format.
+    pub word_topics: Option<String>,
+    /// `TOPOS_GPU_LINEINFO`: line information in the PTX, for Nsight Compute's source view.
+    pub line_info: bool,
+    /// `TOPOS_NVRTC_CACHE`: the PTX cache directory, or `off`.
+    pub nvrtc_cache: Option<String>,
+}
+
+impl Tuning {
+    /// The knobs of this process.
+    pub fn get() -> &'static Tuning {
+        static TUNING: OnceLock<Tuning> = OnceLock::new();
+        TUNING.get_or_init(|| Tuning::from_env(|name| std::env::var(name).ok()))
+    }
+
+    /// The knobs `var` reports (testable without touching the environment).
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Tuning {
+        let ranged = |name: &str, range: std::ops::RangeInclusive<u32>| {
+            var(name)
+                .and_then(|v| v.parse().ok())
+                .filter(|x| range.contains(x))
+        };
+        Tuning {
+            defines: parse_defines(&var("TOPOS_GPU_DEFINES").unwrap_or_default()),
+            row_regs: ranged("TOPOS_GPU_ROW_REGS", 1..=16),
+            min_blocks: ranged("TOPOS_GPU_MIN_BLOCKS", 1..=8),
+            word_topics: var("TOPOS_GPU_WORD_TOPICS"),
+            line_info: var("TOPOS_GPU_LINEINFO").is_some(),
+            nvrtc_cache: var("TOPOS_NVRTC_CACHE"),
+        }
+    }
+}
+
+/// `NAME=VALUE` pairs separated by spaces or commas; names of capitals and underscores.
+fn parse_defines(s: &str) -> Vec<(String, u32)> {
+    s.split([' ', ','])
+        .filter_map(|d| {
+            let (name, value) = d.split_once('=')?;
+            let valid =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+            Some((name.to_string(), value.parse().ok()?)).filter(|_| valid)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knobs_parse_and_ignore_nonsense() {
+        let env = |name: &str| match name {
+            "TOPOS_GPU_DEFINES" => Some("ROW_MID=5,LEAF_BATCH=8 bad=1 X=y".to_string()),
+            "TOPOS_GPU_ROW_REGS" => Some("99".to_string()),
+            "TOPOS_GPU_MIN_BLOCKS" => Some("3".to_string()),
+            _ => None,
+        };
+        let t = Tuning::from_env(env);
+        assert_eq!(
+            t.defines,
+            vec![("ROW_MID".to_string(), 5), ("LEAF_BATCH".to_string(), 8)]
+        );
+        assert_eq!((t.row_regs, t.min_blocks), (None, Some(3)));
+        assert!(!t.line_info && t.word_topics.is_none());
+    }
+}

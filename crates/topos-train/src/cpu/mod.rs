@@ -1,0 +1,66 @@
+//! The CPU device: [`engine::Trainer`] on a thread pool.
+
+pub mod engine;
+
+use crate::device::Device;
+use crate::engine::{Engine, EngineSetup};
+use crate::memory::{shared_items, MemoryEstimate, RunShape};
+use crate::sampler::Sampler;
+use crate::TrainError;
+
+/// The registry entry.
+pub struct Cpu;
+
+impl Device for Cpu {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn summary(&self) -> &'static str {
+        "every core of this machine (--threads), the same model for any number of threads"
+    }
+    fn usable(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn runs(&self, _sampler: &dyn Sampler) -> bool {
+        true
+    }
+    fn open(
+        &self,
+        ordinal: Option<usize>,
+        setup: EngineSetup,
+    ) -> Result<Box<dyn Engine>, TrainError> {
+        if ordinal.is_some_and(|o| o > 0) {
+            return Err(TrainError::Unsupported(
+                "there is one CPU device, cpu (or cpu:0); --threads sets how many cores it uses"
+                    .into(),
+            ));
+        }
+        Ok(Box::new(engine::open(setup)?))
+    }
+    /// The assignments (2 B a token), the PDOW layout (8 B a token, 8 B per word of each
+    /// partition), the sparse document-topic rows (6 B a non-zero, at most one a token) and
+    /// word-topic rows (6 B a non-zero), the sampler's own working memory, and what every run
+    /// holds ([`shared_items`]).
+    fn host_memory(&self, shape: &RunShape, sampler: &dyn Sampler) -> MemoryEstimate {
+        let s = shape;
+        let nnz_doc = s.tokens.min(s.docs.saturating_mul(s.topics));
+        let mut items = vec![
+            ("assignments (2 B/token)", 2 * s.tokens),
+            (
+                "PDOW layout (8 B/token)",
+                8 * s.tokens + 16 * s.words.min(s.tokens),
+            ),
+            (
+                "doc-topic rows (6 B/non-zero)",
+                6 * nnz_doc + 8 * (s.docs + 1),
+            ),
+            (
+                "word-topic rows (6 B/non-zero)",
+                6 * s.word_topic_nonzeros() + 8 * (s.words + 1) + 8 * s.topics,
+            ),
+        ];
+        items.extend(sampler.cpu_memory(s));
+        items.extend(shared_items(s));
+        MemoryEstimate::new(items)
+    }
+}

@@ -1,0 +1,241 @@
+//! The CUDA device: [`CudaEngine`], a run held on one GPU, behind [`crate::Engine`].
+
+use super::engine::{self, Engine as Kernels, EngineConfig, Start, StartTopics};
+use super::plan::{self, Mode, Plan, PlanInput};
+use super::word_topics::{self, WordTopicFormat, WordTopicLayout};
+use super::Cuda;
+use crate::counts::WordTopics;
+use crate::device::Device;
+use crate::engine::{Engine, EngineSetup};
+use crate::layout::PartitionShape;
+use crate::memory::{MemoryEstimate, RunShape};
+use crate::sampler::Sampler;
+use crate::transport::Transport;
+use crate::TrainError;
+use std::ops::Range;
+use topos_cuda::device::{self, DeviceInfo};
+use topos_cuda::tuning::Tuning;
+use topos_cuda::GpuError;
+
+fn to_train(e: GpuError) -> TrainError {
+    TrainError::Device(e.to_string())
+}
+
+impl Device for Cuda {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+    fn summary(&self) -> &'static str {
+        "one NVIDIA GPU (cuda:N picks one); the driver and NVRTC are loaded at run time"
+    }
+    fn usable(&self) -> Result<(), String> {
+        match device::device_count() {
+            Err(e) => Err(e.to_string()),
+            Ok(0) => Err(GpuError::NoDevice.to_string()),
+            Ok(_) if !device::nvrtc_present() => Err(GpuError::NoNvrtc.to_string()),
+            Ok(_) => Ok(()),
+        }
+    }
+    fn runs(&self, sampler: &dyn Sampler) -> bool {
+        sampler.gpu().is_some()
+    }
+    fn open(
+        &self,
+        ordinal: Option<usize>,
+        setup: EngineSetup,
+    ) -> Result<Box<dyn Engine>, TrainError> {
+        Ok(Box::new(
+            CudaEngine::open(ordinal, setup).map_err(to_train)?,
+        ))
+    }
+    fn host_memory(&self, shape: &RunShape, _sampler: &dyn Sampler) -> MemoryEstimate {
+        // Streaming is decided when the device's memory is known; estimate the resident case
+        // (the run prints the plan, and a streamed plan adds its page-locked chunks).
+        super::host_memory(shape, false, false)
+    }
+}
+
+/// A run on one GPU.
+pub struct CudaEngine {
+    kernels: Kernels,
+    info: DeviceInfo,
+    plan: Plan,
+    iteration: u32,
+    threads: usize,
+    /// Set between `sample` and `commit`.
+    sampled: bool,
+}
+
+impl CudaEngine {
+    /// Opens the device, plans its memory, uploads the corpus in pieces and draws (or loads)
+    /// the start on the device.
+    pub fn open(ordinal: Option<usize>, setup: EngineSetup) -> Result<Self, GpuError> {
+        let kernel = setup.sampler.gpu().ok_or_else(|| {
+            GpuError::Unsupported(format!(
+                "the {} sampler has no GPU implementation; use --device cpu",
+                setup.sampler.name()
+            ))
+        })?;
+        let ctx = device::open(ordinal)?;
+        let info = device::info(&ctx)?;
+        let budget = setup
+            .device
+            .memory_budget
+            .map_or(info.free_bytes, |b| b.min(info.free_bytes));
+        let docs = setup.docs.view();
+        let topics = setup.hyper.num_topics;
+        let num_words = setup.num_words;
+        let longest = super::chunks::longest_document(docs);
+        let word_tokens = word_topics::word_tokens(docs, num_words);
+        let asked = setup
+            .device
+            .word_topics
+            .map(str::to_string)
+            .or_else(|| Tuning::get().word_topics.clone());
+        let format = match asked {
+            Some(v) => Some(
+                v.parse::<WordTopicFormat>()
+                    .map_err(|e| GpuError::Unsupported(format!("TOPOS_GPU_WORD_TOPICS: {e}")))?,
+            ),
+            None => None,
+        };
+        let plan = plan::plan(&PlanInput {
+            tokens: docs.num_tokens(),
+            docs: docs.len() as u64,
+            words: num_words as u64,
+            topics,
+            longest_doc: longest,
+            budget,
+            multiprocessors: info.multiprocessors,
+            partition_tokens: setup
+                .device
+                .partition_tokens
+                .unwrap_or_else(|| super::default_partition_tokens(topics)),
+            force_streaming: setup.device.force_streaming,
+            hybrid_cells: word_topics::cells(&word_tokens, topics, WordTopicFormat::Hybrid),
+            format,
+        })
+        .map_err(|e| GpuError::Plan(e.to_string()))?;
+        let words = WordTopicLayout::new(&word_tokens, topics, plan.format);
+        drop(word_tokens);
+        let shapes: Vec<PartitionShape> = crate::layout::partition_ranges(docs, plan.chunks)
+            .into_iter()
+            .map(|r| PartitionShape::new(docs, r))
+            .collect();
+        let (start_topics, iteration) = match &setup.start {
+            crate::engine::Start::Fresh => (StartTopics::Fresh, 0),
+            crate::engine::Start::Resume(c) => (StartTopics::Given(&c.assignments), c.iteration),
+        };
+        let cfg = EngineConfig {
+            exclude_own_assignment: kernel.exclude_own_assignment,
+            topics,
+            words: num_words as u32,
+            alpha: setup.hyper.alpha,
+            beta: setup.hyper.beta,
+            seed: setup.seed,
+            wide_rows: setup.device.wide_rows || engine::wide_rows(longest),
+        };
+        let kernels = Kernels::new(
+            ctx,
+            cfg,
+            &plan,
+            Start {
+                docs,
+                shapes: &shapes,
+                topics: start_topics,
+                words: &words,
+                piece_tokens: super::PIECE_TOKENS,
+            },
+            &info,
+        )?;
+        Ok(Self {
+            kernels,
+            info,
+            plan,
+            iteration,
+            threads: setup.threads,
+            sampled: false,
+        })
+    }
+
+    /// The memory plan in use.
+    pub fn memory_plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+}
+
+impl Engine for CudaEngine {
+    fn describe(&self) -> String {
+        format!("cuda:{} ({})", self.info.ordinal, self.info.name)
+    }
+    fn threads(&self) -> usize {
+        self.threads
+    }
+    fn partitions(&self) -> usize {
+        self.kernels.chunks()
+    }
+    fn iteration(&self) -> u32 {
+        self.iteration
+    }
+    fn plan(&self) -> Option<serde_json::Value> {
+        let mut v = serde_json::to_value(&self.plan).ok()?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("summary".into(), self.plan.to_string().into());
+            o.insert("streamed".into(), (self.plan.mode == Mode::Streamed).into());
+        }
+        Some(v)
+    }
+    fn sample(&mut self) -> Result<(), TrainError> {
+        self.kernels.sweep(self.iteration + 1).map_err(to_train)?;
+        self.sampled = true;
+        Ok(())
+    }
+    fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
+        if transport.workers() > 1 {
+            return Err(TrainError::Unsupported(format!(
+                "the CUDA engine runs with one worker; the {} transport has {} (multi-GPU training comes with the NCCL transport)",
+                transport.name(),
+                transport.workers()
+            )));
+        }
+        Ok(())
+    }
+    fn commit(&mut self) -> Result<(), TrainError> {
+        if !self.sampled {
+            return Err(TrainError::Unsupported(
+                "commit without a sample before it".into(),
+            ));
+        }
+        self.kernels.commit(self.iteration + 1).map_err(to_train)?;
+        self.iteration += 1;
+        self.sampled = false;
+        Ok(())
+    }
+    fn log_likelihood(&mut self) -> Result<f64, TrainError> {
+        self.kernels.log_likelihood().map_err(to_train)
+    }
+    fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
+        self.kernels.topic_totals().map_err(to_train)
+    }
+    fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError> {
+        self.kernels.download_rows(words, out).map_err(to_train)
+    }
+    fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError> {
+        self.kernels.download_topics(start, out).map_err(to_train)?;
+        let k = self.kernels.topics();
+        // A topic out of range would be a kernel bug: refuse it rather than write it.
+        if let Some(i) = out.iter().position(|&t| u32::from(t) >= k) {
+            return Err(TrainError::Device(format!(
+                "internal error: the GPU assigned topic {} (K = {k}) to token {}; please report it and train with --device cpu",
+                out[i],
+                start + i as u64
+            )));
+        }
+        Ok(())
+    }
+}

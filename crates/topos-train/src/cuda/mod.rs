@@ -1,0 +1,76 @@
+//! The CUDA device: one NVIDIA GPU holding the whole run (issue 16: device-resident).
+//!
+//! * [`plan`]: the memory planner (resident or streamed in chunks), printed before a run.
+//! * [`word_topics`]: the word-topic counts dense or in ezLDA's hybrid dense/hashed format.
+//! * [`chunks`]: the work items and document offsets of a chunk.
+//! * `engine` (with the `cuda` feature): the kernels (CUDA C in `kernels.cu`, compiled by NVRTC
+//!   for the device at hand, cached on disk) and one iteration on the device; `enabled`: the
+//!   [`crate::Engine`] over it. Without the feature, `disabled` says the build has no GPU support.
+//!
+//! What stays on the host in a run: the corpus file (memory-mapped), the word-topic row index
+//! (O(V)), one piece of PDOW arrays while they are built, and for a streamed corpus its
+//! page-locked chunks. The start (assignments drawn with the CPU's counter-based numbers), the
+//! training log-likelihood and the counts live on the device; the model file, checkpoints and
+//! document-topic counts are written from state copied back a piece at a time.
+
+pub mod chunks;
+pub mod plan;
+pub mod word_topics;
+
+#[cfg(feature = "cuda")]
+mod enabled;
+#[cfg(feature = "cuda")]
+pub mod engine;
+#[cfg(feature = "cuda")]
+pub use enabled::CudaEngine;
+
+#[cfg(not(feature = "cuda"))]
+mod disabled;
+
+/// The registry entry.
+pub struct Cuda;
+
+/// Default tokens per resident partition: at small K, partitions whose doc-topic rows stay near
+/// L2 pay off (measured on the H100, NYTimes-shaped corpus: 7 partitions 1,986M tokens/s at
+/// K = 1,024 against 1,766M for one); at large K every partition rebuilds every word's K-leaf
+/// tree, so one partition wins (1,135M against 907M at K = 10,000).
+pub fn default_partition_tokens(topics: u32) -> u64 {
+    if topics <= 2048 {
+        16_000_000
+    } else {
+        u64::from(u32::MAX)
+    }
+}
+
+/// Most PDOW entries built on the host at once (8 bytes each: 1 GiB).
+pub const PIECE_TOKENS: usize = 1 << 27;
+
+/// The host memory of a run on the GPU: what every run holds ([`crate::memory::shared_items`]),
+/// the word-topic row index and the training tokens of every word (20 B a word), the PDOW piece
+/// being built (8 B a token of it), the CUDA driver and context, and for a corpus streamed
+/// through the device its page-locked chunks (10 B a token and the work items); a resumed run
+/// also reads its checkpoint (2 B a token).
+pub fn host_memory(
+    shape: &crate::memory::RunShape,
+    streamed: bool,
+    resume: bool,
+) -> crate::memory::MemoryEstimate {
+    let s = shape;
+    let mut items = crate::memory::shared_items(s);
+    items.push(("word-topic row index (20 B/word)", 20 * s.words));
+    items.push((
+        "PDOW piece being built (8 B/token, at most 1 GiB)",
+        8 * s.tokens.min(PIECE_TOKENS as u64),
+    ));
+    items.push(("CUDA driver and context", 512 << 20));
+    if streamed {
+        items.push((
+            "page-locked chunks of a streamed corpus (10 B/token + items)",
+            10 * s.tokens + 16 * (s.tokens / plan::ITEM_MAX_TOKENS + s.words),
+        ));
+    }
+    if resume {
+        items.push(("checkpoint being resumed (2 B/token)", 2 * s.tokens));
+    }
+    crate::memory::MemoryEstimate::new(items)
+}

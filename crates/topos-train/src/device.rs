@@ -1,0 +1,128 @@
+//! Where a run can execute: one trait and a registry, one line per device (candle's backends
+//! behind one trait, a disabled CUDA stub when the feature is off). A device opens an
+//! [`Engine`] (the iteration and reading state back) and says how much host memory a run on it
+//! needs; everything else about the run is the same on every device ([`crate::run`]).
+
+use crate::engine::{Engine, EngineSetup};
+use crate::memory::{MemoryEstimate, RunShape};
+use crate::sampler::Sampler;
+use crate::TrainError;
+use std::fmt;
+use std::str::FromStr;
+
+/// A kind of device a run can use.
+pub trait Device: Sync {
+    /// The name in `--device` (`cpu`, `cuda`; `cuda:N` picks the N-th of its kind).
+    fn name(&self) -> &'static str;
+    /// One line for `topos algos` and `topos devices`.
+    fn summary(&self) -> &'static str;
+    /// Whether this build and this machine can open it; the reason when not (one line: what
+    /// is missing and what to do).
+    fn usable(&self) -> Result<(), String>;
+    /// Whether `sampler` runs on it.
+    fn runs(&self, sampler: &dyn Sampler) -> bool;
+    /// Opens the `ordinal`-th device of this kind (`None`: the first) for a run.
+    fn open(
+        &self,
+        ordinal: Option<usize>,
+        setup: EngineSetup,
+    ) -> Result<Box<dyn Engine>, TrainError>;
+    /// The host memory a run of `shape` needs on this device, by item (the device's own memory
+    /// is planned when it opens).
+    fn host_memory(&self, shape: &RunShape, sampler: &dyn Sampler) -> MemoryEstimate;
+}
+
+/// Every device, in the order `--device auto` tries them.
+pub static DEVICES: &[&dyn Device] = &[&crate::cuda::Cuda, &crate::cpu::Cpu];
+
+/// The device named `name`.
+pub fn device_named(name: &str) -> Option<&'static dyn Device> {
+    DEVICES.iter().copied().find(|d| d.name() == name)
+}
+
+/// What `--device` asks for.
+#[derive(Clone, Copy, Default)]
+pub enum DeviceChoice {
+    /// The first device of [`DEVICES`] that is usable, runs the sampler and opens (a GPU when
+    /// one answers and the plan fits, else the CPU); the run says which and why.
+    #[default]
+    Auto,
+    /// This device (`ordinal`: which of its kind).
+    Named {
+        device: &'static dyn Device,
+        ordinal: Option<usize>,
+    },
+}
+
+impl DeviceChoice {
+    /// The CPU.
+    pub fn cpu() -> Self {
+        DeviceChoice::Named {
+            device: &crate::cpu::Cpu,
+            ordinal: None,
+        }
+    }
+}
+
+impl fmt::Debug for DeviceChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for DeviceChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceChoice::Auto => f.write_str("auto"),
+            DeviceChoice::Named {
+                device,
+                ordinal: None,
+            } => f.write_str(device.name()),
+            DeviceChoice::Named {
+                device,
+                ordinal: Some(n),
+            } => write!(f, "{}:{n}", device.name()),
+        }
+    }
+}
+
+impl FromStr for DeviceChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut names: Vec<&str> = DEVICES.iter().map(|d| d.name()).collect();
+        names.sort_unstable();
+        let last = names.last().copied().unwrap_or("cpu");
+        let unknown = || {
+            format!(
+                "unknown device {s:?}: use auto, {} or {last}:N",
+                names.join(", ")
+            )
+        };
+        if s == "auto" {
+            return Ok(DeviceChoice::Auto);
+        }
+        let (name, ordinal) = match s.split_once(':') {
+            None => (if s == "gpu" { "cuda" } else { s }, None),
+            Some((n, o)) => (n, Some(o.parse::<usize>().map_err(|_| unknown())?)),
+        };
+        let device = device_named(name).ok_or_else(unknown)?;
+        Ok(DeviceChoice::Named { device, ordinal })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_parse_and_print() {
+        for s in ["auto", "cpu", "cuda", "cuda:3"] {
+            assert_eq!(s.parse::<DeviceChoice>().unwrap().to_string(), s);
+        }
+        assert_eq!("gpu".parse::<DeviceChoice>().unwrap().to_string(), "cuda");
+        for bad in ["cuda:", "cuda:x", "tpu", "cuda:-1", ""] {
+            let e = bad.parse::<DeviceChoice>().unwrap_err();
+            assert!(e.contains("auto, cpu, cuda or cuda:N"), "{e}");
+        }
+    }
+}

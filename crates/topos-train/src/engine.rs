@@ -1,0 +1,190 @@
+//! What a device does in a run: the iteration, and reading its state back a piece at a time.
+//!
+//! An [`Engine`] is one device's side of one run (the CPU [`crate::Trainer`], the GPU engine of
+//! `cuda/`). It does not own the run: the schedule of evaluations and checkpoints, the log, the
+//! outputs and the privacy ledger belong to [`crate::run::Run`], which drives any engine the same
+//! way:
+//!
+//! ```text
+//! sample (E-step) → exchange (the transport sums the counts of every worker) → commit (M-step)
+//! ```
+//!
+//! State is read back in pieces ([`Engine::word_topics`], [`Engine::assignments`]), so that a
+//! device-resident run never needs the whole state on the host at once.
+
+use crate::counts::WordTopics;
+use crate::sampler::Sampler;
+use crate::transport::Transport;
+use crate::{Checkpoint, TrainError};
+use std::ops::Range;
+use std::sync::Arc;
+use topos_corpus::{Corpus, Docs, OwnedDocs};
+use topos_model::Hyperparameters;
+
+/// The training documents of a run, owned (no borrowed lifetime), so a run can be held by a
+/// long-lived object such as a Python model.
+#[derive(Clone)]
+pub enum TrainDocs {
+    /// The training part of a corpus (memory-mapped or in memory).
+    Corpus(Arc<Corpus>),
+    /// Documents built for the run (a private run's capped documents, tests).
+    Owned(Arc<OwnedDocs>),
+}
+
+impl TrainDocs {
+    /// The documents.
+    pub fn view(&self) -> Docs<'_> {
+        match self {
+            TrainDocs::Corpus(c) => c.train(),
+            TrainDocs::Owned(d) => d.view(),
+        }
+    }
+}
+
+impl From<OwnedDocs> for TrainDocs {
+    fn from(d: OwnedDocs) -> Self {
+        TrainDocs::Owned(Arc::new(d))
+    }
+}
+
+/// Where a run starts.
+#[derive(Clone, Debug)]
+pub enum Start {
+    /// Every token's topic uniform at random, keyed by (seed, token): the same on every device.
+    Fresh,
+    /// A checkpoint's assignments and iteration (already checked against the run's settings).
+    Resume(Checkpoint),
+}
+
+/// Device settings a run passes through to the engine (those that do not apply are ignored).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeviceOptions {
+    /// Device memory the run may use (`None`: what is free).
+    pub memory_budget: Option<u64>,
+    /// Tokens per device-resident partition (tuning; `None`: the engine's default).
+    pub partition_tokens: Option<u64>,
+    /// Stream the corpus through the device even when it fits (tests of the streaming path).
+    pub force_streaming: bool,
+    /// The GPU's word-topic format (`dense` or `hybrid`; `None`: the planner's choice or
+    /// `TOPOS_GPU_WORD_TOPICS`). For tests and benchmarks.
+    pub word_topics: Option<&'static str>,
+    /// 64-bit document-row entries on the GPU even when every document is shorter than 65,536
+    /// tokens (tests of the wide path).
+    pub wide_rows: bool,
+}
+
+/// Everything an engine needs to open.
+#[derive(Clone)]
+pub struct EngineSetup {
+    pub docs: TrainDocs,
+    pub num_words: usize,
+    pub sampler: &'static dyn Sampler,
+    pub hyper: Hyperparameters,
+    pub seed: u64,
+    /// Worker threads on the host (at least 1).
+    pub threads: usize,
+    /// Document partitions of a CPU run (`None`: the sampler's default).
+    pub partitions: Option<usize>,
+    pub start: Start,
+    pub device: DeviceOptions,
+}
+
+/// One device's side of a run.
+pub trait Engine: Send {
+    /// Where the run executes, for people ("cpu (16 threads)", "cuda:0 (NVIDIA H100 80GB HBM3)").
+    fn describe(&self) -> String;
+    /// Host worker threads.
+    fn threads(&self) -> usize;
+    /// Document partitions (CPU) or chunks (GPU).
+    fn partitions(&self) -> usize;
+    /// Completed iterations.
+    fn iteration(&self) -> u32;
+    /// How the device holds the run, for the summary (`null` on the CPU; the GPU memory plan).
+    fn plan(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// E-step of the next iteration: every token sampled from the current counts.
+    fn sample(&mut self) -> Result<(), TrainError>;
+    /// Sums the counts this worker built in [`Engine::sample`] with every other worker's
+    /// (nothing to do with one worker).
+    fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError>;
+    /// M-step: the summed counts become the current ones and the iteration is complete.
+    fn commit(&mut self) -> Result<(), TrainError>;
+
+    /// Training log-likelihood per token of the current state.
+    fn log_likelihood(&mut self) -> Result<f64, TrainError>;
+    /// Column sums n_k of the current word-topic counts.
+    fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError>;
+    /// The current word-topic counts of `words` as sparse rows (topics increasing), appended to
+    /// `out` (cleared first; its `totals` are left empty).
+    fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError>;
+    /// The current topic of tokens `start..start + out.len()` (corpus order).
+    fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError>;
+    /// From the next sample on, reads `counts` (a noisy release of the word-topic counts)
+    /// instead of the true ones. Only engines that private training may run on support it.
+    fn sample_from_release(&mut self, counts: Arc<WordTopics>) -> Result<(), TrainError> {
+        let _ = counts;
+        Err(TrainError::Unsupported(
+            "private training runs on the CPU only (its noise comes from the CPU's secure generator); use --device cpu".into(),
+        ))
+    }
+}
+
+/// Words read back from an engine per piece (for the model file and held-out evaluation): at
+/// most 1,024 rows of K counts in host memory at once.
+pub const WORDS_PER_PIECE: u32 = 1024;
+
+/// Calls `f(first_word, rows)` for consecutive pieces of the engine's word-topic rows; with a
+/// non-empty `only` (sorted word ids), only for the pieces that hold one of them.
+pub fn for_each_row_piece<E: From<TrainError>>(
+    engine: &mut dyn Engine,
+    num_words: usize,
+    piece: &mut WordTopics,
+    mut f: impl FnMut(u32, &WordTopics) -> Result<(), E>,
+    only: &[u32],
+) -> Result<(), E> {
+    let v = num_words as u32;
+    let mut first = 0u32;
+    while first < v {
+        let end = first.saturating_add(WORDS_PER_PIECE).min(v);
+        let wanted = only.is_empty() || {
+            let i = only.partition_point(|&w| w < first);
+            i < only.len() && only[i] < end
+        };
+        if wanted {
+            engine.word_topics(first..end, piece)?;
+            f(first, piece)?;
+        }
+        first = end;
+    }
+    Ok(())
+}
+
+/// Every word-topic row of the engine as one sparse matrix with its totals.
+pub fn read_all_rows(engine: &mut dyn Engine, num_words: usize) -> Result<WordTopics, TrainError> {
+    let totals = engine.topic_totals()?;
+    let mut all = WordTopics {
+        num_topics: totals.len() as u32,
+        offsets: vec![0],
+        topics: Vec::new(),
+        counts: Vec::new(),
+        totals,
+    };
+    let mut piece = WordTopics::default();
+    for_each_row_piece(
+        engine,
+        num_words,
+        &mut piece,
+        |_, rows| {
+            let base = all.topics.len() as u64;
+            all.topics.extend_from_slice(&rows.topics);
+            all.counts.extend_from_slice(&rows.counts);
+            all.offsets
+                .extend(rows.offsets[1..].iter().map(|o| o + base));
+            Ok::<(), TrainError>(())
+        },
+        &[],
+    )?;
+    Ok(all)
+}

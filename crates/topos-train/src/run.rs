@@ -1,0 +1,1156 @@
+//! A training run as a library type: a [`RunConfig`] in, an [`Observer`] told what happens, a
+//! [`Summary`] out. The `topos train` command, the Python package and the report are thin
+//! layers over it, so the schedule of evaluations and checkpoints, the log format, the output
+//! files and the privacy ledger are written once, here.
+//!
+//! **Outputs are one unit** (issue 18). Every path the run will write is checked before any
+//! work: the model's and side file's directories accept a new file, the checkpoint's too, the log
+//! opens. At the end the model (and its `.doctopics`, which records the model's checksum) are
+//! staged complete under temporary names, then renamed: an error before the renames replaces
+//! nothing; a crash between them leaves a pair that `eval` and `similar` refuse by checksum, never
+//! a silent mismatch. A run without `--doc-topics` removes an older side file after its model is
+//! in place (a private run before, so true per-document counts never sit beside a private model).
+//! With checkpoints on, the final state is checkpointed before the outputs are written, and the
+//! checkpoint is removed once they are: a failure to write the model loses no training.
+//!
+//! **Privacy budget** is charged when the model is released, in the same step: the model is
+//! staged, then the ledger charged under its lock, then the model renamed into place. A run that
+//! fails earlier charges nothing; an over-budget run is refused at the start (checked, not
+//! charged) and again at the charge if another query spent the budget meanwhile.
+
+use crate::checkpoint::{CheckpointHeader, CheckpointWriter};
+use crate::counts::WordTopics;
+use crate::device::{Device, DeviceChoice};
+use crate::engine::{for_each_row_piece, DeviceOptions, Engine, EngineSetup, Start, TrainDocs};
+use crate::memory::{Bytes, MemoryEstimate, RunShape};
+use crate::private::{PrivateOptions, Releases};
+use crate::sampler::{Determinism, Sampler};
+use crate::transport::{Transport, TransportKind};
+use crate::{Checkpoint, TrainError};
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use topos_corpus::{Corpus, Docs};
+use topos_model::{DocTopicsWriter, FoldInOptions, Hyperparameters, ModelWriter, Phi, Provenance};
+
+/// Tokens of assignments read back per piece (checkpoints, document-topic counts).
+const TOKENS_PER_PIECE: u64 = 1 << 24;
+
+/// The corpus of a run: a file (opened by the run; its ledger, if any, is charged by a private
+/// run) or one already in memory.
+#[derive(Clone)]
+pub enum CorpusSource {
+    File(PathBuf),
+    Loaded {
+        corpus: Arc<Corpus>,
+        /// Where it was read from, for the ledger (`None`: nothing is charged).
+        path: Option<PathBuf>,
+    },
+}
+
+/// Everything a run needs to know.
+#[derive(Clone)]
+pub struct RunConfig {
+    pub corpus: CorpusSource,
+    /// The model file to write.
+    pub output: PathBuf,
+    pub sampler: &'static dyn Sampler,
+    pub hyper: Hyperparameters,
+    /// Total iterations (also when resuming).
+    pub iterations: u32,
+    pub seed: u64,
+    /// Host worker threads (0: all cores).
+    pub threads: usize,
+    /// Document partitions of a CPU run (`None`: the sampler's default).
+    pub partitions: Option<usize>,
+    pub device: DeviceChoice,
+    pub device_options: DeviceOptions,
+    pub transport: &'static dyn TransportKind,
+    /// Training log-likelihood every N iterations (0: only at the end).
+    pub eval_every: u32,
+    /// Held-out log-likelihood every N iterations (`None`: with a log, as `eval_every`;
+    /// otherwise only at the end).
+    pub heldout_every: Option<u32>,
+    /// JSON lines, one per evaluation, appended.
+    pub log: Option<PathBuf>,
+    /// A checkpoint every N iterations (0: never).
+    pub checkpoint_every: u32,
+    /// The checkpoint file (`None`: the output path with `.ckpt` appended).
+    pub checkpoint: Option<PathBuf>,
+    /// Continue from the checkpoint.
+    pub resume: bool,
+    /// Also write the training documents' topic counts beside the model.
+    pub doc_topics: bool,
+    /// Differentially private training.
+    pub private: Option<PrivateOptions>,
+    /// No held-out evaluation at all (speed runs).
+    pub skip_heldout: bool,
+    /// No training log-likelihood (speed runs).
+    pub skip_train_ll: bool,
+}
+
+impl RunConfig {
+    /// A run of `sampler` (the default sampler when `None`) on the corpus file `corpus` writing
+    /// `output`, every other setting at its default (those of `topos train`).
+    pub fn new(
+        corpus: impl Into<PathBuf>,
+        output: impl Into<PathBuf>,
+        hyper: Hyperparameters,
+    ) -> Self {
+        Self {
+            corpus: CorpusSource::File(corpus.into()),
+            output: output.into(),
+            sampler: crate::sampler::default_sampler(),
+            hyper,
+            iterations: 200,
+            seed: 1,
+            threads: 0,
+            partitions: None,
+            device: DeviceChoice::Auto,
+            device_options: DeviceOptions::default(),
+            transport: &crate::transport::Local,
+            eval_every: 10,
+            heldout_every: None,
+            log: None,
+            checkpoint_every: 0,
+            checkpoint: None,
+            resume: false,
+            doc_topics: false,
+            private: None,
+            skip_heldout: false,
+            skip_train_ll: false,
+        }
+    }
+
+    /// The checkpoint file.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.checkpoint.clone().unwrap_or_else(|| {
+            let mut p = self.output.clone().into_os_string();
+            p.push(".ckpt");
+            PathBuf::from(p)
+        })
+    }
+}
+
+/// Why a run could not start or finish. One line each, saying what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    #[error(transparent)]
+    Corpus(#[from] topos_corpus::CorpusError),
+    #[error(transparent)]
+    Model(#[from] topos_model::ModelError),
+    #[error(transparent)]
+    Format(#[from] topos_io::FormatError),
+    #[error(transparent)]
+    Privacy(#[from] topos_privacy::PrivacyError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cannot write {path}: {source}; check that the directory exists and is writable")]
+    Output {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("this run needs about {needed} of host memory ({items}) but only {available} is available; use fewer topics (-k), a smaller corpus, or a machine with more memory")]
+    Memory {
+        needed: Bytes,
+        available: Bytes,
+        items: String,
+    },
+}
+
+/// One evaluation point, as written to the log.
+#[derive(Serialize, Clone, Debug)]
+pub struct LogLine {
+    pub iteration: u32,
+    /// Cumulative training seconds (sampling, exchange and count rebuild; evaluation excluded).
+    pub seconds: f64,
+    pub tokens_per_second: f64,
+    pub train_ll: Option<f64>,
+    pub heldout_ll: Option<f64>,
+}
+
+/// Progress after an iteration, for progress bars.
+#[derive(Serialize, Clone, Debug)]
+pub struct Progress {
+    pub iteration: u32,
+    pub iterations: u32,
+    pub tokens_per_second: f64,
+    /// Seconds since the first iteration of this process.
+    pub elapsed_seconds: f64,
+    /// Seconds to the last iteration at the mean pace so far.
+    pub eta_seconds: f64,
+    /// The latest training log-likelihood per token computed.
+    pub train_ll: Option<f64>,
+    /// The latest held-out log-likelihood per token computed.
+    pub heldout_ll: Option<f64>,
+}
+
+/// Where a private run's ε was charged.
+#[derive(Serialize, Debug, Clone)]
+pub struct LedgerStatus {
+    /// The ledger file, or `null` when the corpus has no budget (nothing was charged).
+    pub path: Option<String>,
+    pub charged: bool,
+    pub spent: Option<f64>,
+    pub remaining: Option<f64>,
+    pub total: Option<f64>,
+}
+
+/// What a run reports at the end.
+#[derive(Serialize, Debug, Clone)]
+pub struct Summary {
+    pub model: String,
+    pub algorithm: String,
+    pub topics: u32,
+    pub alpha: f64,
+    pub beta: f64,
+    pub iterations: u32,
+    pub threads: usize,
+    pub partitions: usize,
+    pub train_tokens: u64,
+    /// Training seconds of this process (sampling, exchange, count rebuild).
+    pub seconds: f64,
+    pub tokens_per_second: f64,
+    /// Training log-likelihood per token (not computed for a private run: it reads the true
+    /// assignments).
+    pub train_ll: Option<f64>,
+    pub heldout_ll: Option<f64>,
+    pub heldout_perplexity: Option<f64>,
+    /// The host memory estimate the run was admitted with.
+    pub estimated_memory_bytes: u64,
+    pub memory_estimate: MemoryEstimate,
+    /// The guarantee of a private run (`null` otherwise).
+    pub privacy: Option<topos_model::Guarantee>,
+    /// Noise scale per count of every release of a private run.
+    pub noise_scale: Option<f64>,
+    /// How a private run was accounted against the corpus's privacy budget.
+    pub ledger: Option<LedgerStatus>,
+    /// Where the run executed ("cpu (16 threads)", "cuda:0 (NVIDIA H100 80GB HBM3)").
+    pub device: String,
+    /// The device's memory plan (`null` on the CPU).
+    pub gpu_plan: Option<serde_json::Value>,
+    /// The transport (`local`).
+    pub transport: String,
+    /// The `.doctopics` file written, if any.
+    pub doc_topics: Option<String>,
+}
+
+/// Told what a run does, as it does it. Every method has a default that ignores it.
+pub trait Observer {
+    /// A status line for people ("memory needed: …", "training on cuda:0 …").
+    fn info(&mut self, message: &str) {
+        let _ = message;
+    }
+    /// After every iteration.
+    fn progress(&mut self, progress: &Progress) {
+        let _ = progress;
+    }
+    /// After every evaluation (the line also written to the log).
+    fn evaluated(&mut self, line: &LogLine) {
+        let _ = line;
+    }
+    /// After a checkpoint is written.
+    fn checkpointed(&mut self, path: &Path, iteration: u32) {
+        let _ = (path, iteration);
+    }
+}
+
+/// An observer that ignores everything.
+pub struct Silent;
+impl Observer for Silent {}
+
+/// The private state of a run.
+struct PrivateRun {
+    releases: Releases,
+    ledger: LedgerStatus,
+}
+
+/// A run in progress: the corpus, the engine on its device, the transport, the schedule.
+pub struct Run {
+    config: RunConfig,
+    corpus: Arc<Corpus>,
+    corpus_path: Option<PathBuf>,
+    docs: TrainDocs,
+    engine: Box<dyn Engine>,
+    transport: Box<dyn Transport>,
+    private: Option<PrivateRun>,
+    log: Option<std::io::BufWriter<std::fs::File>>,
+    estimate: MemoryEstimate,
+    /// Held-out documents' distinct words (sorted), for φ of those words only.
+    heldout_words: Vec<u32>,
+    heldout_every: u32,
+    has_heldout: bool,
+    /// The seed of the run's sampler (a private run's is drawn from the OS, never shown).
+    seed: u64,
+    train_seconds: f64,
+    sampled_tokens: u64,
+    first_step: Option<Instant>,
+    start_iteration: u32,
+    last_train_ll: Option<(u32, f64)>,
+    last_heldout_ll: Option<(u32, f64)>,
+}
+
+fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|source| RunError::Output {
+            path: path.display().to_string(),
+            source,
+        })
+}
+
+/// Checks that `path`'s directory accepts a new file for it (and clears dead writers'
+/// temporaries), without touching `path` itself.
+fn check_writable(path: &Path) -> Result<(), RunError> {
+    topos_io::AtomicFile::create(path)
+        .map(drop)
+        .map_err(|e| match e {
+            topos_io::FormatError::Io { path, source } => RunError::Output { path, source },
+            other => RunError::Format(other),
+        })
+}
+
+/// The distinct words of `docs`, sorted.
+fn distinct_words(docs: Docs<'_>) -> Vec<u32> {
+    let mut words: Vec<u32> = docs.tokens().to_vec();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+impl Run {
+    /// Checks the configuration, the outputs, the memory and the budget, and opens the engine:
+    /// everything that can refuse the run does so here, before any training.
+    pub fn start(config: RunConfig, observer: &mut dyn Observer) -> Result<Run, RunError> {
+        let (corpus, corpus_path) = match &config.corpus {
+            CorpusSource::File(p) => (Arc::new(Corpus::open(p)?), Some(p.clone())),
+            CorpusSource::Loaded { corpus, path } => (corpus.clone(), path.clone()),
+        };
+        let sampler = config.sampler;
+        let h = config.hyper;
+        let threads = if config.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            config.threads
+        };
+
+        // Private runs: what they refuse, and their capped documents.
+        if let Some(p) = &config.private {
+            if !sampler.supports_private() {
+                return Err(RunError::Invalid(format!(
+                    "--private needs --algo esca: {} changes counts token by token inside a partition, so documents influence each other without a noisy release",
+                    sampler.name()
+                )));
+            }
+            if config.checkpoint_every > 0 || config.resume {
+                return Err(RunError::Invalid("--private cannot write or resume checkpoints: they hold every token's true topic, which is private data".into()));
+            }
+            if config.doc_topics {
+                return Err(RunError::Invalid("--private cannot write --doc-topics: the training documents' topic counts are private data".into()));
+            }
+            if let DeviceChoice::Named { device, .. } = config.device {
+                if device.name() != "cpu" {
+                    return Err(RunError::Invalid("--private training runs on the CPU only (its noise must come from the CPU's secure generator); use --device cpu or auto".into()));
+                }
+            }
+            // Calibrate now, so bad settings or an ε the exact sampler cannot represent are
+            // refused before anything.
+            Releases::new(*p, topos_privacy::NoiseSource::insecure_seeded(0))?;
+        }
+        let docs = match &config.private {
+            Some(p) => TrainDocs::from(crate::private::cap_documents(
+                corpus.train(),
+                p.max_doc_tokens,
+            )),
+            None => TrainDocs::Corpus(corpus.clone()),
+        };
+        let view = docs.view();
+
+        // Outputs: every path the run will write, checked before any work.
+        check_writable(&config.output)?;
+        let doc_topics_path = topos_model::doc_topics_path(&config.output);
+        if config.doc_topics {
+            check_writable(&doc_topics_path)?;
+        }
+        let ckpt_path = config.checkpoint_path();
+        if config.checkpoint_every > 0 {
+            check_writable(&ckpt_path)?;
+        }
+        let log = match &config.log {
+            Some(p) => Some(std::io::BufWriter::new(open_for_append(p)?)),
+            None => None,
+        };
+
+        // Resume: the checkpoint must belong to this corpus and these settings.
+        let expected = CheckpointHeader {
+            algorithm: sampler.name().to_string(),
+            num_topics: h.num_topics,
+            alpha: h.alpha,
+            beta: h.beta,
+            seed: config.seed,
+            partitions: 0,
+            corpus_checksum: corpus.checksum(),
+            iteration: 0,
+            tokens: view.num_tokens(),
+        };
+        let mut partitions = config.partitions;
+        let start = if config.resume {
+            let c = Checkpoint::read(&ckpt_path).map_err(|e| {
+                RunError::Invalid(format!("cannot resume (no usable checkpoint): {e}"))
+            })?;
+            let fixed = sampler.determinism() == Determinism::AnyThreadsFixedPartitions;
+            let mut want = expected.clone();
+            want.partitions = partitions.map_or(c.partitions, |p| p as u32);
+            c.header()
+                .check_resumes(&want, fixed)
+                .map_err(TrainError::CheckpointMismatch)?;
+            if c.iteration > config.iterations {
+                return Err(RunError::Invalid(format!(
+                    "the checkpoint is at iteration {}, beyond --iters {}",
+                    c.iteration, config.iterations
+                )));
+            }
+            if fixed {
+                partitions = Some(c.partitions as usize);
+            }
+            observer.info(&format!(
+                "resuming from {} at iteration {}",
+                ckpt_path.display(),
+                c.iteration
+            ));
+            Start::Resume(c)
+        } else {
+            Start::Fresh
+        };
+
+        // The ledger: an over-budget private run is refused now (checked, not charged).
+        let private_ledger = match (&config.private, &corpus_path) {
+            (Some(p), Some(path)) if topos_privacy::ledger::ledger_path(path).exists() => {
+                let ledger = topos_privacy::Ledger::open(path, corpus.checksum())?;
+                if ledger.remaining() + 1e-12 < p.epsilon.get() {
+                    return Err(topos_privacy::PrivacyError::OverBudget {
+                        spent: ledger.spent(),
+                        remaining: ledger.remaining(),
+                        asked: p.epsilon.get(),
+                        total: ledger.total(),
+                    }
+                    .into());
+                }
+                Some(path.clone())
+            }
+            _ => None,
+        };
+
+        let heldout = corpus.heldout();
+        let has_heldout = !heldout.is_empty() && !config.skip_heldout;
+        let heldout_words = if has_heldout {
+            distinct_words(heldout)
+        } else {
+            Vec::new()
+        };
+        observer.info(&format!(
+            "corpus: {} documents, {} tokens, {} words; K = {}, alpha = {}, beta = {}; {} on {} threads",
+            view.len(),
+            view.num_tokens(),
+            corpus.vocab().len(),
+            h.num_topics,
+            h.alpha,
+            h.beta,
+            sampler.name(),
+            threads
+        ));
+        let shape = RunShape {
+            tokens: view.num_tokens(),
+            docs: view.len() as u64,
+            words: corpus.vocab().len() as u64,
+            topics: u64::from(h.num_topics),
+            threads: threads as u64,
+            heldout_tokens: if has_heldout { heldout.num_tokens() } else { 0 },
+            heldout_words: heldout_words.len() as u64,
+            doc_topics: config.doc_topics,
+            private: config.private.is_some(),
+        };
+
+        // A private run keys its sampler with OS randomness that is never recorded.
+        let (releases, seed) = match &config.private {
+            Some(p) => {
+                let mut source = topos_privacy::NoiseSource::from_os()?;
+                let seed = source.next_u64();
+                (Some(Releases::new(*p, source)?), seed)
+            }
+            None => (None, config.seed),
+        };
+        let setup = EngineSetup {
+            docs: docs.clone(),
+            num_words: corpus.vocab().len(),
+            sampler,
+            hyper: h,
+            seed,
+            threads,
+            partitions,
+            start,
+            device: config.device_options,
+        };
+        let admit = |device: &dyn Device, observer: &mut dyn Observer| {
+            let estimate = device.host_memory(&shape, sampler);
+            observer.info(&format!(
+                "host memory needed: about {} ({})",
+                Bytes(estimate.total()),
+                estimate.describe()
+            ));
+            if let Some(avail) = topos_model::mem::available_memory() {
+                if estimate.total() > avail {
+                    return Err(RunError::Memory {
+                        needed: Bytes(estimate.total()),
+                        available: Bytes(avail),
+                        items: estimate.describe(),
+                    });
+                }
+            }
+            Ok(estimate)
+        };
+        let (engine, estimate) = match config.device {
+            DeviceChoice::Named { device, ordinal } => {
+                if !device.runs(sampler) {
+                    return Err(RunError::Invalid(format!(
+                        "the {} sampler does not run on {}; see `topos algos`",
+                        sampler.name(),
+                        device.name()
+                    )));
+                }
+                device.usable().map_err(RunError::Invalid)?;
+                let estimate = admit(device, observer)?;
+                (device.open(ordinal, setup)?, estimate)
+            }
+            DeviceChoice::Auto => {
+                let mut opened = None;
+                for &device in crate::device::DEVICES {
+                    let private_elsewhere = releases.is_some() && device.name() != "cpu";
+                    if private_elsewhere || !device.runs(sampler) {
+                        continue;
+                    }
+                    if let Err(why) = device.usable() {
+                        if device.name() != "cpu" {
+                            note_unusable(observer, device, &why);
+                        }
+                        continue;
+                    }
+                    let estimate = match admit(device, observer) {
+                        Ok(e) => e,
+                        Err(e) if device.name() != "cpu" => {
+                            observer.info(&format!("not using {}: {e}", device.name()));
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    match device.open(None, setup.clone()) {
+                        Ok(engine) => {
+                            opened = Some((engine, estimate));
+                            break;
+                        }
+                        Err(e) if device.name() != "cpu" => {
+                            observer.info(&format!("not using {}: {e}", device.name()));
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                opened.ok_or_else(|| {
+                    RunError::Invalid("no device can run this sampler; see `topos algos`".into())
+                })?
+            }
+        };
+        if let Some(plan) = engine.plan() {
+            observer.info(&format!(
+                "device plan: {}",
+                plan.get("summary")
+                    .and_then(|s| s.as_str())
+                    .map_or_else(|| plan.to_string(), str::to_string)
+            ));
+        }
+        observer.info(&format!("training on {}", engine.describe()));
+        let transport = config.transport.connect().map_err(TrainError::from)?;
+
+        let private = match releases {
+            Some(r) => {
+                let o = r.options();
+                let accountant = match r.calibration().chosen {
+                    topos_privacy::rdp::Chosen::Basic => "basic composition, pure ε".to_string(),
+                    topos_privacy::rdp::Chosen::Renyi { order } => {
+                        format!("Rényi DP at order {order:.3}, δ = {:e}", o.delta)
+                    }
+                };
+                observer.info(&format!(
+                    "private: ε = {} over {} releases ({accountant}), documents capped at {} tokens, noise scale {:.3} per count (basic composition would need {:.3}); {}",
+                    o.epsilon.get(),
+                    o.releases(),
+                    o.max_doc_tokens,
+                    r.scale(),
+                    f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
+                    match &private_ledger {
+                        Some(p) => format!(
+                            "to be charged to {} when the model is written",
+                            topos_privacy::ledger::ledger_path(p).display()
+                        ),
+                        None => "no privacy budget set for this corpus, nothing charged".to_string(),
+                    }
+                ));
+                Some(PrivateRun {
+                    releases: r,
+                    ledger: LedgerStatus {
+                        path: private_ledger
+                            .as_ref()
+                            .map(|p| topos_privacy::ledger::ledger_path(p).display().to_string()),
+                        charged: false,
+                        spent: None,
+                        remaining: None,
+                        total: None,
+                    },
+                })
+            }
+            None => None,
+        };
+        let heldout_every = config.heldout_every.unwrap_or(if config.log.is_some() {
+            config.eval_every
+        } else {
+            0
+        });
+        let start_iteration = engine.iteration();
+        let mut run = Run {
+            config,
+            corpus,
+            corpus_path,
+            docs,
+            engine,
+            transport,
+            private,
+            log,
+            estimate,
+            heldout_words,
+            heldout_every,
+            has_heldout,
+            seed,
+            train_seconds: 0.0,
+            sampled_tokens: 0,
+            first_step: None,
+            start_iteration,
+            last_train_ll: None,
+            last_heldout_ll: None,
+        };
+        // A private run of 0 iterations releases its start as the model.
+        run.release_if_due()?;
+        Ok(run)
+    }
+
+    /// The corpus.
+    pub fn corpus(&self) -> &Arc<Corpus> {
+        &self.corpus
+    }
+
+    /// Completed iterations.
+    pub fn iteration(&self) -> u32 {
+        self.engine.iteration()
+    }
+
+    /// Whether every iteration has run.
+    pub fn is_done(&self) -> bool {
+        self.iteration() >= self.config.iterations
+    }
+
+    /// The engine (for tests and tools that read its state).
+    pub fn engine_mut(&mut self) -> &mut dyn Engine {
+        self.engine.as_mut()
+    }
+
+    /// A private run's next release, when its schedule asks for one (see
+    /// [`Releases::release_if_due`]).
+    fn release_if_due(&mut self) -> Result<(), RunError> {
+        if let Some(p) = self.private.as_mut() {
+            p.releases
+                .release_if_due(self.engine.as_mut(), self.corpus.vocab().len())?;
+        }
+        Ok(())
+    }
+
+    /// Runs the next iteration with the evaluations, log line and checkpoint due after it.
+    /// Returns `false` when every iteration had already run.
+    pub fn step(&mut self, observer: &mut dyn Observer) -> Result<bool, RunError> {
+        if self.is_done() {
+            return Ok(false);
+        }
+        let t0 = Instant::now();
+        self.first_step.get_or_insert(t0);
+        self.engine.sample()?;
+        self.engine.exchange(self.transport.as_ref())?;
+        self.engine.commit()?;
+        let seconds = t0.elapsed().as_secs_f64();
+        self.train_seconds += seconds;
+        // A private run's release of this state: what the next iteration reads, or after the
+        // last iteration the model.
+        self.release_if_due()?;
+        let tokens = self.docs.view().num_tokens();
+        self.sampled_tokens += tokens;
+        let it = self.engine.iteration();
+        let is_last = it == self.config.iterations;
+        let due = |every: u32| every > 0 && it.is_multiple_of(every);
+        let train_ll = if self.private.is_none()
+            && !self.config.skip_train_ll
+            && (due(self.config.eval_every) || is_last)
+        {
+            Some(self.engine.log_likelihood()?)
+        } else {
+            None
+        };
+        let heldout_ll = if self.has_heldout && due(self.heldout_every) {
+            Some(self.heldout_ll()?)
+        } else {
+            None
+        };
+        if let Some(ll) = train_ll {
+            self.last_train_ll = Some((it, ll));
+        }
+        if let Some(ll) = heldout_ll {
+            self.last_heldout_ll = Some((it, ll));
+        }
+        let tokens_per_second = tokens as f64 / seconds.max(1e-9);
+        let log_due = train_ll.is_some() || heldout_ll.is_some() || due(self.config.eval_every);
+        if log_due {
+            let line = LogLine {
+                iteration: it,
+                seconds: self.train_seconds,
+                tokens_per_second,
+                train_ll,
+                heldout_ll,
+            };
+            if let Some(w) = self.log.as_mut() {
+                let out = |e: std::io::Error| RunError::Output {
+                    path: self
+                        .config
+                        .log
+                        .as_ref()
+                        .map_or(String::new(), |p| p.display().to_string()),
+                    source: e,
+                };
+                writeln!(
+                    w,
+                    "{}",
+                    serde_json::to_string(&line).expect("a log line serializes")
+                )
+                .map_err(out)?;
+                w.flush().map_err(out)?;
+            }
+            observer.evaluated(&line);
+        }
+        let elapsed = self.first_step.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        let done_here = it - self.start_iteration;
+        observer.progress(&Progress {
+            iteration: it,
+            iterations: self.config.iterations,
+            tokens_per_second,
+            elapsed_seconds: elapsed,
+            eta_seconds: elapsed / f64::from(done_here.max(1))
+                * f64::from(self.config.iterations - it),
+            train_ll: self.last_train_ll.map(|x| x.1),
+            heldout_ll: self.last_heldout_ll.map(|x| x.1),
+        });
+        if self.config.checkpoint_every > 0 && (due(self.config.checkpoint_every) || is_last) {
+            let path = self.config.checkpoint_path();
+            self.write_checkpoint(&path)?;
+            observer.checkpointed(&path, it);
+        }
+        Ok(true)
+    }
+
+    /// Writes a checkpoint of the current state, the assignments streamed from the engine.
+    fn write_checkpoint(&mut self, path: &Path) -> Result<(), RunError> {
+        let h = self.config.hyper;
+        let tokens = self.docs.view().num_tokens();
+        let header = CheckpointHeader {
+            algorithm: self.config.sampler.name().to_string(),
+            num_topics: h.num_topics,
+            alpha: h.alpha,
+            beta: h.beta,
+            seed: self.seed,
+            partitions: self.engine.partitions() as u32,
+            corpus_checksum: self.corpus.checksum(),
+            iteration: self.engine.iteration(),
+            tokens,
+        };
+        let mut w = CheckpointWriter::create(path, &header)?;
+        let mut buf = Vec::new();
+        let mut start = 0u64;
+        while start < tokens {
+            let n = TOKENS_PER_PIECE.min(tokens - start);
+            buf.resize(n as usize, 0);
+            self.engine.assignments(start, &mut buf)?;
+            w.push(&buf)?;
+            start += n;
+        }
+        w.stage()?.persist()?;
+        Ok(())
+    }
+
+    /// Held-out log-likelihood per token of the model as it stands (a private run: of its
+    /// latest release), by document completion with φ of the held-out words only.
+    fn heldout_ll(&mut self) -> Result<f64, RunError> {
+        let v = self.corpus.vocab().len();
+        let h = self.config.hyper;
+        let words = &self.heldout_words;
+        let builder = match self.private.as_ref().and_then(|p| p.releases.latest()) {
+            Some(b) => {
+                let mut builder = Phi::builder_for_words(
+                    v,
+                    h.beta,
+                    &b.totals,
+                    words,
+                    topos_model::mem::available_memory(),
+                )?;
+                for &w in words {
+                    let (t, c) = b.row(w);
+                    builder.push_row(w, t, c);
+                }
+                builder
+            }
+            None => {
+                let totals = self.engine.topic_totals()?;
+                let mut builder = Phi::builder_for_words(
+                    v,
+                    h.beta,
+                    &totals,
+                    words,
+                    topos_model::mem::available_memory(),
+                )?;
+                let mut piece = WordTopics::default();
+                for_each_row_piece(
+                    self.engine.as_mut(),
+                    v,
+                    &mut piece,
+                    |first, rows| {
+                        // Only the pieces that hold held-out words.
+                        for (i, w) in (first..first + rows.num_words() as u32).enumerate() {
+                            let (t, c) = rows.row(i as u32);
+                            builder.push_row(w, t, c);
+                        }
+                        Ok::<(), RunError>(())
+                    },
+                    words,
+                )?;
+                builder
+            }
+        };
+        let phi = builder.finish();
+        let opts = FoldInOptions {
+            seed: self.config.seed,
+            ..FoldInOptions::default()
+        };
+        let result = topos_model::heldout_log_likelihood(&phi, &h, self.corpus.heldout(), &opts)?;
+        Ok(result.ll_per_token)
+    }
+
+    /// Runs every remaining iteration and writes the outputs.
+    pub fn run_to_end(mut self, observer: &mut dyn Observer) -> Result<Summary, RunError> {
+        while self.step(observer)? {}
+        self.finish(observer)
+    }
+
+    /// Writes the model (and its side file), charges a private run's budget, and reports.
+    pub fn finish(mut self, observer: &mut dyn Observer) -> Result<Summary, RunError> {
+        if !self.is_done() {
+            return Err(RunError::Invalid(format!(
+                "the run is at iteration {} of {}; step it to the end first",
+                self.iteration(),
+                self.config.iterations
+            )));
+        }
+        self.release_if_due()?;
+        let it = self.engine.iteration();
+        let h = self.config.hyper;
+        let vocab = self.corpus.vocab().clone();
+        let docs = self.docs.clone();
+        let view = docs.view();
+        let train_ll = match self.last_train_ll {
+            Some((i, ll)) if i == it => Some(ll),
+            _ if self.private.is_none() && !self.config.skip_train_ll => {
+                Some(self.engine.log_likelihood()?)
+            }
+            _ => None,
+        };
+        let heldout_ll = match self.last_heldout_ll {
+            Some((i, ll)) if i == it => Some(ll),
+            _ if self.has_heldout => Some(self.heldout_ll()?),
+            _ => None,
+        };
+
+        // The model, staged under a temporary name.
+        let output = self.config.output.clone();
+        let (staged_model, model_checksum, guarantee) = match &self.private {
+            Some(p) => {
+                let b = p
+                    .releases
+                    .latest()
+                    .expect("a private run has released its model");
+                // A private model withholds every fact that is an exact function of the data.
+                let provenance = Provenance {
+                    algorithm: self.config.sampler.name().to_string(),
+                    iterations: it,
+                    seed: 0,
+                    corpus_checksum: 0,
+                    num_docs: 0,
+                    num_tokens: 0,
+                };
+                let g = p.releases.guarantee();
+                let mut w = ModelWriter::create(
+                    &output,
+                    &vocab,
+                    h,
+                    &provenance,
+                    &b.totals,
+                    Some(g.clone()),
+                )?;
+                for v in 0..vocab.len() as u32 {
+                    let (t, c) = b.row(v);
+                    w.push_word(t, c)?;
+                }
+                let (staged, sum) = w.stage()?;
+                (staged, sum, Some(g))
+            }
+            None => {
+                let provenance = Provenance {
+                    algorithm: self.config.sampler.name().to_string(),
+                    iterations: it,
+                    seed: self.seed,
+                    corpus_checksum: self.corpus.checksum(),
+                    num_docs: view.len() as u64,
+                    num_tokens: view.num_tokens(),
+                };
+                let totals = self.engine.topic_totals()?;
+                let mut w = ModelWriter::create(&output, &vocab, h, &provenance, &totals, None)?;
+                let mut piece = WordTopics::default();
+                for_each_row_piece(
+                    self.engine.as_mut(),
+                    vocab.len(),
+                    &mut piece,
+                    |_, rows| {
+                        for i in 0..rows.num_words() as u32 {
+                            let (t, c) = rows.row(i);
+                            w.push_word(t, c)?;
+                        }
+                        Ok::<(), RunError>(())
+                    },
+                    &[],
+                )?;
+                let (staged, sum) = w.stage()?;
+                (staged, sum, None)
+            }
+        };
+        let doc_topics_path = topos_model::doc_topics_path(&output);
+        let staged_doc_topics = if self.config.doc_topics {
+            Some(self.stage_doc_topics(&doc_topics_path, model_checksum)?)
+        } else {
+            None
+        };
+
+        // Release: the ledger first (a private run), then the files.
+        let mut ledger = None;
+        if let Some(p) = &mut self.private {
+            let charged_to = self
+                .corpus_path
+                .as_ref()
+                .filter(|_| p.ledger.path.is_some());
+            if let Some(corpus_path) = charged_to {
+                let o = p.releases.options();
+                let delta = p.releases.guarantee().delta.unwrap_or(0.0);
+                let query = format!(
+                    "train --private -k {} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
+                    h.num_topics,
+                    o.iterations,
+                    o.releases,
+                    o.epsilon.get(),
+                    o.max_doc_tokens
+                );
+                let l = topos_privacy::Ledger::charge_approx(
+                    corpus_path,
+                    self.corpus.checksum(),
+                    &query,
+                    o.epsilon,
+                    delta,
+                )?;
+                p.ledger = LedgerStatus {
+                    path: Some(l.path().display().to_string()),
+                    charged: true,
+                    spent: Some(l.spent()),
+                    remaining: Some(l.remaining()),
+                    total: Some(l.total()),
+                };
+            }
+            ledger = Some(p.ledger.clone());
+            // True per-document counts never sit beside a private model.
+            remove_if_present(&doc_topics_path)?;
+        }
+        if let Some(s) = staged_doc_topics {
+            s.persist()?;
+        }
+        staged_model.persist()?;
+        if !self.config.doc_topics {
+            remove_if_present(&doc_topics_path)?;
+        }
+        // The outputs are in place: the checkpoint has served its purpose.
+        if self.config.checkpoint_every > 0 || self.config.resume {
+            remove_if_present(&self.config.checkpoint_path())?;
+        }
+        observer.info(&format!("wrote {}", output.display()));
+
+        Ok(Summary {
+            model: output.display().to_string(),
+            algorithm: self.config.sampler.name().to_string(),
+            topics: h.num_topics,
+            alpha: h.alpha,
+            beta: h.beta,
+            iterations: it,
+            threads: self.engine.threads(),
+            partitions: self.engine.partitions(),
+            train_tokens: view.num_tokens(),
+            seconds: self.train_seconds,
+            tokens_per_second: if self.train_seconds > 0.0 {
+                self.sampled_tokens as f64 / self.train_seconds
+            } else {
+                0.0
+            },
+            train_ll,
+            heldout_ll,
+            heldout_perplexity: heldout_ll.map(|ll| (-ll).exp()),
+            estimated_memory_bytes: self.estimate.total(),
+            memory_estimate: self.estimate.clone(),
+            noise_scale: self.private.as_ref().map(|p| p.releases.scale()),
+            privacy: guarantee,
+            ledger,
+            device: self.engine.describe(),
+            gpu_plan: self.engine.plan(),
+            transport: self.transport.name().to_string(),
+            doc_topics: self
+                .config
+                .doc_topics
+                .then(|| doc_topics_path.display().to_string()),
+        })
+    }
+
+    /// The training documents' topic counts, streamed from the engine's assignments in three
+    /// passes (row lengths, topics, counts: the side file's layout).
+    fn stage_doc_topics(
+        &mut self,
+        path: &Path,
+        model_checksum: u64,
+    ) -> Result<topos_io::Staged, RunError> {
+        let k = self.config.hyper.num_topics;
+        let docs = self.docs.clone();
+        let view = docs.view();
+        let mut rows = DocRowCounter::new(k as usize);
+        // Pass 1: the number of non-zeros of every row.
+        let mut lengths = Vec::new();
+        let mut nnz = 0u64;
+        self.for_each_doc_piece(view, &mut rows, |r, _| {
+            nnz += r.topics.len() as u64;
+            lengths.extend(r.lengths.iter().copied());
+            Ok(())
+        })?;
+        let mut w = DocTopicsWriter::create(path, model_checksum, k, view.len() as u64, nnz)?;
+        w.push_lengths(lengths)?;
+        self.for_each_doc_piece(view, &mut rows, |r, _| Ok(w.push_topics(&r.topics)?))?;
+        self.for_each_doc_piece(view, &mut rows, |r, _| Ok(w.push_counts(&r.counts)?))?;
+        Ok(w.stage()?)
+    }
+
+    /// Calls `f` with the document-topic rows of consecutive pieces of documents.
+    fn for_each_doc_piece(
+        &mut self,
+        view: Docs<'_>,
+        rows: &mut DocRowCounter,
+        mut f: impl FnMut(&DocRowCounter, std::ops::Range<usize>) -> Result<(), RunError>,
+    ) -> Result<(), RunError> {
+        let offsets = view.offsets();
+        let mut z = Vec::new();
+        let mut d = 0usize;
+        while d < view.len() {
+            // Whole documents, about a piece of tokens.
+            let start = offsets[d];
+            let mut e = offsets.partition_point(|&o| o <= start + TOKENS_PER_PIECE) - 1;
+            e = e.clamp(d + 1, view.len());
+            let end = offsets[e];
+            z.resize((end - start) as usize, 0);
+            self.engine.assignments(start, &mut z)?;
+            rows.count(&offsets[d..=e], &z);
+            f(rows, d..e)?;
+            d = e;
+        }
+        Ok(())
+    }
+}
+
+/// Sparse document-topic rows of a piece of documents.
+struct DocRowCounter {
+    scratch: Vec<u32>,
+    touched: Vec<u16>,
+    lengths: Vec<u64>,
+    topics: Vec<u16>,
+    counts: Vec<u32>,
+}
+
+impl DocRowCounter {
+    fn new(k: usize) -> Self {
+        Self {
+            scratch: vec![0; k],
+            touched: Vec::new(),
+            lengths: Vec::new(),
+            topics: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+
+    /// Rows of the documents whose (absolute) offsets are `offsets`, from their tokens' topics.
+    fn count(&mut self, offsets: &[u64], z: &[u16]) {
+        self.lengths.clear();
+        self.topics.clear();
+        self.counts.clear();
+        let base = offsets[0];
+        for w in offsets.windows(2) {
+            self.touched.clear();
+            for &k in &z[(w[0] - base) as usize..(w[1] - base) as usize] {
+                let c = &mut self.scratch[usize::from(k)];
+                if *c == 0 {
+                    self.touched.push(k);
+                }
+                *c += 1;
+            }
+            self.touched.sort_unstable();
+            for &k in &self.touched {
+                self.topics.push(k);
+                self.counts.push(self.scratch[usize::from(k)]);
+                self.scratch[usize::from(k)] = 0;
+            }
+            self.lengths.push(self.touched.len() as u64);
+        }
+    }
+}
+
+fn remove_if_present(path: &Path) -> Result<(), RunError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(RunError::Output {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+fn note_unusable(observer: &mut dyn Observer, device: &dyn Device, why: &str) {
+    // Only worth a line when the machine seems to have the device's driver at all.
+    if !why.contains("no NVIDIA driver") {
+        observer.info(&format!("not using {}: {why}", device.name()));
+    }
+}

@@ -1,0 +1,11 @@
+//! The sampler registry: one line per sampler, the default first. Each sampler is a folder:
+//! `mod.rs` (what it is: the [`Sampler`] registry entry), `cpu.rs` (its CPU sweep), `gpu.rs`
+//! (what the GPU kernel must do for it).
+
+use crate::sampler::Sampler;
+
+pub mod cgs;
+pub mod esca;
+
+/// Every sampler, the default first (`--algo`, `topos algos`).
+pub static SAMPLERS: &[&dyn Sampler] = &[&cgs::Cgs, &esca::Esca];

@@ -1,0 +1,447 @@
+//! GPU tests of the LDA engine: ignored by default (CI has no GPU); `bench/gpu.sh check` runs them
+//! on the device machine with `--ignored`.
+#![cfg(feature = "cuda")]
+
+use topos_corpus::{Corpus, OwnedDocs, Vocabulary};
+use topos_model::{Hyperparameters, TopicModel};
+use topos_train::cpu::engine::initial_assignments;
+use topos_train::cuda::CudaEngine;
+use topos_train::engine::read_all_rows;
+use topos_train::run::{CorpusSource, Silent};
+use topos_train::sampler::Sampler;
+use topos_train::samplers::{cgs::Cgs, esca::Esca};
+use topos_train::synthetic::{generate, recovery, SyntheticSpec, TopicShape};
+use topos_train::transport::Local;
+use topos_train::{
+    DeviceChoice, DeviceOptions, Engine, EngineSetup, Run, RunConfig, Start, TrainDocs,
+    TrainOptions, Trainer,
+};
+
+const SAMPLERS: [&dyn Sampler; 2] = [&Esca, &Cgs];
+
+fn spec(seed: u64, docs: usize) -> SyntheticSpec {
+    SyntheticSpec {
+        num_docs: docs,
+        num_words: 500,
+        num_topics: 8,
+        mean_doc_len: 80,
+        alpha: 0.1,
+        shape: TopicShape::Dirichlet { beta: 0.05 },
+        seed,
+    }
+}
+
+fn hyper(k: u32) -> Hyperparameters {
+    Hyperparameters::new(k, Some(0.1), Some(0.01)).unwrap()
+}
+
+fn setup(
+    docs: &TrainDocs,
+    v: usize,
+    sampler: &'static dyn Sampler,
+    k: u32,
+    device: DeviceOptions,
+) -> EngineSetup {
+    EngineSetup {
+        docs: docs.clone(),
+        num_words: v,
+        sampler,
+        hyper: hyper(k),
+        seed: 17,
+        threads: 4,
+        partitions: None,
+        start: Start::Fresh,
+        device,
+    }
+}
+
+fn gpu(
+    docs: &TrainDocs,
+    v: usize,
+    sampler: &'static dyn Sampler,
+    k: u32,
+    device: DeviceOptions,
+) -> CudaEngine {
+    CudaEngine::open(None, setup(docs, v, sampler, k, device)).unwrap()
+}
+
+fn step(e: &mut dyn Engine, iterations: u32) {
+    for _ in 0..iterations {
+        e.sample().unwrap();
+        e.exchange(&Local).unwrap();
+        e.commit().unwrap();
+    }
+}
+
+fn topics(e: &mut dyn Engine, tokens: u64) -> Vec<u16> {
+    let mut z = vec![0u16; tokens as usize];
+    e.assignments(0, &mut z).unwrap();
+    z
+}
+
+fn cpu(docs: &TrainDocs, v: usize, sampler: &'static dyn Sampler, k: u32) -> Trainer {
+    Trainer::new(
+        docs.clone(),
+        v,
+        TrainOptions {
+            sampler,
+            hyper: hyper(k),
+            seed: 17,
+            threads: 0,
+            partitions: None,
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_device_starts_where_the_cpu_does_and_agrees_on_the_likelihood() {
+    let s = spec(2, 700);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    let tokens = docs.view().num_tokens();
+    for (k, streamed) in [(8, false), (1000, false), (8, true)] {
+        let mut g = gpu(
+            &docs,
+            s.num_words,
+            &Esca,
+            k,
+            DeviceOptions {
+                force_streaming: streamed,
+                ..Default::default()
+            },
+        );
+        // Initial assignments drawn on the device: the CPU's, token for token.
+        assert!(
+            topics(&mut g, tokens) == initial_assignments(tokens, k, 17),
+            "K={k} streamed={streamed}"
+        );
+        let mut c = cpu(&docs, s.num_words, &Esca, k);
+        // The counts, read back piece by piece, are the CPU's.
+        assert_eq!(
+            read_all_rows(&mut g, s.num_words).unwrap(),
+            *c.word_topics()
+        );
+        // The training log-likelihood computed on the device agrees with the CPU's.
+        let (lg, lc) = (
+            g.log_likelihood().unwrap(),
+            Engine::log_likelihood(&mut c).unwrap(),
+        );
+        eprintln!("K={k} streamed={streamed}: LL gpu {lg:.9} cpu {lc:.9}");
+        assert!((lg - lc).abs() < 1e-6, "{lg} vs {lc}");
+        step(&mut g, 3);
+        let z = topics(&mut g, tokens);
+        let rows = read_all_rows(&mut g, s.num_words).unwrap();
+        // The device's counts are the counts of its assignments.
+        let ckpt = topos_train::Checkpoint {
+            algorithm: "esca".into(),
+            num_topics: k,
+            alpha: 0.1,
+            beta: 0.01,
+            seed: 17,
+            partitions: 1,
+            corpus_checksum: 0,
+            iteration: 3,
+            assignments: z,
+        };
+        let mut from_z = Trainer::open(
+            docs.clone(),
+            s.num_words,
+            TrainOptions {
+                sampler: &Esca,
+                hyper: hyper(k),
+                seed: 17,
+                threads: 0,
+                partitions: None,
+            },
+            Start::Resume(ckpt),
+        )
+        .unwrap();
+        assert_eq!(rows, *from_z.word_topics());
+        let (lg, lc) = (
+            g.log_likelihood().unwrap(),
+            Engine::log_likelihood(&mut from_z).unwrap(),
+        );
+        assert!((lg - lc).abs() < 1e-6, "after 3 iterations: {lg} vs {lc}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn both_gpu_samplers_recover_known_topics() {
+    let s = spec(3, 400);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    for algo in SAMPLERS {
+        let untrained = cpu(&docs, s.num_words, algo, 8);
+        let before = recovery(&corpus.topics, untrained.word_topics(), 0.01);
+        let ll_before = untrained.log_likelihood();
+        let mut g = gpu(&docs, s.num_words, algo, 8, DeviceOptions::default());
+        step(&mut g, 150);
+        let ll = g.log_likelihood().unwrap();
+        let rows = read_all_rows(&mut g, s.num_words).unwrap();
+        let after = recovery(&corpus.topics, &rows, 0.01);
+        eprintln!(
+            "gpu {algo:?}: JS before {:.3}, after mean {:.4} worst {:.4}; LL {ll_before:.3} -> {ll:.3}",
+            before.mean, after.mean, after.worst
+        );
+        assert!(before.mean > 0.2);
+        after.assert_recovered(&format!("gpu {algo:?}"));
+        assert!(ll > ll_before + 0.5);
+        // The GPU reaches at least the CPU sampler's quality from the same start.
+        let mut c = cpu(&docs, s.num_words, algo, 8);
+        for _ in 0..150 {
+            c.step();
+        }
+        let cpu_ll = c.log_likelihood();
+        eprintln!("gpu {algo:?} LL {ll:.4}, cpu {cpu_ll:.4}");
+        assert!(ll > cpu_ll - 0.02, "gpu {ll} vs cpu {cpu_ll}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streamed_and_partitioned_runs_equal_the_resident_run() {
+    let s = spec(7, 3000);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    let tokens = docs.view().num_tokens();
+    for algo in SAMPLERS {
+        let run = |device: DeviceOptions| {
+            let mut g = gpu(&docs, s.num_words, algo, 20, device);
+            step(&mut g, 8);
+            let chunks = g.partitions();
+            let streamed = g.plan().unwrap()["streamed"].as_bool().unwrap();
+            (
+                topics(&mut g, tokens),
+                chunks,
+                streamed,
+                g.log_likelihood().unwrap(),
+            )
+        };
+        let (one, c1, s1, l1) = run(DeviceOptions::default());
+        let (many, c2, s2, l2) = run(DeviceOptions {
+            partition_tokens: Some(20_000),
+            ..Default::default()
+        });
+        let (streamed, c3, s3, l3) = run(DeviceOptions {
+            force_streaming: true,
+            ..Default::default()
+        });
+        eprintln!("{algo:?}: resident {c1} chunk(s), {c2} partitions, streamed {c3} chunks; LL {l1} {l2} {l3}");
+        assert_eq!((c1, s1, s2, s3), (1, false, false, true));
+        assert!(c2 > 4 && c3 >= 2);
+        assert!(
+            one == many,
+            "{algo:?}: partitioning changed the assignments"
+        );
+        assert!(
+            one == streamed,
+            "{algo:?}: streaming changed the assignments"
+        );
+        assert_eq!((l1.to_bits(), l1.to_bits()), (l2.to_bits(), l3.to_bits()));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn hybrid_word_topics_give_the_dense_runs_assignments() {
+    // K = 512 over 500 words of about 320 tokens each: most rows are hashed (fewer than 256
+    // tokens), the frequent ones dense. The hashed rows are scattered into the same leaves, so
+    // every draw is the dense run's, bit for bit, resident or streamed.
+    let s = spec(13, 2000);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    let tokens = docs.view().num_tokens();
+    for algo in SAMPLERS {
+        let run = |device: DeviceOptions| {
+            let mut g = gpu(&docs, s.num_words, algo, 512, device);
+            assert_eq!(
+                g.memory_plan().format.to_string(),
+                device.word_topics.unwrap()
+            );
+            step(&mut g, 8);
+            let rows = read_all_rows(&mut g, s.num_words).unwrap();
+            (topics(&mut g, tokens), g.log_likelihood().unwrap(), rows)
+        };
+        let format = |f| DeviceOptions {
+            word_topics: Some(f),
+            ..Default::default()
+        };
+        let (dense, ll_dense, rows_dense) = run(format("dense"));
+        let (hybrid, ll_hybrid, rows_hybrid) = run(format("hybrid"));
+        let (streamed, _, _) = run(DeviceOptions {
+            force_streaming: true,
+            ..format("hybrid")
+        });
+        // 64-bit doc-topic row entries (documents of 65,536 tokens or more) draw the same.
+        let (wide, _, _) = run(DeviceOptions {
+            wide_rows: true,
+            ..format("dense")
+        });
+        assert!(
+            dense == wide,
+            "{algo:?}: 64-bit row entries changed the draws"
+        );
+        eprintln!("{algo:?} K=512: LL dense {ll_dense:.6}, hybrid {ll_hybrid:.6}");
+        assert!(dense == hybrid, "{algo:?}: hybrid rows changed the draws");
+        assert!(
+            dense == streamed,
+            "{algo:?}: streamed hybrid rows changed the draws"
+        );
+        // Rows read back from either format are the same counts.
+        assert_eq!(rows_dense, rows_hybrid);
+        assert!((ll_dense - ll_hybrid).abs() < 1e-9);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn same_seed_same_assignments() {
+    let s = spec(9, 500);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    let tokens = docs.view().num_tokens();
+    let run = || {
+        let mut g = gpu(&docs, s.num_words, &Esca, 8, DeviceOptions::default());
+        step(&mut g, 5);
+        topics(&mut g, tokens)
+    };
+    assert!(run() == run());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_k_runs() {
+    // K = 32,768 needs 128 KiB of shared memory per block for the tree.
+    let s = spec(11, 300);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    for (k, format) in [(10_000u32, "dense"), (32_768, "dense"), (32_768, "hybrid")] {
+        let mut g = gpu(
+            &docs,
+            s.num_words,
+            &Esca,
+            k,
+            DeviceOptions {
+                word_topics: Some(format),
+                ..Default::default()
+            },
+        );
+        let ll0 = g.log_likelihood().unwrap();
+        step(&mut g, 20);
+        let ll = g.log_likelihood().unwrap();
+        eprintln!("K={k} {format}: LL {ll0:.3} -> {ll:.3}");
+        assert!(ll > ll0, "K={k}: {ll0} -> {ll}");
+    }
+}
+
+/// A corpus file of the synthetic documents, 10% held out.
+fn corpus_file(dir: &std::path::Path, s: &SyntheticSpec) -> std::path::PathBuf {
+    let corpus = generate(s);
+    let mut train = OwnedDocs::new();
+    let mut heldout = OwnedDocs::new();
+    for (d, doc) in corpus.docs.view().iter().enumerate() {
+        if d % 10 == 0 {
+            heldout.push(doc)
+        } else {
+            train.push(doc)
+        }
+    }
+    let vocab = Vocabulary::new((0..s.num_words).map(|i| format!("w{i}")).collect());
+    let c = Corpus::from_parts(vocab, train, heldout);
+    let path = dir.join("c.tcorp");
+    c.write(&path).unwrap();
+    path
+}
+
+fn config(
+    corpus: &std::path::Path,
+    out: &std::path::Path,
+    device: DeviceChoice,
+    iterations: u32,
+) -> RunConfig {
+    let mut c = RunConfig::new(corpus, out, hyper(20));
+    c.corpus = CorpusSource::File(corpus.to_path_buf());
+    c.iterations = iterations;
+    c.device = device;
+    c.doc_topics = true;
+    c
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn runs_on_the_gpu_write_the_model_resume_after_a_kill_and_match_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = corpus_file(dir.path(), &spec(21, 1500));
+    let cuda: DeviceChoice = "cuda".parse().unwrap();
+    for algo in SAMPLERS {
+        let whole = dir.path().join("whole.tmod");
+        let mut c = config(&path, &whole, cuda, 30);
+        c.sampler = algo;
+        let sw = Run::start(c.clone(), &mut Silent)
+            .unwrap()
+            .run_to_end(&mut Silent)
+            .unwrap();
+        assert!(sw.device.starts_with("cuda"), "{}", sw.device);
+        // The model file and its side file, from device state read back in pieces, are those
+        // the counts of the downloaded assignments give.
+        let (m, sum) = TopicModel::read_with_checksum(&whole).unwrap();
+        let a = topos_model::DocTopics::read_for_model(&whole, sum).unwrap();
+        assert_eq!(a.len(), Corpus::open(&path).unwrap().train().len());
+        assert_eq!(m.topic_totals.iter().sum::<u64>(), sw.train_tokens);
+
+        // Streamed: the same model file.
+        let streamed = dir.path().join("streamed.tmod");
+        let mut cs = config(&path, &streamed, cuda, 30);
+        cs.sampler = algo;
+        cs.device_options.force_streaming = true;
+        Run::start(cs, &mut Silent)
+            .unwrap()
+            .run_to_end(&mut Silent)
+            .unwrap();
+        assert_eq!(
+            std::fs::read(&whole).unwrap(),
+            std::fs::read(&streamed).unwrap(),
+            "{algo:?}: streamed"
+        );
+
+        // Interrupted after the checkpoint of iteration 12 (the run is dropped, as a killed
+        // process would be), then resumed: the uninterrupted model, byte for byte.
+        let resumed = dir.path().join("resumed.tmod");
+        let mut ck = config(&path, &resumed, cuda, 30);
+        ck.sampler = algo;
+        ck.checkpoint_every = 12;
+        let mut run = Run::start(ck.clone(), &mut Silent).unwrap();
+        while run.iteration() < 13 {
+            run.step(&mut Silent).unwrap();
+        }
+        drop(run);
+        assert!(!resumed.exists());
+        ck.resume = true;
+        Run::start(ck, &mut Silent)
+            .unwrap()
+            .run_to_end(&mut Silent)
+            .unwrap();
+        assert_eq!(
+            std::fs::read(&whole).unwrap(),
+            std::fs::read(&resumed).unwrap(),
+            "{algo:?}: resumed"
+        );
+
+        // The CPU's model of the same run is as good (not bit-identical: float sums differ).
+        let on_cpu = dir.path().join("cpu.tmod");
+        let mut cc = config(&path, &on_cpu, DeviceChoice::cpu(), 30);
+        cc.sampler = algo;
+        let sc = Run::start(cc, &mut Silent)
+            .unwrap()
+            .run_to_end(&mut Silent)
+            .unwrap();
+        eprintln!(
+            "{algo:?}: held-out gpu {:?} cpu {:?}",
+            sw.heldout_ll, sc.heldout_ll
+        );
+        assert!((sw.heldout_ll.unwrap() - sc.heldout_ll.unwrap()).abs() < 0.05);
+    }
+}
