@@ -28,6 +28,8 @@ enum Command {
     Prepare(cmd::prepare::Args),
     /// Train an LDA model on a corpus file.
     Train(cmd::train::Args),
+    /// List the samplers (--algo), devices and transports, with their properties.
+    Algos(cmd::algos::Args),
     /// Show the top words of every topic of a model.
     Topics(cmd::topics::Args),
     /// Evaluate a model: held-out log-likelihood per token, perplexity, topic coherence.
@@ -68,6 +70,7 @@ fn main() {
     let result = match cli.command {
         Command::Prepare(a) => cmd::prepare::run(a, ui),
         Command::Train(a) => cmd::train::run(a, ui),
+        Command::Algos(a) => cmd::algos::run(a, ui),
         Command::Topics(a) => cmd::topics::run(a, ui),
         Command::Eval(a) => cmd::eval::run(a, ui),
         Command::Infer(a) => cmd::infer::run(a, ui),

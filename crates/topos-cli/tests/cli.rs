@@ -466,3 +466,36 @@ fn esca_and_cgs_reach_the_same_heldout_likelihood_on_a_real_corpus() {
         ll[1]
     );
 }
+
+#[test]
+fn algos_lists_every_registered_sampler_device_and_transport() {
+    let v = json(&["algos"]);
+    let names: Vec<&str> = v["samplers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cgs", "esca"]);
+    let defaults: Vec<bool> = v["samplers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["default"].as_bool().unwrap())
+        .collect();
+    assert_eq!(defaults, [true, false]);
+    assert_eq!(v["samplers"][0]["exactness"], "exact");
+    assert_eq!(v["samplers"][1]["private_training"], true);
+    assert_eq!(
+        v["samplers"][1]["determinism"],
+        "any-threads-any-partitions"
+    );
+    assert_eq!(v["devices"][1]["name"], "cpu");
+    assert!(v["devices"][1]["unavailable"].is_null());
+    assert_eq!(v["transports"][0]["name"], "local");
+    let text = ok(&["algos"]);
+    assert!(
+        text.contains("cgs (default)") && !text.contains("esca (default)"),
+        "{text}"
+    );
+}

@@ -74,13 +74,14 @@ pub fn heldout_log_likelihood(
                 let log_norm = (observed.len() as f64 + k_alpha).ln();
                 let mut ll = 0.0f64;
                 for &w in scored {
-                    let row = phi.row(w);
-                    let sparse: f64 = folded
-                        .topics
-                        .iter()
-                        .zip(&folded.mean_counts)
-                        .map(|(&k, &a)| a * f64::from(row[usize::from(k)]))
-                        .sum();
+                    let sparse = phi.weighted_sum(
+                        w,
+                        folded
+                            .topics
+                            .iter()
+                            .copied()
+                            .zip(folded.mean_counts.iter().copied()),
+                    );
                     ll += (sparse + hyper.alpha * phi.word_mass(w)).ln() - log_norm;
                 }
                 Ok(Some((ll, observed.len() as u64, scored.len() as u64)))

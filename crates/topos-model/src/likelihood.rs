@@ -96,12 +96,13 @@ pub fn log_likelihood_per_token(
                 }
                 let mut doc_sum = 0.0f64;
                 for &w in words {
-                    let row = phi.row(w);
-                    let sparse: f64 = topics
-                        .iter()
-                        .zip(counts)
-                        .map(|(&k, &a)| f64::from(a) * f64::from(row[usize::from(k)]))
-                        .sum();
+                    let sparse = phi.weighted_sum(
+                        w,
+                        topics
+                            .iter()
+                            .copied()
+                            .zip(counts.iter().map(|&a| f64::from(a))),
+                    );
                     doc_sum += (sparse + hyper.alpha * phi.word_mass(w)).ln();
                 }
                 chunk_sum += doc_sum - n_d as f64 * (n_d as f64 + k_alpha).ln();

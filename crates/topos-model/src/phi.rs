@@ -21,10 +21,48 @@ use rayon::prelude::*;
 pub struct Phi {
     num_words: usize,
     num_topics: usize,
+    /// Dense rows (word-major, K each); empty when `sparse` holds the rows.
     probs: Vec<f32>,
     word_mass: Vec<f64>,
-    /// For φ of some words only: the row of each word in `probs`, or [`NO_ROW`].
+    /// For φ of some words only: the row of each word, or [`NO_ROW`].
     index: Option<Vec<u32>>,
+    /// Above [`DENSE_MAX_CELLS`] cells: φ kept as the counts it is made of.
+    sparse: Option<SparsePhi>,
+}
+
+/// Largest V × K for which φ is a dense matrix (1 GiB of `f32`); above, φ is kept sparse
+/// ([`SparsePhi`]), in `topos eval` and in a run's held-out evaluation alike, so both report the
+/// same value. At K = 32,768 over 100K words the dense matrix would be 13 GiB.
+pub const DENSE_MAX_CELLS: u64 = 1 << 28;
+
+/// Whether φ over `num_words` × `num_topics` is kept dense.
+pub fn dense_phi(num_words: usize, num_topics: usize) -> bool {
+    (num_words as u64).saturating_mul(num_topics as u64) <= DENSE_MAX_CELLS
+}
+
+/// φ as the word-topic counts it is made of: φ_kw = (B_wk + β)·s_k with s_k = 1/(n_k + Vβ),
+/// each stored word's non-zero counts in increasing topic order. The fold-in draws from it with
+/// SparseLDA's three buckets (Yao et al. 2009, §3) instead of a dense row and its tree:
+/// (A_dk + α)(B_wk + β)s_k = (A_dk + α)B_wk s_k [the word's non-zeros] + βA_dk s_k [the
+/// document's non-zeros] + αβ s_k [one tree over K shared by every word].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparsePhi {
+    pub beta: f64,
+    /// s_k = 1 / (n_k + Vβ).
+    pub inv: Vec<f64>,
+    /// Row r is `offsets[r]..offsets[r + 1]` of `topics` / `counts`.
+    pub offsets: Vec<u64>,
+    pub topics: Vec<u16>,
+    pub counts: Vec<u32>,
+}
+
+impl SparsePhi {
+    /// The non-zero (topic, count) pairs of stored row `r`.
+    #[inline]
+    pub fn row(&self, r: usize) -> (&[u16], &[u32]) {
+        let (a, b) = (self.offsets[r] as usize, self.offsets[r + 1] as usize);
+        (&self.topics[a..b], &self.counts[a..b])
+    }
 }
 
 /// The index entry of a word whose row a partial φ does not hold.
@@ -38,6 +76,9 @@ pub struct PhiBuilder {
     phi: Phi,
     beta: f64,
     inv: Vec<f64>,
+    /// The rows pushed so far, by stored row (a sparse φ assembles them in row order at the
+    /// end).
+    pending: Vec<Option<(Vec<u16>, Vec<u32>)>>,
 }
 
 impl PhiBuilder {
@@ -52,6 +93,10 @@ impl PhiBuilder {
         if r == NO_ROW {
             return;
         }
+        self.pending[r as usize] = Some((topics.to_vec(), counts.to_vec()));
+        if self.phi.sparse.is_some() {
+            return;
+        }
         let row = &mut self.phi.probs[r as usize * k..(r as usize + 1) * k];
         for (&t, &c) in topics.iter().zip(counts) {
             let t = usize::from(t);
@@ -59,8 +104,44 @@ impl PhiBuilder {
         }
     }
 
+    /// The finished φ, kept sparse whatever its size (tests of the sparse fold-in on small
+    /// models).
+    #[doc(hidden)]
+    pub fn finish_sparse_for_tests(mut self) -> Phi {
+        if self.phi.sparse.is_none() {
+            self.phi.probs = Vec::new();
+            self.phi.sparse = Some(SparsePhi {
+                beta: self.beta,
+                inv: self.inv.clone(),
+                offsets: Vec::new(),
+                topics: Vec::new(),
+                counts: Vec::new(),
+            });
+        }
+        self.finish()
+    }
+
     /// The finished φ.
     pub fn finish(mut self) -> Phi {
+        if let Some(sp) = self.phi.sparse.as_mut() {
+            let smoothing: f64 = self.beta * self.inv.iter().sum::<f64>();
+            sp.offsets.push(0);
+            for (r, row) in self.pending.iter().enumerate() {
+                let mut mass = smoothing;
+                if let Some((t, c)) = row {
+                    sp.topics.extend_from_slice(t);
+                    sp.counts.extend_from_slice(c);
+                    mass += t
+                        .iter()
+                        .zip(c)
+                        .map(|(&t, &c)| f64::from(c) * self.inv[usize::from(t)])
+                        .sum::<f64>();
+                }
+                sp.offsets.push(sp.topics.len() as u64);
+                self.phi.word_mass[r] = mass;
+            }
+            return self.phi;
+        }
         let k = self.phi.num_topics;
         for (mass, row) in self
             .phi
@@ -101,6 +182,22 @@ impl Phi {
             .validate()
             .map_err(|why| ModelError::Inconsistent { what: "model", why })?;
         let (v, k) = (model.num_words(), model.num_topics());
+        if !dense_phi(v, k) {
+            let words: Vec<u32> = (0..v as u32).collect();
+            let mut b = Self::builder_for_words(
+                v,
+                model.hyper.beta,
+                &model.topic_totals,
+                &words,
+                max_bytes,
+            )?;
+            for (w, row) in model.word_topic.chunks_exact(k).enumerate() {
+                let topics: Vec<u16> = (0..k).filter(|&t| row[t] > 0).map(|t| t as u16).collect();
+                let counts: Vec<u32> = row.iter().copied().filter(|&c| c > 0).collect();
+                b.push_row(w as u32, &topics, &counts);
+            }
+            return Ok(b.finish());
+        }
         let needed = Self::bytes_needed(v, k).unwrap_or(u64::MAX);
         check_budget("the topic-word matrix φ", needed, max_bytes, MEMORY_HINT)?;
         let beta = model.hyper.beta;
@@ -131,6 +228,7 @@ impl Phi {
             probs,
             word_mass,
             index: None,
+            sparse: None,
         })
     }
 
@@ -156,15 +254,36 @@ impl Phi {
                 rows += 1;
             }
         }
-        let needed = Self::bytes_needed(rows as usize, k)
-            .unwrap_or(u64::MAX)
-            .saturating_add(4 * num_words as u64);
-        check_budget("φ of the held-out words", needed, max_bytes, MEMORY_HINT)?;
         let v_beta = num_words as f64 * beta;
         let inv: Vec<f64> = topic_totals
             .iter()
             .map(|&n| 1.0 / (n as f64 + v_beta))
             .collect();
+        if !dense_phi(num_words, k) {
+            return Ok(PhiBuilder {
+                phi: Phi {
+                    num_words,
+                    num_topics: k,
+                    probs: Vec::new(),
+                    word_mass: vec![0.0; rows as usize],
+                    index: Some(index),
+                    sparse: Some(SparsePhi {
+                        beta,
+                        inv: inv.clone(),
+                        offsets: Vec::new(),
+                        topics: Vec::new(),
+                        counts: Vec::new(),
+                    }),
+                },
+                beta,
+                inv,
+                pending: vec![None; rows as usize],
+            });
+        }
+        let needed = Self::bytes_needed(rows as usize, k)
+            .unwrap_or(u64::MAX)
+            .saturating_add(4 * num_words as u64);
+        check_budget("φ of the held-out words", needed, max_bytes, MEMORY_HINT)?;
         let smoothing: Vec<f32> = inv.iter().map(|&i| (beta * i) as f32).collect();
         let mut probs = Vec::with_capacity(rows as usize * k);
         for _ in 0..rows {
@@ -177,9 +296,11 @@ impl Phi {
                 probs,
                 word_mass: vec![0.0; rows as usize],
                 index: Some(index),
+                sparse: None,
             },
             beta,
             inv,
+            pending: vec![None; rows as usize],
         })
     }
 
@@ -243,6 +364,7 @@ impl Phi {
             probs,
             word_mass,
             index: None,
+            sparse: None,
         })
     }
 
@@ -260,16 +382,61 @@ impl Phi {
 
     /// φ_·v: the probabilities of word `v` under every topic.
     #[inline]
+    ///
+    /// # Panics
+    /// For a sparse φ ([`Phi::sparse`]): use [`Phi::get`].
     pub fn row(&self, v: u32) -> &[f32] {
+        assert!(self.sparse.is_none(), "a sparse φ has no dense rows");
         let k = self.num_topics;
         let r = self.slot(v);
         &self.probs[r * k..(r + 1) * k]
     }
 
-    /// φ_kv.
+    /// φ_kv (for a sparse φ, computed from its counts in `f64` and rounded).
     #[inline]
     pub fn get(&self, v: u32, k: usize) -> f32 {
-        self.probs[self.slot(v) * self.num_topics + k]
+        match &self.sparse {
+            None => self.probs[self.slot(v) * self.num_topics + k],
+            Some(sp) => {
+                let (t, c) = sp.row(self.slot(v));
+                let count = t
+                    .binary_search(&(k as u16))
+                    .map_or(0.0, |i| f64::from(c[i]));
+                ((count + sp.beta) * sp.inv[k]) as f32
+            }
+        }
+    }
+
+    /// Σ_i weight_i · φ_{topic_i, v} over `(topic, weight)` pairs: the sparse part of a
+    /// document's likelihood of word `v` (both representations, each in its own arithmetic).
+    #[inline]
+    pub fn weighted_sum(&self, v: u32, pairs: impl Iterator<Item = (u16, f64)>) -> f64 {
+        match &self.sparse {
+            None => {
+                let row = self.row(v);
+                pairs.map(|(k, a)| a * f64::from(row[usize::from(k)])).sum()
+            }
+            Some(sp) => {
+                let (t, c) = sp.row(self.slot(v));
+                pairs
+                    .map(|(k, a)| {
+                        let count = t.binary_search(&k).map_or(0.0, |i| f64::from(c[i]));
+                        a * (count + sp.beta) * sp.inv[usize::from(k)]
+                    })
+                    .sum()
+            }
+        }
+    }
+
+    /// The counts φ is made of, when it is kept sparse (above [`DENSE_MAX_CELLS`] cells).
+    pub fn sparse(&self) -> Option<&SparsePhi> {
+        self.sparse.as_ref()
+    }
+
+    /// The stored row of word `v` (its index in [`SparsePhi::row`]).
+    #[inline]
+    pub fn stored_row(&self, v: u32) -> usize {
+        self.slot(v)
     }
 
     /// Σ_k φ_kv (the Q_v / α of SaberLDA §2.3), summed in `f64` from the stored `f32` values.
@@ -290,6 +457,7 @@ impl Phi {
     /// The whole matrix, word-major (for φ of some words only: their rows, in the order the
     /// words were first given).
     pub fn as_slice(&self) -> &[f32] {
+        assert!(self.sparse.is_none(), "a sparse φ has no dense matrix");
         &self.probs
     }
 }

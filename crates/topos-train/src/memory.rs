@@ -5,7 +5,7 @@
 //!
 //! Nothing in a run's host memory grows with V × K: the model is written from sparse rows
 //! ([`topos_model::ModelWriter`]) and held-out evaluation reads φ only for the words of the
-//! held-out documents ([`topos_model::Phi::from_rows`]).
+//! held-out documents ([`topos_model::Phi::builder_for_words`]), sparse above 2²⁸ cells.
 
 use std::fmt;
 
@@ -70,9 +70,9 @@ impl MemoryEstimate {
 
 /// What every run holds on the host whatever its device: the corpus file's pages (memory-mapped:
 /// 4 B a token and 8 B a document are read, and counted in the process's resident memory), the
-/// word-topic rows read back for the model file and held-out evaluation (6 B a non-zero, 8 B a
-/// word), φ of the held-out words (4 B × K each, and a sampling tree of about as much, built as
-/// words are met), a private run's releases (a dense V × K copy to add noise to, 4 B a cell, and
+/// word-topic rows read back for the model file and held-out evaluation (a piece of 1,024 words
+/// at a time, 6 B a non-zero), φ of the held-out words (4 B × K each and a sampling tree of about as much, built as
+/// words are met; sparse above 2²⁸ cells), a private run's releases (a dense V × K copy to add noise to, 4 B a cell, and
 /// the noisy rows, 6 B a cell: noise fills most cells) and the document-topic side file's
 /// offsets (8 B a document).
 pub fn shared_items(shape: &RunShape) -> Vec<(&'static str, u64)> {
@@ -83,14 +83,28 @@ pub fn shared_items(shape: &RunShape) -> Vec<(&'static str, u64)> {
             4 * (s.tokens + s.heldout_tokens) + 8 * s.docs,
         ),
         (
-            "word-topic rows for the model file (6 B/non-zero)",
-            6 * s.word_topic_nonzeros() + 8 * (s.words + 1),
+            "word-topic rows read back, 1,024 words at a time (6 B/non-zero)",
+            6 * s.word_topic_nonzeros().min(1024 * s.topics) + 8 * 1025,
         ),
     ];
     if s.heldout_tokens > 0 {
+        let words = s.heldout_words.min(s.words);
+        if topos_model::phi::dense_phi(s.words as usize, s.topics as usize) {
+            items.push((
+                "φ and sampling trees of the held-out words (8 B × K each)",
+                8 * words * s.topics,
+            ));
+        } else {
+            items.push((
+                "sparse φ of the held-out words (6 B/non-zero)",
+                6 * s.word_topic_nonzeros().min(words * s.topics) + 16 * words + 16 * s.topics,
+            ));
+        }
+    }
+    if s.private {
         items.push((
-            "φ and sampling trees of the held-out words (8 B × K each)",
-            8 * s.heldout_words.min(s.words) * s.topics,
+            "capped training documents (4 B/token)",
+            4 * s.tokens + 8 * s.docs,
         ));
     }
     if s.private {

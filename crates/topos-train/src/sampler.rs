@@ -188,7 +188,7 @@ impl SamplerInfo {
         }
         SamplerInfo {
             name: s.name(),
-            default: std::ptr::addr_eq(s, default_sampler()),
+            default: s.name() == default_sampler().name(),
             summary: s.summary(),
             when_to_use: s.when_to_use(),
             reference: s.reference(),

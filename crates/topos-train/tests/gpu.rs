@@ -377,7 +377,8 @@ fn runs_on_the_gpu_write_the_model_resume_after_a_kill_and_match_the_cpu() {
     let path = corpus_file(dir.path(), &spec(21, 1500));
     let cuda: DeviceChoice = "cuda".parse().unwrap();
     for algo in SAMPLERS {
-        let whole = dir.path().join("whole.tmod");
+        let name = |what: &str| dir.path().join(format!("{}-{what}.tmod", algo.name()));
+        let whole = name("whole");
         let mut c = config(&path, &whole, cuda, 30);
         c.sampler = algo;
         let sw = Run::start(c.clone(), &mut Silent)
@@ -393,7 +394,7 @@ fn runs_on_the_gpu_write_the_model_resume_after_a_kill_and_match_the_cpu() {
         assert_eq!(m.topic_totals.iter().sum::<u64>(), sw.train_tokens);
 
         // Streamed: the same model file.
-        let streamed = dir.path().join("streamed.tmod");
+        let streamed = name("streamed");
         let mut cs = config(&path, &streamed, cuda, 30);
         cs.sampler = algo;
         cs.device_options.force_streaming = true;
@@ -409,7 +410,7 @@ fn runs_on_the_gpu_write_the_model_resume_after_a_kill_and_match_the_cpu() {
 
         // Interrupted after the checkpoint of iteration 12 (the run is dropped, as a killed
         // process would be), then resumed: the uninterrupted model, byte for byte.
-        let resumed = dir.path().join("resumed.tmod");
+        let resumed = name("resumed");
         let mut ck = config(&path, &resumed, cuda, 30);
         ck.sampler = algo;
         ck.checkpoint_every = 12;
@@ -431,7 +432,7 @@ fn runs_on_the_gpu_write_the_model_resume_after_a_kill_and_match_the_cpu() {
         );
 
         // The CPU's model of the same run is as good (not bit-identical: float sums differ).
-        let on_cpu = dir.path().join("cpu.tmod");
+        let on_cpu = name("cpu");
         let mut cc = config(&path, &on_cpu, DeviceChoice::cpu(), 30);
         cc.sampler = algo;
         let sc = Run::start(cc, &mut Silent)

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod algos;
 pub mod demo;
 pub mod devices;
 pub mod eval;

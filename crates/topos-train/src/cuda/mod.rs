@@ -42,8 +42,9 @@ pub fn default_partition_tokens(topics: u32) -> u64 {
     }
 }
 
-/// Most PDOW entries built on the host at once (8 bytes each: 1 GiB).
-pub const PIECE_TOKENS: usize = 1 << 27;
+/// Most PDOW entries built on the host at once (8 bytes each: 2 GiB). Each piece is one pass
+/// over the partition's tokens, so larger pieces cost fewer passes (a 745M-token partition: 3).
+pub const PIECE_TOKENS: usize = 1 << 28;
 
 /// The host memory of a run on the GPU: what every run holds ([`crate::memory::shared_items`]),
 /// the word-topic row index and the training tokens of every word (20 B a word), the PDOW piece
@@ -59,7 +60,7 @@ pub fn host_memory(
     let mut items = crate::memory::shared_items(s);
     items.push(("word-topic row index (20 B/word)", 20 * s.words));
     items.push((
-        "PDOW piece being built (8 B/token, at most 1 GiB)",
+        "PDOW piece being built (8 B/token, at most 2 GiB)",
         8 * s.tokens.min(PIECE_TOKENS as u64),
     ));
     items.push(("CUDA driver and context", 512 << 20));
