@@ -177,7 +177,9 @@ impl PartitionShape {
         let token_start = docs.doc_start(range.start);
         let token_end = docs.doc_start(range.end);
         let local = &docs.tokens()[token_start as usize..token_end as usize];
-        let bound = docs.max_word_id_bound() as usize;
+        // The partition's own largest word (not the corpus's: a scan of every token per
+        // partition cost 30 s on a 745M-token corpus cut into 47 partitions).
+        let bound = local.par_iter().max().map_or(0, |&w| w as usize + 1);
         let count = local
             .par_chunks(1 << 20)
             .fold(

@@ -237,6 +237,27 @@ pub struct Summary {
     pub transport: String,
     /// The `.doctopics` file written, if any.
     pub doc_topics: Option<String>,
+    /// Where the process's time went.
+    pub phases: Phases,
+}
+
+/// Seconds spent in each part of a run, for people tuning it and for benchmarks (the sampling
+/// loop is `seconds`; everything else is around it).
+#[derive(Serialize, Debug, Clone, Default)]
+pub struct Phases {
+    /// Opening the corpus, checking the outputs, planning, opening the device (uploading the
+    /// corpus, drawing the start, compiling the kernels).
+    pub start: f64,
+    /// Training log-likelihoods.
+    pub train_ll: f64,
+    /// Held-out evaluations.
+    pub heldout: f64,
+    /// Checkpoints.
+    pub checkpoints: f64,
+    /// A private run's noisy releases.
+    pub releases: f64,
+    /// Writing the model and its side file.
+    pub outputs: f64,
 }
 
 /// Told what a run does, as it does it. Every method has a default that ignores it.
@@ -292,6 +313,7 @@ pub struct Run {
     start_iteration: u32,
     last_train_ll: Option<(u32, f64)>,
     last_heldout_ll: Option<(u32, f64)>,
+    phases: Phases,
 }
 
 fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
@@ -328,6 +350,7 @@ impl Run {
     /// Checks the configuration, the outputs, the memory and the budget, and opens the engine:
     /// everything that can refuse the run does so here, before any training.
     pub fn start(config: RunConfig, observer: &mut dyn Observer) -> Result<Run, RunError> {
+        let started = Instant::now();
         let (corpus, corpus_path) = match &config.corpus {
             CorpusSource::File(p) => (Arc::new(Corpus::open(p)?), Some(p.clone())),
             CorpusSource::Loaded { corpus, path } => (corpus.clone(), path.clone()),
@@ -641,9 +664,11 @@ impl Run {
             start_iteration,
             last_train_ll: None,
             last_heldout_ll: None,
+            phases: Phases::default(),
         };
         // A private run of 0 iterations releases its start as the model.
         run.release_if_due()?;
+        run.phases.start = started.elapsed().as_secs_f64();
         Ok(run)
     }
 
@@ -671,8 +696,10 @@ impl Run {
     /// [`Releases::release_if_due`]).
     fn release_if_due(&mut self) -> Result<(), RunError> {
         if let Some(p) = self.private.as_mut() {
+            let t = Instant::now();
             p.releases
                 .release_if_due(self.engine.as_mut(), self.corpus.vocab().len())?;
+            self.phases.releases += t.elapsed().as_secs_f64();
         }
         Ok(())
     }
@@ -698,6 +725,7 @@ impl Run {
         let it = self.engine.iteration();
         let is_last = it == self.config.iterations;
         let due = |every: u32| every > 0 && it.is_multiple_of(every);
+        let t = Instant::now();
         let train_ll = if self.private.is_none()
             && !self.config.skip_train_ll
             && (due(self.config.eval_every) || is_last)
@@ -706,6 +734,7 @@ impl Run {
         } else {
             None
         };
+        self.phases.train_ll += t.elapsed().as_secs_f64();
         let heldout_ll = if self.has_heldout && due(self.heldout_every) {
             Some(self.heldout_ll()?)
         } else {
@@ -759,8 +788,10 @@ impl Run {
             heldout_ll: self.last_heldout_ll.map(|x| x.1),
         });
         if self.config.checkpoint_every > 0 && (due(self.config.checkpoint_every) || is_last) {
+            let t = Instant::now();
             let path = self.config.checkpoint_path();
             self.write_checkpoint(&path)?;
+            self.phases.checkpoints += t.elapsed().as_secs_f64();
             observer.checkpointed(&path, it);
         }
         Ok(true)
@@ -798,6 +829,13 @@ impl Run {
     /// Held-out log-likelihood per token of the model as it stands (a private run: of its
     /// latest release), by document completion with φ of the held-out words only.
     fn heldout_ll(&mut self) -> Result<f64, RunError> {
+        let t = Instant::now();
+        let ll = self.heldout_ll_inner();
+        self.phases.heldout += t.elapsed().as_secs_f64();
+        ll
+    }
+
+    fn heldout_ll_inner(&mut self) -> Result<f64, RunError> {
         let v = self.corpus.vocab().len();
         let h = self.config.hyper;
         let words = &self.heldout_words;
@@ -873,6 +911,7 @@ impl Run {
         let vocab = self.corpus.vocab().clone();
         let docs = self.docs.clone();
         let view = docs.view();
+        let t = Instant::now();
         let train_ll = match self.last_train_ll {
             Some((i, ll)) if i == it => Some(ll),
             _ if self.private.is_none() && !self.config.skip_train_ll => {
@@ -880,6 +919,7 @@ impl Run {
             }
             _ => None,
         };
+        self.phases.train_ll += t.elapsed().as_secs_f64();
         let heldout_ll = match self.last_heldout_ll {
             Some((i, ll)) if i == it => Some(ll),
             _ if self.has_heldout => Some(self.heldout_ll()?),
@@ -887,6 +927,7 @@ impl Run {
         };
 
         // The model, staged under a temporary name.
+        let writing = Instant::now();
         let output = self.config.output.clone();
         let (staged_model, model_checksum, guarantee) = match &self.private {
             Some(p) => {
@@ -1003,7 +1044,18 @@ impl Run {
         if self.config.checkpoint_every > 0 || self.config.resume {
             remove_if_present(&self.config.checkpoint_path())?;
         }
-        observer.info(&format!("wrote {}", output.display()));
+        self.phases.outputs = writing.elapsed().as_secs_f64();
+        let p = &self.phases;
+        observer.info(&format!(
+            "wrote {}; seconds: start {:.2}, sampling {:.2}, training log-likelihood {:.2}, held-out {:.2}, checkpoints {:.2}, outputs {:.2}",
+            output.display(),
+            p.start,
+            self.train_seconds,
+            p.train_ll,
+            p.heldout,
+            p.checkpoints,
+            p.outputs
+        ));
 
         Ok(Summary {
             model: output.display().to_string(),
@@ -1036,6 +1088,7 @@ impl Run {
                 .config
                 .doc_topics
                 .then(|| doc_topics_path.display().to_string()),
+            phases: self.phases.clone(),
         })
     }
 
