@@ -46,20 +46,18 @@ pub enum FormatError {
         kind: &'static str,
         what: String,
     },
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The operating system's error is part of the message and deliberately not also exposed
+    /// as `source()`: a caller that prints the chain (anyhow's `{:#}`) would print it twice.
+    #[error("{path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
 }
 
 impl FormatError {
     /// An I/O error on `path`.
-    pub fn io(path: &Path, source: std::io::Error) -> Self {
+    pub fn io(path: &Path, cause: std::io::Error) -> Self {
         FormatError::Io {
             path: path.display().to_string(),
-            source,
+            cause,
         }
     }
 }

@@ -61,8 +61,15 @@ fn cgroup_available(proc_self_cgroup: &str, root: &Path) -> Option<u64> {
         };
         let rel = path.trim().trim_start_matches('/');
         let room = if id == "0" && controllers.is_empty() {
-            // cgroup v2 (the unified hierarchy).
-            levels(root, rel)
+            // cgroup v2 (the unified hierarchy): mounted at the root, or beside the v1
+            // hierarchies at `unified` on a hybrid system.
+            let unified = root.join("unified");
+            let v2 = if !root.join("cgroup.controllers").exists() && unified.is_dir() {
+                unified
+            } else {
+                root.to_path_buf()
+            };
+            levels(&v2, rel)
                 .filter_map(|dir| room_in(&dir, "memory.max", "memory.current", "inactive_file"))
                 .min()
         } else if controllers.split(',').any(|c| c == "memory") {

@@ -241,7 +241,7 @@ impl LineReader {
             if self.gz && matches!(e.kind(), InvalidInput | InvalidData | UnexpectedEof) {
                 CorpusError::Gzip {
                     path: self.path.display().to_string(),
-                    source: e,
+                    cause: e,
                 }
             } else {
                 CorpusError::io(&self.path, "read the input", e)
