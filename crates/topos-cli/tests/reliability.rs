@@ -95,3 +95,130 @@ fn quiet_keeps_every_commands_results() {
     let out = String::from_utf8(demo.stdout).unwrap();
     assert!(out.contains("topic 3"), "{out}");
 }
+
+/// Row 9: `--json` on `knn` and `similar` is one JSON document (results included unless they
+/// go to a file); `--format jsonl` stays the streaming format.
+#[test]
+fn json_is_one_document_for_knn_and_similar() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, model) = corpus_and_model(dir.path(), &[]);
+    let v = json(&["knn", s(&corpus), "-k", "3"]);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len() as u64, v["queries"].as_u64().unwrap());
+    assert_eq!(results[0]["neighbors"].as_array().unwrap().len(), 3);
+    assert_eq!(v["metric"], "cosine");
+    assert_eq!(v["score"], "distance");
+    assert_eq!(v["queries_without_known_words"], 0);
+    // With -o the file holds the format asked for and stdout the summary document.
+    let out = dir.path().join("nn.jsonl");
+    let v = json(&["knn", s(&corpus), "-k", "3", "-o", s(&out)]);
+    assert!(v.get("results").is_none());
+    let lines = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(lines.lines().count() as u64, v["queries"].as_u64().unwrap());
+    fails(
+        &["knn", s(&corpus), "--format", "csv", "--json"],
+        "write the CSV to a file with -o",
+    );
+    let v = json(&["similar", s(&model), "--doc", "3", "-k", "4"]);
+    assert_eq!(v["results"][0]["query"], 3);
+    assert_eq!(v["results"][0]["neighbors"].as_array().unwrap().len(), 4);
+    // Without --json, JSON Lines as before.
+    let text = ok(&[
+        "similar",
+        s(&model),
+        "--doc",
+        "3",
+        "--doc",
+        "4",
+        "-k",
+        "2",
+        "-q",
+    ]);
+    assert_eq!(text.lines().count(), 2);
+}
+
+/// Row 10: KL divergence on bag-of-words rows is refused (it is infinite for nearly every
+/// pair); queries with no known word get no neighbours and are counted; dot-product's score is
+/// called a similarity.
+#[test]
+fn knn_metrics_that_cannot_rank_are_refused_or_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus_and_model(dir.path(), &[]);
+    let c = s(&corpus);
+    fails(
+        &["knn", c, "--metric", "kl-divergence"],
+        "use jensen-shannon or hellinger",
+    );
+    // A query corpus half of whose documents share no word with the index.
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(if i % 2 == 0 {
+            "zebra yak walrus zebra yak walrus okapi\n"
+        } else {
+            "river water fishing boat lake zebra\n"
+        });
+    }
+    let qtxt = dir.path().join("q.txt");
+    std::fs::write(&qtxt, text).unwrap();
+    let q = dir.path().join("q.tcorp");
+    ok(&[
+        "prepare",
+        s(&qtxt),
+        "-o",
+        s(&q),
+        "--min-df",
+        "1",
+        "--max-df",
+        "1.0",
+        "-q",
+    ]);
+    for metric in ["cosine", "jensen-shannon", "euclidean"] {
+        let out = topos(&[
+            "knn",
+            c,
+            "--queries",
+            s(&q),
+            "-k",
+            "3",
+            "--metric",
+            metric,
+            "--json",
+        ]);
+        assert!(out.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["queries_without_known_words"], 20, "{metric}");
+        for r in v["results"].as_array().unwrap() {
+            let n = r["neighbors"].as_array().unwrap();
+            let even = r["query"].as_u64().unwrap() % 2 == 0;
+            assert_eq!(n.len(), if even { 0 } else { 3 }, "{metric}: {r}");
+            assert!(n
+                .iter()
+                .all(|x| x["distance"].as_f64().unwrap().is_finite()));
+        }
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("20 of 40 queries have no word known"), "{err}");
+    }
+    let v = json(&["knn", c, "-k", "2", "--metric", "dot-product"]);
+    assert_eq!(v["score"], "similarity");
+    let n = &v["results"][0]["neighbors"];
+    assert!(n[0]["similarity"].as_f64().unwrap() >= n[1]["similarity"].as_f64().unwrap());
+    assert!(n[0].get("distance").is_none());
+    let csv = ok(&[
+        "knn", c, "-k", "2", "--metric", "dot", "--format", "csv", "-q",
+    ]);
+    assert!(csv.starts_with("query,rank,neighbor,similarity\n"), "{csv}");
+}
+
+/// Row 15: `--metric minkowski` without `--p` says what to add, in the docs' syntax.
+#[test]
+fn minkowski_without_p_names_the_option_to_add() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus_and_model(dir.path(), &[]);
+    let out = fails(
+        &["knn", s(&corpus), "--metric", "minkowski"],
+        "--metric minkowski needs its exponent: add --p P",
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("unknown metric"), "{err}");
+    ok(&["knn", s(&corpus), "--metric", "minkowski", "--p", "3", "-q"]);
+}
