@@ -222,3 +222,95 @@ fn minkowski_without_p_names_the_option_to_add() {
     assert!(!err.contains("unknown metric"), "{err}");
     ok(&["knn", s(&corpus), "--metric", "minkowski", "--p", "3", "-q"]);
 }
+
+/// Row 14: `infer` and `similar --text` on a model whose corpus was prepared with `--stem` cut
+/// new text as prepare did (stemmed), from the options the corpus records.
+#[test]
+fn infer_and_similar_tokenize_new_text_as_prepare_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, model) = corpus_and_model(dir.path(), &["--stem", "--min-df", "1"]);
+    let v = json(&["topics", s(&model), "--top", "30"]);
+    let vocab: Vec<String> = v["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["top_words"].as_array().unwrap().clone())
+        .map(|w| w["word"].as_str().unwrap().to_string())
+        .collect();
+    assert!(vocab.iter().any(|w| w == "fish") && !vocab.iter().any(|w| w == "fishing"));
+    // Every word needs stemming to be known: "fishing" → "fish", "rivers" → "river", ...
+    let text = dir.path().join("new.txt");
+    std::fs::write(&text, "fishing rivers boats lakes flooding\n").unwrap();
+    let out = topos(&["infer", s(&model), s(&text), "--format", "jsonl"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("5 tokens known to the model, 0 unknown"),
+        "{err}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["tokens"], 5);
+    let v = json(&[
+        "similar",
+        s(&model),
+        "--text",
+        "fishing rivers boats",
+        "-k",
+        "3",
+    ]);
+    assert_eq!(v["queries_without_known_words"], 0);
+    assert_eq!(v["results"][0]["neighbors"].as_array().unwrap().len(), 3);
+    // --stem against a corpus that records no stemming is refused; with --stem on the stemmed
+    // corpus it is just redundant.
+    ok(&["infer", s(&model), s(&text), "--stem", "-q"]);
+    let plain_dir = dir.path().join("plain");
+    std::fs::create_dir(&plain_dir).unwrap();
+    let (_, plain) = corpus_and_model(&plain_dir, &[]);
+    fails(
+        &["infer", s(&plain), s(&text), "--stem"],
+        "prepared without --stem",
+    );
+    // Without a corpus beside the model: prepare's defaults, said once on stderr.
+    let moved = dir.path().join("elsewhere.tmod");
+    std::fs::copy(&model, &moved).unwrap();
+    let out = topos(&["infer", s(&moved), s(&text), "-q"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("warning").count(), 2, "{err}");
+    assert!(err.contains("tokenizer options are unknown"), "{err}");
+    // ... and --corpus names it.
+    let out = topos(&["infer", s(&moved), s(&text), "--corpus", s(&corpus), "-q"]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Row 15: a document with no known word gets no mixture in every format (it used to get a
+/// uniform one in CSV and none in JSONL).
+#[test]
+fn infer_formats_agree_on_documents_without_known_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, model) = corpus_and_model(dir.path(), &[]);
+    let text = dir.path().join("new.txt");
+    std::fs::write(&text, "river water boat\nzebra quokka\n").unwrap();
+    let jsonl = ok(&["infer", s(&model), s(&text), "-q"]);
+    let rows: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[1]["tokens"], 0);
+    assert_eq!(rows[1]["topics"].as_array().unwrap().len(), 0);
+    let csv = ok(&["infer", s(&model), s(&text), "--format", "csv", "-q"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[2], "1,0,,,");
+    assert!(lines[1].starts_with("0,3,0."), "{csv}");
+    let top = ok(&["infer", s(&model), s(&text), "--format", "top", "-q"]);
+    assert_eq!(top.lines().nth(1), Some("1\t"));
+    let out = topos(&["infer", s(&model), s(&text), "-q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 of 2 documents have no word known"), "{err}");
+}

@@ -28,5 +28,5 @@ pub use file::{Corpus, CorpusWriter};
 pub use prepare::{prepare, Pass, PrepareOptions, PrepareProgress, PrepareReport};
 pub use prune::PruneOptions;
 pub use readers::InputFormat;
-pub use tokenize::{Tokenizer, TokenizerOptions};
+pub use tokenize::{Tokenizer, TokenizerOptions, TokenizerSpec};
 pub use vocab::Vocabulary;

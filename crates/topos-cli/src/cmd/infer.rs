@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use topos_corpus::readers::{ByteCounter, LineReader};
-use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
+use topos_corpus::{Corpus, OwnedDocs, Tokenizer, TokenizerOptions};
 use topos_model::{doc_to_ids, infer, Phi, TopicModel, TopicWeight};
 
 #[derive(clap::Args, Debug)]
@@ -27,7 +27,12 @@ pub struct Args {
     /// Write here (atomically) instead of stdout.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Stem words (use it if the corpus was prepared with --stem).
+    /// The corpus the model was trained on (default: the model path with the extension
+    /// .tcorp), whose recorded tokenizer options cut the new text as prepare cut the corpus.
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    /// Stem words: only for a corpus that does not record its options (prepared by an older
+    /// topos with --stem); a corpus that records them is followed without it.
     #[arg(long)]
     pub stem: bool,
     #[command(flatten)]
@@ -80,15 +85,75 @@ fn read_lines(input: &Path) -> Result<Vec<String>> {
     Ok(lines)
 }
 
+/// The tokenizer that cuts new text for `model` as `prepare` cut its corpus: from the options
+/// the corpus records (`corpus`, else MODEL.tcorp, if there is one: `infer` works without).
+pub fn text_tokenizer(
+    model_path: &Path,
+    model: &TopicModel,
+    corpus: Option<&Path>,
+    stem: bool,
+    ui: Ui,
+) -> Result<Tokenizer> {
+    let path = corpus.map_or_else(|| model_path.with_extension("tcorp"), Path::to_path_buf);
+    let opened = if corpus.is_some() || path.exists() {
+        Some(super::eval::corpus_for(model_path, model, Some(&path))?)
+    } else {
+        None
+    };
+    tokenizer_of(opened.as_ref(), &path, stem, ui)
+}
+
+/// The tokenizer `corpus` (opened from `path`; `None`: there is none) records. A corpus that
+/// records none (prepared by an older build), or no corpus, gives prepare's defaults (with
+/// `--stem` if asked), and a warning on stderr says so once: with other options, words would be
+/// dropped as unknown without a word said.
+pub fn tokenizer_of(corpus: Option<&Corpus>, path: &Path, stem: bool, ui: Ui) -> Result<Tokenizer> {
+    let fallback = |why: String| -> Result<Tokenizer> {
+        let opts = TokenizerOptions {
+            stem,
+            ..TokenizerOptions::default()
+        };
+        eprintln!(
+            "warning: {why}; tokenizing new text with prepare's defaults ({}); if the corpus was prepared with other options, words may be dropped as unknown (re-prepare it with this version of topos to record them)",
+            opts.spec()?.describe()
+        );
+        Ok(Tokenizer::new(&opts)?)
+    };
+    let Some(corpus) = corpus else {
+        return fallback(format!(
+            "{} not found (name the corpus the model was trained on with --corpus), so its tokenizer options are unknown",
+            path.display()
+        ));
+    };
+    let Some(spec) = corpus.tokenizer() else {
+        return fallback(format!(
+            "{} does not record its tokenizer options (prepared by an older topos)",
+            path.display()
+        ));
+    };
+    spec.check()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if stem && !spec.stem {
+        anyhow::bail!(
+            "{} was prepared without --stem, so its words are not stemmed; drop --stem (the recorded options are followed: {})",
+            path.display(),
+            spec.describe()
+        );
+    }
+    ui.info(format!(
+        "tokenizing as {} was prepared: {}",
+        path.display(),
+        spec.describe()
+    ));
+    Ok(Tokenizer::from_spec(spec))
+}
+
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     let model = TopicModel::read(&args.model)?;
     // Always on stderr; for a private model also in the output itself (below), because the
     // mixtures are derived from the model's noisy release and the guarantee travels with them.
     ui.info(topos_model::privacy_line(model.privacy.as_ref()));
-    let tokenizer = Tokenizer::new(&TokenizerOptions {
-        stem: args.stem,
-        ..TokenizerOptions::default()
-    })?;
+    let tokenizer = text_tokenizer(&args.model, &model, args.corpus.as_deref(), args.stem, ui)?;
     let lines = read_lines(&args.input)?;
     let mut docs = OwnedDocs::new();
     let mut unknown = 0usize;
@@ -99,12 +164,21 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         unknown += refs.len() - ids.len();
         docs.push(&ids);
     }
+    let no_known = docs.view().iter().filter(|d| d.is_empty()).count();
     ui.info(format!(
         "{} documents; {} tokens known to the model, {} unknown tokens dropped",
         docs.len(),
         docs.view().num_tokens(),
         unknown
     ));
+    if no_known > 0 {
+        // Their mixture would be the prior alone (uniform), which says nothing about them: they
+        // get none, in every format.
+        eprintln!(
+            "warning: {no_known} of {} documents have no word known to the model: they get no topic mixture (tokens 0, no topics; empty cells in csv)",
+            docs.len()
+        );
+    }
     let phi = Phi::from_model(&model)?;
     let thetas = infer(&phi, &model.hyper, docs.view(), &args.foldin.options())?;
     let k = model.num_topics();
@@ -142,7 +216,12 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                 let header: Vec<String> = (0..k).map(|t| format!("topic_{t}")).collect();
                 writeln!(out, "doc,tokens,{}", header.join(","))?;
                 for (d, t) in thetas.iter().enumerate() {
-                    let row: Vec<String> = t.dense().iter().map(|p| format!("{p:.6}")).collect();
+                    // No known word, no mixture: empty cells, as jsonl lists no topic.
+                    let row: Vec<String> = if t.num_tokens == 0 {
+                        vec![String::new(); k]
+                    } else {
+                        t.dense().iter().map(|p| format!("{p:.6}")).collect()
+                    };
                     writeln!(out, "{d},{},{}", t.num_tokens, row.join(","))?;
                 }
             }

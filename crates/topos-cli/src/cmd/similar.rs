@@ -10,7 +10,7 @@ use super::knn::{score_name, search, with_threads, SearchArgs, Summary};
 use crate::ui::Ui;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
-use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
+use topos_corpus::OwnedDocs;
 use topos_distance::{CsrMatrix, Metric};
 use topos_model::{doc_to_ids, infer, DocTopics, Phi, TopicModel};
 
@@ -32,7 +32,8 @@ pub struct Args {
     pub corpus: Option<PathBuf>,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// Stem the words of --text (use it if the corpus was prepared with --stem).
+    /// Stem the words of --text: only for a corpus that does not record its tokenizer options
+    /// (prepared by an older topos with --stem); a corpus that records them is followed.
     #[arg(long)]
     pub stem: bool,
     /// The fold-in of held-out documents and text.
@@ -160,10 +161,12 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         }
     }
     if !args.texts.is_empty() {
-        let tokenizer = Tokenizer::new(&TokenizerOptions {
-            stem: args.stem,
-            ..TokenizerOptions::default()
-        })?;
+        // Cut the text as prepare cut the corpus (its recorded options).
+        let corpus_path = args
+            .corpus
+            .clone()
+            .unwrap_or_else(|| args.model.with_extension("tcorp"));
+        let tokenizer = super::infer::tokenizer_of(Some(&corpus), &corpus_path, args.stem, ui)?;
         for text in &args.texts {
             let toks = tokenizer.tokens(text);
             let refs: Vec<&str> = toks.iter().map(String::as_str).collect();

@@ -17,7 +17,7 @@ use crate::file::CorpusWriter;
 use crate::prune::{prune, PruneOptions, TermCount};
 use crate::readers::{self, ByteCounter, InputFormat, Resolved};
 use crate::split::{is_heldout, validate_holdout};
-use crate::tokenize::{TokenStats, Tokenizer, TokenizerOptions};
+use crate::tokenize::{TokenStats, Tokenizer, TokenizerOptions, TokenizerSpec};
 use crate::CorpusError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -130,6 +130,8 @@ pub struct PrepareReport {
     pub words_dropped_min_df: u64,
     pub words_dropped_max_df: u64,
     pub words_dropped_max_vocab: u64,
+    /// The tokenizer options recorded in the corpus (what `infer` will cut new text with).
+    pub tokenizer: TokenizerSpec,
     /// Payload checksum of the written corpus (hex), as [`crate::Corpus::checksum`].
     pub checksum: String,
     /// Wall-clock time of the whole preparation.
@@ -204,6 +206,10 @@ pub fn prepare(
     let resolved = readers::resolve(input, format, opts.vocab_file.as_deref())?;
     refuse_overwriting_input(&resolved, output)?;
     let tokenizer = Tokenizer::new(&opts.tokenizer)?;
+    let spec = TokenizerSpec {
+        words_given: format.is_bag_of_words(),
+        ..opts.tokenizer.spec()?
+    };
     let mut ctx = Ctx {
         input: &resolved,
         opts,
@@ -257,7 +263,8 @@ pub fn prepare(
         &pruned.cf,
         &pruned.df,
         usize::try_from(expected_tokens).unwrap_or(usize::MAX / 8),
-    );
+    )
+    .with_tokenizer(spec.clone());
 
     // Pass 2.
     ctx.counter = ByteCounter::default();
@@ -300,6 +307,7 @@ pub fn prepare(
         words_dropped_min_df: pruned.dropped_min_df,
         words_dropped_max_df: pruned.dropped_max_df,
         words_dropped_max_vocab: pruned.dropped_max_vocab,
+        tokenizer: spec,
         checksum: String::new(),
         seconds: 0.0,
     };
