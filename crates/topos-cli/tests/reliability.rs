@@ -314,3 +314,65 @@ fn infer_formats_agree_on_documents_without_known_words() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("1 of 2 documents have no word known"), "{err}");
 }
+
+/// Row 6: Latin-1 input is refused by default with the file, line and what to do, read
+/// correctly with `--encoding latin1`, and replaced *and counted* with `--encoding utf-8-lossy`.
+#[test]
+fn invalid_utf8_input_is_refused_decoded_or_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("latin1.txt");
+    let mut bytes = Vec::new();
+    for i in 0..40 {
+        bytes.extend_from_slice(if i % 2 == 0 {
+            b"caf\xe9 na\xefve cr\xe8me br\xfbl\xe9e dessert\n"
+        } else {
+            b"caf\xe9 cr\xe8me menu dessert table\n"
+        });
+    }
+    std::fs::write(&input, &bytes).unwrap();
+    let out = dir.path().join("c.tcorp");
+    let args = |enc: &'static str| {
+        vec![
+            "prepare".to_string(),
+            s(&input).to_string(),
+            "-o".into(),
+            s(&out).to_string(),
+            "--min-df".into(),
+            "1".into(),
+            "--max-df".into(),
+            "1.0".into(),
+            "--encoding".into(),
+            enc.into(),
+        ]
+    };
+    let strict: Vec<String> = args("utf-8");
+    let strict: Vec<&str> = strict.iter().map(String::as_str).collect();
+    fails(
+        &strict[..strict.len() - 2],
+        "latin1.txt: line 1: invalid UTF-8 at byte 4 (0xe9)",
+    );
+    fails(&strict, "--encoding latin1");
+    assert!(!out.exists());
+    let latin1: Vec<String> = args("latin1");
+    let latin1: Vec<&str> = latin1.iter().map(String::as_str).collect();
+    let v = json(&latin1);
+    assert_eq!(v["encoding"], "latin1");
+    assert_eq!(v["invalid_bytes_replaced"], 0);
+    let export = dir.path().join("export");
+    ok(&["export", s(&out), "-o", s(&export), "-q"]);
+    let vocab = std::fs::read_to_string(export.join("vocab.txt")).unwrap();
+    for w in ["café", "naïve", "crème", "brûlée"] {
+        assert!(vocab.lines().any(|l| l == w), "{w} missing from {vocab}");
+    }
+    let lossy: Vec<String> = args("utf-8-lossy");
+    let lossy: Vec<&str> = lossy.iter().map(String::as_str).collect();
+    let v = json(&lossy);
+    assert_eq!(v["encoding"], "utf-8-lossy");
+    assert_eq!(v["invalid_bytes_replaced"], 20 * 5 + 20 * 2);
+    assert_eq!(v["documents_with_invalid_bytes"], 40);
+    let human = ok(&lossy);
+    assert!(
+        human.contains("140 invalid bytes replaced by U+FFFD in 40 documents"),
+        "{human}"
+    );
+}

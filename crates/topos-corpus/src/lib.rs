@@ -11,6 +11,7 @@
 //! [`split`] (deterministic held-out documents) → [`file`].
 
 pub mod docs;
+pub mod encoding;
 pub mod error;
 pub mod file;
 pub mod prepare;
@@ -23,6 +24,7 @@ pub mod tokenize;
 pub mod vocab;
 
 pub use docs::{Docs, OwnedDocs};
+pub use encoding::Encoding;
 pub use error::CorpusError;
 pub use file::{Corpus, CorpusWriter};
 pub use prepare::{prepare, Pass, PrepareOptions, PrepareProgress, PrepareReport};

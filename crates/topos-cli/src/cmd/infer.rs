@@ -5,7 +5,9 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use topos_corpus::encoding::DecodeStats;
 use topos_corpus::readers::{ByteCounter, LineReader};
+use topos_corpus::Encoding;
 use topos_corpus::{Corpus, OwnedDocs, Tokenizer, TokenizerOptions};
 use topos_model::{doc_to_ids, infer, Phi, TopicModel, TopicWeight};
 
@@ -31,6 +33,10 @@ pub struct Args {
     /// .tcorp), whose recorded tokenizer options cut the new text as prepare cut the corpus.
     #[arg(long)]
     pub corpus: Option<PathBuf>,
+    /// Encoding of the documents: utf-8 (invalid bytes are an error), utf-8-lossy (replaced by
+    /// U+FFFD, counted), latin1 or windows-1252.
+    #[arg(long, default_value = "utf-8")]
+    pub encoding: topos_corpus::Encoding,
     /// Stem words: only for a corpus that does not record its options (prepared by an older
     /// topos with --stem); a corpus that records them is followed without it.
     #[arg(long)]
@@ -61,28 +67,46 @@ struct Report<'a> {
     documents: Vec<Row<'a>>,
 }
 
-/// The documents of `input`, one per line; `-` reads stdin. Files go through the corpus
-/// crate's line reader (gzip recognised by its magic bytes, line numbers in errors).
-fn read_lines(input: &Path) -> Result<Vec<String>> {
+/// The documents of `input`, one per line, decoded with `encoding`; `-` reads stdin. Files go
+/// through the corpus crate's line reader (gzip recognised by its magic bytes, line numbers in
+/// errors). Returns the lines and the bytes `utf-8-lossy` replaced.
+fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
+    let stats = DecodeStats::default();
+    let mut lines = Vec::new();
     if input.as_os_str() == "-" {
-        return std::io::stdin()
-            .lock()
-            .lines()
-            .enumerate()
-            .map(|(i, l)| {
-                l.with_context(|| format!("stdin: cannot read line {} (is it UTF-8 text?)", i + 1))
-            })
-            .collect();
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = Vec::new();
+        for i in 1.. {
+            buf.clear();
+            if stdin
+                .read_until(b'\n', &mut buf)
+                .context("cannot read stdin")?
+                == 0
+            {
+                break;
+            }
+            if buf.last() == Some(&b'\n') {
+                buf.pop();
+                if buf.last() == Some(&b'\r') {
+                    buf.pop();
+                }
+            }
+            let line = encoding
+                .decode(std::mem::take(&mut buf), &stats)
+                .map_err(|e| anyhow::anyhow!("stdin: line {i}: {}", e.describe()))?;
+            lines.push(line);
+        }
+        return Ok((lines, stats.invalid_bytes()));
     }
     let mut reader = LineReader::open(input, &ByteCounter::default())?;
-    let mut lines = Vec::new();
     let mut buf = Vec::new();
     while reader.next_line(&mut buf)? {
-        let line = String::from_utf8(std::mem::take(&mut buf))
-            .map_err(|_| reader.error("is not valid UTF-8"))?;
+        let line = encoding
+            .decode(std::mem::take(&mut buf), &stats)
+            .map_err(|e| reader.error(e.describe()))?;
         lines.push(line);
     }
-    Ok(lines)
+    Ok((lines, stats.invalid_bytes()))
 }
 
 /// The tokenizer that cuts new text for `model` as `prepare` cut its corpus: from the options
@@ -154,7 +178,12 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     // mixtures are derived from the model's noisy release and the guarantee travels with them.
     ui.info(topos_model::privacy_line(model.privacy.as_ref()));
     let tokenizer = text_tokenizer(&args.model, &model, args.corpus.as_deref(), args.stem, ui)?;
-    let lines = read_lines(&args.input)?;
+    let (lines, replaced) = read_lines(&args.input, args.encoding)?;
+    if replaced > 0 {
+        eprintln!(
+            "warning: {replaced} invalid UTF-8 bytes replaced by U+FFFD (--encoding utf-8-lossy)"
+        );
+    }
     let mut docs = OwnedDocs::new();
     let mut unknown = 0usize;
     for line in &lines {

@@ -16,7 +16,7 @@ const REPORT_EVERY: u64 = 4096;
 
 /// Pass 1; also returns the input vocabulary.
 pub(super) fn count(ctx: &mut Ctx, tok: &Tokenizer) -> Result<(Counted, Vec<String>), CorpusError> {
-    let (mut src, vocab) = bags::open(ctx.input, &ctx.counter)?;
+    let (mut src, vocab) = bags::open(ctx.input, &ctx.counter, &ctx.decoder)?;
     let stop: Vec<bool> = vocab
         .iter()
         .map(|w| {
@@ -104,7 +104,7 @@ pub(super) fn write(
         .iter()
         .map(|w| new_id.get(w.as_str()).copied())
         .collect();
-    let (mut src, _) = bags::open(ctx.input, &ctx.counter)?;
+    let (mut src, _) = bags::open(ctx.input, &ctx.counter, &ctx.decoder)?;
     let mut out = Written {
         documents: 0,
         empty: 0,

@@ -13,9 +13,10 @@
 mod bags;
 mod text;
 
+use crate::encoding::Encoding;
 use crate::file::CorpusWriter;
 use crate::prune::{prune, PruneOptions, TermCount};
-use crate::readers::{self, ByteCounter, InputFormat, Resolved};
+use crate::readers::{self, ByteCounter, Decoder, InputFormat, Resolved};
 use crate::split::{is_heldout, validate_holdout};
 use crate::tokenize::{TokenStats, Tokenizer, TokenizerOptions, TokenizerSpec};
 use crate::CorpusError;
@@ -33,6 +34,9 @@ pub struct PrepareOptions {
     /// The vocabulary file of a UCI or LDA-C input, when it is not beside the data file under its
     /// usual name.
     pub vocab_file: Option<PathBuf>,
+    /// How input bytes become text (default: strict UTF-8, an invalid byte is an error). Applies
+    /// to the documents of text inputs and to the vocabulary files of bag-of-words inputs.
+    pub encoding: Encoding,
     /// Tokenizing (text inputs; only the stop words apply to bag-of-words inputs).
     pub tokenizer: TokenizerOptions,
     /// Vocabulary pruning.
@@ -52,6 +56,7 @@ impl Default for PrepareOptions {
             format: None,
             text_field: "text".to_string(),
             vocab_file: None,
+            encoding: Encoding::default(),
             tokenizer: TokenizerOptions::default(),
             prune: PruneOptions::default(),
             holdout: 0.0,
@@ -105,6 +110,13 @@ pub struct PrepareReport {
     pub input_bytes: u64,
     /// Bytes of document text (decompressed; 0 for bag-of-words inputs).
     pub text_bytes: u64,
+    /// The encoding the input was read in.
+    pub encoding: Encoding,
+    /// Bytes that were not valid UTF-8 and were replaced by U+FFFD (`utf-8-lossy` only; under
+    /// the strict default such a byte is an error).
+    pub invalid_bytes_replaced: u64,
+    /// Documents (or vocabulary lines) with at least one replaced byte.
+    pub documents_with_invalid_bytes: u64,
     /// Documents in the input.
     pub input_documents: u64,
     /// Documents written (train + held-out).
@@ -162,6 +174,8 @@ pub(crate) struct Ctx<'a> {
     pub input: &'a Resolved,
     pub opts: &'a PrepareOptions,
     pub counter: ByteCounter,
+    /// Decodes the input; pass 1's counts what it replaced.
+    pub decoder: Decoder,
     pub progress: &'a mut dyn FnMut(PrepareProgress),
 }
 
@@ -214,6 +228,10 @@ pub fn prepare(
         input: &resolved,
         opts,
         counter: ByteCounter::default(),
+        decoder: Decoder {
+            encoding: opts.encoding,
+            ..Decoder::default()
+        },
         progress,
     };
 
@@ -266,8 +284,10 @@ pub fn prepare(
     )
     .with_tokenizer(spec.clone());
 
-    // Pass 2.
+    let decoded = ctx.decoder.stats.clone();
+    // Pass 2 (reads the same bytes again: its replacements are not counted twice).
     ctx.counter = ByteCounter::default();
+    ctx.decoder.stats = Default::default();
     let written = match bag_vocab {
         Some(v) => bags::write(&mut ctx, &v, &pruned.words, &mut writer)?,
         None => text::write(&mut ctx, &tokenizer, &pruned.words, &mut writer)?,
@@ -289,6 +309,9 @@ pub fn prepare(
         format,
         input_bytes: resolved.bytes,
         text_bytes: counted.text_bytes,
+        encoding: opts.encoding,
+        invalid_bytes_replaced: decoded.invalid_bytes(),
+        documents_with_invalid_bytes: decoded.units_with_invalid(),
         input_documents: counted.documents,
         documents_kept: (w.train_docs() + w.heldout_docs()) as u64,
         documents_dropped_empty: written.empty,

@@ -2,7 +2,7 @@
 //! `docword`/`vocab` pair and LDA-C. A document is a list of `(word id, count)` pairs over the
 //! input vocabulary (0-based ids).
 
-use super::{read_vocab_file, ByteCounter, InputFormat, LineReader, Resolved};
+use super::{read_vocab_file_with, ByteCounter, Decoder, InputFormat, LineReader, Resolved};
 use crate::CorpusError;
 
 /// A stream of bag-of-words documents.
@@ -12,16 +12,17 @@ pub trait BagSource {
     fn next_doc(&mut self, doc: &mut Vec<(u32, u32)>) -> Result<bool, CorpusError>;
 }
 
-/// Opens the reader for `input` and reads its vocabulary.
+/// Opens the reader for `input` and reads its vocabulary (decoded with `decoder`).
 pub fn open(
     input: &Resolved,
     counter: &ByteCounter,
+    decoder: &Decoder,
 ) -> Result<(Box<dyn BagSource>, Vec<String>), CorpusError> {
     let vocab_path = input
         .vocab
         .as_deref()
         .expect("resolved bag input has a vocabulary");
-    let vocab = read_vocab_file(vocab_path)?;
+    let vocab = read_vocab_file_with(vocab_path, decoder)?;
     let lines = LineReader::open(&input.files[0], counter)?;
     let src: Box<dyn BagSource> = match input.format {
         InputFormat::Uci => {
@@ -132,7 +133,11 @@ impl Uci {
                 }
                 return Ok(None);
             }
-            let text = std::str::from_utf8(&self.buf).unwrap_or("");
+            // A line that is not text cannot be an entry (it used to read as a blank line and
+            // be skipped).
+            let Ok(text) = std::str::from_utf8(&self.buf) else {
+                return Err(self.bad_line());
+            };
             let mut f = text.split_ascii_whitespace();
             let (Some(a), Some(b), Some(c)) = (f.next(), f.next(), f.next()) else {
                 if text.trim().is_empty() {
@@ -284,7 +289,7 @@ mod tests {
 
     fn read_all(path: &Path, format: InputFormat) -> Result<(Bags, Vec<String>), CorpusError> {
         let r = resolve(path, format, None)?;
-        let (mut src, vocab) = open(&r, &ByteCounter::default())?;
+        let (mut src, vocab) = open(&r, &ByteCounter::default(), &Decoder::default())?;
         let mut docs = vec![];
         let mut doc = vec![];
         while src.next_doc(&mut doc)? {
