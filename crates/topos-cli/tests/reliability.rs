@@ -376,3 +376,25 @@ fn invalid_utf8_input_is_refused_decoded_or_counted() {
         "{human}"
     );
 }
+
+/// Row 5: a tiny UCI file whose counts claim terabytes of tokens is refused at once, with the
+/// numbers, by the memory check after pass 1 (it used to be OOM-killed after taking all memory).
+#[test]
+fn prepare_refuses_counts_that_cannot_fit_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let docword = dir.path().join("docword.huge.txt");
+    let mut text = String::from("400\n2\n400\n");
+    for d in 1..=400 {
+        text.push_str(&format!("{d} 1 4000000000\n"));
+    }
+    std::fs::write(&docword, text).unwrap();
+    std::fs::write(dir.path().join("vocab.huge.txt"), "alpha\nbeta\n").unwrap();
+    let out = dir.path().join("huge.tcorp");
+    let t = std::time::Instant::now();
+    fails(
+        &["prepare", s(&docword), "-o", s(&out), "--max-df", "1.0"],
+        "the corpus would hold 1600000000000 tokens in 400 documents",
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    assert!(!out.exists());
+}

@@ -590,6 +590,43 @@ impl CorpusWriter {
         }
     }
 
+    /// [`CorpusWriter::push`] of a document given as runs (word, count), written straight into
+    /// the corpus: a bag-of-words document whose counts say billions is never copied.
+    pub fn push_runs(&mut self, heldout: bool, original_index: u64, runs: &[(u32, u32)]) {
+        debug_assert!(runs.iter().all(|&(w, _)| w < self.v));
+        let runs = runs.iter().copied();
+        if heldout {
+            debug_assert!(self.heldout_ids.last().is_none_or(|&l| l < original_index));
+            self.heldout.push_runs(runs);
+            self.heldout_ids.push(original_index);
+        } else {
+            debug_assert!(self.train_ids.last().is_none_or(|&l| l < original_index));
+            for (w, c) in runs {
+                let bytes = w.to_le_bytes();
+                for _ in 0..c {
+                    self.buf.extend_from_slice(&bytes);
+                }
+                self.train_tokens += u64::from(c);
+            }
+            self.train_offsets.push(self.train_tokens);
+            self.train_ids.push(original_index);
+        }
+    }
+
+    /// Bytes of memory a corpus of `tokens` tokens in `docs` documents over a vocabulary of
+    /// `words` words (`word_bytes` of text) takes while it is built (the payload of 4 bytes per
+    /// token, offsets and indices of 16 bytes per document for each part, the held-out part
+    /// held aside until [`CorpusWriter::finish`] appends it, and the frequencies), so that a
+    /// preparation that cannot fit is refused before it starts.
+    pub fn memory_needed(tokens: u64, docs: u64, words: u64, word_bytes: u64) -> u64 {
+        tokens
+            .saturating_mul(4)
+            .saturating_add(docs.saturating_mul(32))
+            .saturating_add(words.saturating_mul(20))
+            .saturating_add(word_bytes)
+            .saturating_add(SIZES_LEN as u64 + 64)
+    }
+
     /// Training documents so far.
     pub fn train_docs(&self) -> usize {
         self.train_ids.len()

@@ -9,6 +9,7 @@
 
 mod atomic;
 mod codec;
+pub mod mem;
 
 pub use atomic::AtomicFile;
 pub use codec::{ByteReader, ByteWriter};

@@ -48,6 +48,11 @@ pub struct PrepareOptions {
     /// Text read per batch (default 8 MiB): large enough to keep threads busy, small enough to
     /// bound memory.
     pub batch_bytes: usize,
+    /// Bytes the corpus being built may take in memory; `None` (default): what the system
+    /// still gives this process ([`topos_io::mem::available_memory`], container limits
+    /// included). After pass 1 the corpus's size is known from the counts, and a preparation
+    /// that would not fit is refused with the numbers before anything is allocated.
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for PrepareOptions {
@@ -62,6 +67,7 @@ impl Default for PrepareOptions {
             holdout: 0.0,
             seed: 0,
             batch_bytes: 8 << 20,
+            memory_limit: None,
         }
     }
 }
@@ -160,6 +166,9 @@ pub(crate) struct Counted {
     pub nonempty: u64,
     pub stats: TokenStats,
     pub text_bytes: u64,
+    /// The document with the most tokens (index, tokens), for bag-of-words inputs (whose
+    /// counts can claim anything); (0, 0) for text.
+    pub largest: (u64, u64),
 }
 
 /// The result of pass 2.
@@ -275,7 +284,15 @@ pub fn prepare(
             ),
         ));
     }
-    let expected_tokens: u64 = pruned.cf.iter().sum();
+    let expected_tokens: u64 = pruned.cf.iter().fold(0, |a, &b| a.saturating_add(b));
+    check_memory(
+        input,
+        opts,
+        (counted.nonempty, counted.largest),
+        expected_tokens,
+        pruned.words.len() as u64,
+        pruned.words.iter().map(|w| w.len() as u64).sum(),
+    )?;
     let mut writer = CorpusWriter::new(
         &pruned.words,
         &pruned.cf,
@@ -339,6 +356,42 @@ pub fn prepare(
     report.checksum = format!("{checksum:016x}");
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Refuses a corpus that would not fit in memory while it is built (the writer holds it, about
+/// 4 bytes per token): a 45-byte UCI file whose one count says 4,000,000,000 asks for 16 GB, and
+/// must be refused with the numbers, not killed by the OOM killer with the machine's memory.
+fn check_memory(
+    input: &Path,
+    opts: &PrepareOptions,
+    (docs, (doc, largest)): (u64, (u64, u64)),
+    tokens: u64,
+    words: u64,
+    word_bytes: u64,
+) -> Result<(), CorpusError> {
+    let Some(limit) = opts.memory_limit.or_else(topos_io::mem::available_memory) else {
+        return Ok(());
+    };
+    let needed = CorpusWriter::memory_needed(tokens, docs, words, word_bytes);
+    if needed <= limit {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let hint = if largest > tokens / 2 {
+        format!(
+            "; document {doc} alone has {largest} tokens: if its counts are wrong, fix the input"
+        )
+    } else {
+        "; prepare it on a machine with more memory, or split the input".to_string()
+    };
+    Err(CorpusError::input(
+        input,
+        format!(
+            "the corpus would hold {tokens} tokens in {docs} documents, which needs {:.2} GiB of memory to build, but only {:.2} GiB is available{hint}",
+            gib(needed),
+            gib(limit)
+        ),
+    ))
 }
 
 /// A typo like `prepare docs.txt -o docs.txt` would replace the input: refuse it.

@@ -172,6 +172,7 @@ pub(super) fn count(ctx: &mut Ctx, tok: &Tokenizer) -> Result<Counted, CorpusErr
         nonempty,
         stats,
         text_bytes,
+        largest: (0, 0),
     })
 }
 

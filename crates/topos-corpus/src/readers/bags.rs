@@ -50,6 +50,9 @@ pub fn open(
     Ok((src, vocab))
 }
 
+/// Empty documents a UCI header may imply beyond its number of entries (see `Uci::open`).
+const MAX_EMPTY_DOCS: u64 = 1_000_000;
+
 fn parse_u64(s: &str) -> Option<u64> {
     s.parse().ok()
 }
@@ -98,6 +101,20 @@ impl Uci {
         }
         if header[1] > u64::from(u32::MAX) {
             return Err(lines.error("the vocabulary size V exceeds 2^32 - 1 words"));
+        }
+        // Every non-empty document has an entry, so at least D − NNZ documents are empty, and
+        // each is read (and counted) in turn: a header claiming 2^60 documents over a handful of
+        // entries would keep prepare busy for centuries. Far more empty documents than entries
+        // means the header is wrong.
+        let (d, nnz) = (header[0], header[2]);
+        if d.saturating_sub(nnz) > nnz.max(MAX_EMPTY_DOCS) {
+            return Err(CorpusError::input(
+                lines.path(),
+                format!(
+                    "the header says D = {d} documents but NNZ = {nnz} entries, so at least {} documents would be empty; the header is wrong (fix D)",
+                    d - nnz
+                ),
+            ));
         }
         Ok(Self {
             lines,
@@ -346,6 +363,12 @@ mod tests {
         );
         let e = err("2\n3\n");
         assert!(e.contains("NNZ"), "{e}");
+        // A header whose D would make prepare read 2^60 empty documents.
+        let e = err("1152921504606846976\n3\n1\n1 1 1\n");
+        assert!(
+            e.contains("D = 1152921504606846976") && e.contains("fix D"),
+            "{e}"
+        );
     }
 
     #[test]
