@@ -398,3 +398,24 @@ fn prepare_refuses_counts_that_cannot_fit_in_memory() {
     assert!(t.elapsed() < std::time::Duration::from_secs(10));
     assert!(!out.exists());
 }
+
+/// Row 15: an OS error appears once in the one-line message (it used to be printed twice:
+/// once in the library's message and again as its `source()` in the chain).
+#[test]
+fn os_errors_are_printed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let m = s(&missing);
+    for args in [
+        vec!["prepare", m, "-o", "x.tcorp"],
+        vec!["topics", m],
+        vec!["eval", m],
+        vec!["knn", m],
+        vec!["privacy", "ledger", m],
+        vec!["infer", m, m],
+    ] {
+        let out = fails(&args, "No such file or directory");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    }
+}
