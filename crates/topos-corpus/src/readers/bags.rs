@@ -2,7 +2,9 @@
 //! `docword`/`vocab` pair and LDA-C. A document is a list of `(word id, count)` pairs over the
 //! input vocabulary (0-based ids).
 
-use super::{read_vocab_file_with, ByteCounter, Decoder, InputFormat, LineReader, Resolved};
+use super::{
+    excerpt, read_vocab_file_with, ByteCounter, Decoder, InputFormat, LineReader, Resolved,
+};
 use crate::CorpusError;
 
 /// A stream of bag-of-words documents.
@@ -95,7 +97,7 @@ impl Uci {
             *h = parse_u64(text.trim()).ok_or_else(|| {
                 lines.error(format!(
                     "expected {name} (UCI header), found '{}'",
-                    text.chars().take(40).collect::<String>()
+                    excerpt(&text, 40)
                 ))
             })?;
         }
@@ -198,10 +200,7 @@ impl Uci {
     fn bad_line(&self) -> CorpusError {
         self.lines.error(format!(
             "expected `docID wordID count`, found '{}'",
-            String::from_utf8_lossy(&self.buf)
-                .chars()
-                .take(60)
-                .collect::<String>()
+            excerpt(&String::from_utf8_lossy(&self.buf), 60)
         ))
     }
 }
@@ -262,7 +261,8 @@ impl BagSource for Ldac {
         };
         let n = parse_u64(n).ok_or_else(|| {
             self.lines.error(format!(
-                "expected the number of distinct words, found '{n}'; LDA-C lines read `N id:count ...`"
+                "expected the number of distinct words, found '{}'; LDA-C lines read `N id:count ...`",
+                excerpt(n, 40)
             ))
         })?;
         for f in fields {
@@ -271,7 +271,8 @@ impl BagSource for Ldac {
                 .and_then(|(a, b)| Some((parse_u64(a)?, parse_u64(b)?)));
             let Some((id, count)) = pair else {
                 return Err(self.lines.error(format!(
-                    "expected `id:count`, found '{f}'; LDA-C lines read `N id:count ...`"
+                    "expected `id:count`, found '{}'; LDA-C lines read `N id:count ...`",
+                    excerpt(f, 40)
                 )));
             };
             if id >= self.v {
@@ -363,6 +364,12 @@ mod tests {
         );
         let e = err("2\n3\n");
         assert!(e.contains("NNZ"), "{e}");
+        // Found by the property tests: a carriage return inside a line was quoted as is and
+        // broke the one-line message.
+        let e = err("\rx 9\n3\n1\n");
+        assert!(!e.contains('\r') && e.contains("found '\\rx 9'"), "{e:?}");
+        let e = err("2\n3\n1\n1 1 \x0b\r1\n");
+        assert!(!e.contains('\r'), "{e:?}");
         // A header whose D would make prepare read 2^60 empty documents.
         let e = err("1152921504606846976\n3\n1\n1 1 1\n");
         assert!(

@@ -277,6 +277,21 @@ impl LineReader {
     }
 }
 
+/// At most `max` characters of input `text`, fit to quote in a one-line error message: control
+/// characters (a lone carriage return, a form feed, ...) are written as escapes, so no input can
+/// break the message into lines or rewrite the terminal.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for c in text.chars().take(max) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// How a reader turns bytes into text ([`Encoding`]) and where it counts replaced bytes.
 #[derive(Clone, Debug, Default)]
 pub struct Decoder {
@@ -316,7 +331,8 @@ pub fn read_vocab_file_with(path: &Path, decoder: &Decoder) -> Result<Vec<String
         }
         if !seen.insert(w.to_string()) {
             return Err(r.error(format!(
-                "repeats the word '{w}'; each word may appear once (ids are line numbers)"
+                "repeats the word '{}'; each word may appear once (ids are line numbers)",
+                excerpt(w, 60)
             )));
         }
         words.push(w.to_string());
@@ -527,6 +543,15 @@ mod tests {
             }
         };
         assert!(err.contains("gzip"), "{err}");
+    }
+
+    #[test]
+    fn excerpts_are_one_line() {
+        assert_eq!(
+            excerpt("a\rb\n\u{12}c\u{85}", 10),
+            "a\\rb\\n\\u{12}c\\u{85}"
+        );
+        assert_eq!(excerpt("café", 3), "caf");
     }
 
     #[test]
