@@ -134,7 +134,8 @@ pub fn check<'a>(kind: &Kind, path: &Path, bytes: &'a [u8]) -> Result<Checked<'a
     }
     let len = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
     let sum = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
-    let expected = HEADER_LEN as u64 + len;
+    // Saturating: a damaged length field near 2^64 must read as "truncated", not overflow.
+    let expected = (HEADER_LEN as u64).saturating_add(len);
     if (bytes.len() as u64) < expected {
         return Err(FormatError::Truncated {
             path: p(),
@@ -190,6 +191,25 @@ mod tests {
         supported: &[1, 2],
         version_hint: "upgrade topos",
     };
+
+    /// Found by the property tests: a length field near 2^64 overflowed `32 + len` (a panic in
+    /// debug builds, a wrong "trailing bytes" message in release).
+    #[test]
+    fn a_huge_length_field_reads_as_truncated() {
+        let kind = Kind {
+            name: "test",
+            magic: *b"TOPOSTST",
+            supported: &[1],
+            version_hint: "",
+        };
+        let mut bytes = header(&kind, 1, b"payload").to_vec();
+        bytes.extend_from_slice(b"payload");
+        for len in [u64::MAX, u64::MAX - 31, u64::MAX - 20] {
+            bytes[16..24].copy_from_slice(&len.to_le_bytes());
+            let e = check(&kind, Path::new("x"), &bytes).unwrap_err();
+            assert!(matches!(e, FormatError::Truncated { .. }), "{e}");
+        }
+    }
 
     #[test]
     fn roundtrip_and_every_refusal() {
