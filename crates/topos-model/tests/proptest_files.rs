@@ -78,7 +78,7 @@ fn read_doc_topics(bytes: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(1024))]
 
     #[test]
     fn tmod_any_bytes(data in bytes(400), version in 1..=3u32) {

@@ -105,7 +105,7 @@ fn budget_case(text: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(512))]
 
     #[test]
     fn ledger_any_bytes(data in text_bytes(400)) {

@@ -594,3 +594,71 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     }
     .print(ui)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use topos_testkit::{assert_one_line, config};
+
+    fn args(metric: Option<String>, p: Option<f64>) -> SearchArgs {
+        SearchArgs {
+            k: 10,
+            metric,
+            p,
+            device: DeviceSpec::Cpu,
+            threads: 0,
+            gpu_memory: None,
+            batch: None,
+            format: None,
+            output: None,
+        }
+    }
+
+    /// A metric spec as a user might write it: a known name (any case, `_` for `-`), a prefix,
+    /// a `minkowski:P` form, or noise.
+    fn spec() -> impl Strategy<Value = String> {
+        let names: Vec<String> = Metric::NAMES
+            .iter()
+            .map(|n| n.to_string())
+            .chain(["l1", "L2", "js", "kl", "dot", "cityblock"].map(String::from))
+            .collect();
+        prop_oneof![
+            prop::sample::select(names.clone()),
+            (prop::sample::select(names), "[ _:A-Z0-9.eE+-]{0,8}").prop_map(|(n, s)| n + &s),
+            "minkowski:[0-9.eEinfa+-]{0,8}",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        /// `--metric` and `--p`: a metric or a one-line error, never a panic; a name that parses
+        /// prints back to a spec that parses to the same metric.
+        #[test]
+        fn metric_specs(name in proptest::option::of(spec()), p in proptest::option::of(prop_oneof![
+            any::<f64>(), Just(f64::NAN), Just(f64::INFINITY), Just(0.5), Just(3.0)
+        ])) {
+            match args(name, p).metric(Metric::Cosine) {
+                Ok(m) => {
+                    let back: Metric = m.to_string().parse().unwrap();
+                    prop_assert_eq!(back, m);
+                }
+                Err(e) => assert_one_line(&format!("{e:#}")),
+            }
+        }
+
+        /// `--gpu-memory` sizes: a size of at least one byte, or a one-line error.
+        #[test]
+        fn gpu_memory_sizes(s in prop_oneof![
+            "[0-9]{0,22}(\\.[0-9]{0,4})?[ ]?(B|k|KiB|MB|mib|G|GiB|TiB|tb|x|)",
+            any::<String>(),
+        ]) {
+            match crate::cmd::train::parse_bytes(&s) {
+                Ok(n) => prop_assert!(n >= 1),
+                Err(e) => assert_one_line(&e),
+            }
+        }
+    }
+}
