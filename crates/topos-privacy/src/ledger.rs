@@ -255,8 +255,9 @@ impl Ledger {
             return Err(bad(format!("charge {:?} has δ = {}", c.query, c.delta)));
         }
         if let Some(b) = f.budget.iter().find(|b| {
-            !(b.total_epsilon.is_finite() && b.total_epsilon > 0.0)
-                || !(0.0..1.0).contains(&b.total_delta)
+            !(b.total_epsilon.is_finite()
+                && b.total_epsilon > 0.0
+                && (0.0..1.0).contains(&b.total_delta))
         }) {
             return Err(bad(format!(
                 "budget change at {} sets ε = {}, δ = {}",
