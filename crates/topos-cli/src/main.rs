@@ -15,7 +15,7 @@ struct Cli {
     /// Machine-readable output: one JSON document on stdout.
     #[arg(long, global = true)]
     json: bool,
-    /// No progress bars or status lines; only results (and errors).
+    /// No progress bars or status lines on stderr; results (and errors) are still printed.
     #[arg(long, short, global = true)]
     quiet: bool,
     #[command(subcommand)]
@@ -84,8 +84,56 @@ fn main() {
         Command::Devices(a) => cmd::devices::run(a, ui),
     };
     if let Err(e) = result {
-        // `{:#}` joins the context chain into one line.
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", one_line(&e));
         std::process::exit(1);
+    }
+}
+
+/// The error and its causes joined into one line, as anyhow's `{:#}` does, except that a cause
+/// whose text the message already contains is not repeated: a library error that prints its
+/// cause and also returns it from `source()` (or wraps another error with `#[error("{0}")]`
+/// and `#[from]`) would otherwise show the OS error twice. Line breaks inside a message become
+/// spaces, so the error stays one line whatever a dependency writes.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || msg.contains(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg.replace(['\r', '\n'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{path}: {source}")]
+    struct Doubled {
+        path: String,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn causes_already_in_the_message_are_not_repeated() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = anyhow::Error::new(Doubled {
+            path: "x.tcorp".into(),
+            source: io,
+        });
+        assert_eq!(one_line(&e), "x.tcorp: entity not found");
+        let e = e.context("cannot open the corpus x.tcorp");
+        assert_eq!(
+            one_line(&e),
+            "cannot open the corpus x.tcorp: x.tcorp: entity not found"
+        );
+        let e = anyhow::anyhow!("two\nlines");
+        assert_eq!(one_line(&e), "two lines");
     }
 }

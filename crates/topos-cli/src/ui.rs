@@ -1,5 +1,6 @@
 //! What the user sees: human text and progress bars on stderr, results on stdout (as JSON with
-//! `--json`), nothing but errors with `--quiet`.
+//! `--json`). `--quiet` drops the progress bars and status lines, never a result: a result is
+//! what the command was run for (and may have cost privacy budget), so it is always printed.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -37,11 +38,12 @@ impl Ui {
         bar
     }
 
-    /// Prints a result: as JSON on stdout with `--json`, else through `human` (unless `--quiet`).
+    /// Prints a result on stdout: as JSON with `--json`, else through `human`. `--quiet` does not
+    /// suppress it (it only silences [`Ui::info`] and [`Ui::bar`]).
     pub fn result<T: Serialize>(&self, value: &T, human: impl FnOnce()) -> anyhow::Result<()> {
         if self.json {
             println!("{}", serde_json::to_string(value)?);
-        } else if !self.quiet {
+        } else {
             human();
         }
         Ok(())

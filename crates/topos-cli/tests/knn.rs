@@ -185,7 +185,10 @@ fn knn_bad_inputs_get_one_line_errors_and_leave_nothing() {
         &["knn", c, "--metric", "cosinus", "-o", o],
         "unknown metric",
     );
-    fails(&["knn", c, "--metric", "minkowski", "-o", o], "minkowski:P");
+    fails(
+        &["knn", c, "--metric", "minkowski", "-o", o],
+        "needs its exponent: add --p P",
+    );
     fails(
         &["knn", c, "--metric", "minkowski", "--p", "0.5", "-o", o],
         "p >= 1",
@@ -284,7 +287,22 @@ fn similar_by_document_text_and_heldout() {
     // Errors.
     fails(&["similar", m, "-k", "3"], "exactly one kind of query");
     fails(&["similar", m, "--doc", "999999"], "not in");
-    fails(&["similar", m, "--text", "zzzz qqqq"], "vocabulary");
+    // A text without a known word has no neighbours (an empty list, counted), not an error
+    // for the whole call and not arbitrary documents.
+    let out = topos(&[
+        "similar",
+        m,
+        "--text",
+        "zzzz qqqq",
+        "--text",
+        "stock market",
+    ]);
+    assert!(out.status.success());
+    let lines = jsonl(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(lines[0]["neighbors"].as_array().unwrap().len(), 0);
+    assert_eq!(lines[1]["neighbors"].as_array().unwrap().len(), 10);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("1 of 2 queries have no word known"), "{err}");
     if !topos_cuda::device::device_count().is_ok_and(|n| n > 0) {
         fails(
             &["similar", m, "--doc", "3", "--device", "cuda"],

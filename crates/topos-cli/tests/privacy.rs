@@ -279,3 +279,137 @@ fn allocate_reproduces_the_thesis_examples() {
         "cannot read",
     );
 }
+
+/// Issue 18, row 8: a query refused after its charge used to stay charged (ε out of the exact
+/// sampler's range, noise too large for the counts); `query` and `ledger` must agree on what is
+/// left; raising the total is an entry of the ledger.
+#[test]
+fn refused_queries_are_not_charged_and_budget_changes_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path(), "news", 300);
+    let cs = s(&c);
+    ok(&["privacy", "budget", cs, "--total", "1.0"]);
+    let before = std::fs::read(ledger_of(&c)).unwrap();
+    for (eps, needle) in [
+        ("1e-40", "outside the exact sampler's range"),
+        ("1e-17", "too large"),
+    ] {
+        fails_releasing_nothing(
+            &[
+                "privacy",
+                "query",
+                cs,
+                "--epsilon",
+                eps,
+                "--count-docs-with",
+                "climate",
+            ],
+            needle,
+        );
+    }
+    assert_eq!(std::fs::read(ledger_of(&c)).unwrap(), before);
+    // A tiny ε is answered (with huge noise) and costs at least one accounting unit; what
+    // `query` says is left is what `ledger` says.
+    for eps in ["1e-14", "0.1", "0.2"] {
+        let q = json(&[
+            "privacy",
+            "query",
+            cs,
+            "--epsilon",
+            eps,
+            "--count-docs-with",
+            "climate",
+        ]);
+        let l = json(&["privacy", "ledger", cs]);
+        assert_eq!(q["ledger"]["spent_epsilon"], l["spent_epsilon"]);
+        assert_eq!(q["ledger"]["remaining_epsilon"], l["remaining_epsilon"]);
+    }
+    let l = json(&["privacy", "ledger", cs]);
+    assert!(l["spent_epsilon"].as_f64().unwrap() > 0.3);
+    ok(&["privacy", "budget", cs, "--total", "2.5"]);
+    let l = json(&["privacy", "ledger", cs]);
+    let changes = l["budget_changes"].as_array().unwrap();
+    let totals: Vec<f64> = changes
+        .iter()
+        .map(|b| b["total_epsilon"].as_f64().unwrap())
+        .collect();
+    assert_eq!(totals, [1.0, 2.5]);
+    assert_eq!(l["charges"].as_array().unwrap().len(), 3);
+    let human = ok(&["privacy", "ledger", cs]);
+    assert!(human.contains("budget set: total ε = 2.5"), "{human}");
+}
+
+/// Issue 18, row 7: a lock file left by an older build, or by a killed process, does not block;
+/// several queries at once all succeed and the ledger adds up.
+#[test]
+fn leftover_lock_files_do_not_block_and_concurrent_queries_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path(), "news", 300);
+    let cs = s(&c).to_string();
+    ok(&["privacy", "budget", &cs, "--total", "1.0"]);
+    // What an older build's killed query left: a lock file with a dead process id.
+    std::fs::write(format!("{cs}.ledger.lock"), "999999\n").unwrap();
+    let handles: Vec<_> = (0..6)
+        .map(|_| {
+            let cs = cs.clone();
+            std::thread::spawn(move || {
+                topos(&[
+                    "privacy",
+                    "query",
+                    &cs,
+                    "--epsilon",
+                    "0.05",
+                    "--count-docs-with",
+                    "climate",
+                    "--json",
+                ])
+            })
+        })
+        .collect();
+    for h in handles {
+        let out = h.join().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let l = json(&["privacy", "ledger", &cs]);
+    assert_eq!(l["charges"].as_array().unwrap().len(), 6);
+    assert_eq!(l["spent_epsilon"], 0.3);
+    assert_eq!(l["remaining_epsilon"], 0.7);
+}
+
+/// Issue 18, row 13: `--quiet` drops status lines, never results; a query's noisy answer (whose
+/// ε is spent) is printed.
+#[test]
+fn quiet_still_prints_privacy_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path(), "news", 300);
+    let cs = s(&c);
+    let b = ok(&["privacy", "budget", cs, "--total", "1.0", "--quiet"]);
+    assert!(b.contains("total ε = 1"), "{b}");
+    let q = ok(&[
+        "privacy",
+        "query",
+        cs,
+        "--epsilon",
+        "0.5",
+        "--count-docs-with",
+        "climate",
+        "--quiet",
+    ]);
+    assert!(
+        q.contains("count-docs-with climate") && q.contains("charged ε = 0.5"),
+        "{q}"
+    );
+    let l = ok(&["--quiet", "privacy", "ledger", cs]);
+    assert!(
+        l.contains("spent 0.5") && l.contains("count-docs-with climate"),
+        "{l}"
+    );
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "epsilon = 1.0\nsensitivities = [1.0, 2.0]\n").unwrap();
+    let a = ok(&["privacy", "allocate", s(&budget), "-q"]);
+    assert!(a.contains("split of ε = 1"), "{a}");
+}

@@ -362,7 +362,8 @@ fn renyi_accounted_runs_record_delta_and_the_ledger_charges_it() {
     assert_eq!(l["total_delta"], 1.5e-6);
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(format!("{c}.ledger")).unwrap()).unwrap();
-    assert_eq!(file["version"], 2);
+    // Version 3: a ledger that records its budget changes (and may hold δ).
+    assert_eq!(file["version"], 3);
     // A second one fits the ε left but would need δ = 2e-6 in all: refused, nothing released.
     let again = dir.path().join("again.tmod");
     refused_leaving_ledger(&train(&[], &again), &again, c, "δ budget would be exceeded");

@@ -110,6 +110,15 @@ impl OwnedDocs {
         self.offsets.push(self.tokens.len() as u64);
     }
 
+    /// Appends a document given as runs (word, count): each word repeated count times, with no
+    /// intermediate copy of the document.
+    pub fn push_runs(&mut self, runs: impl IntoIterator<Item = (u32, u32)>) {
+        for (w, c) in runs {
+            self.tokens.extend(std::iter::repeat_n(w, c as usize));
+        }
+        self.offsets.push(self.tokens.len() as u64);
+    }
+
     /// A borrowed view.
     pub fn view(&self) -> Docs<'_> {
         Docs {

@@ -12,22 +12,19 @@ pub enum CorpusError {
     #[error(transparent)]
     Format(#[from] FormatError),
 
-    /// The operating system refused (missing file, permission, disk full, ...).
-    #[error("{path}: cannot {action}: {source}")]
+    /// The operating system refused (missing file, permission, disk full, ...). The OS error is
+    /// in the message and not also exposed as `source()`, which would print it twice in a
+    /// chain (`{:#}`).
+    #[error("{path}: cannot {action}: {cause}")]
     Io {
         path: String,
         action: &'static str,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 
     /// A gzip-compressed input could not be decompressed.
-    #[error("{path}: not a valid gzip stream ({source}); re-download or re-compress the file")]
-    Gzip {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{path}: not a valid gzip stream ({cause}); re-download or re-compress the file")]
+    Gzip { path: String, cause: std::io::Error },
 
     /// A line of an input file does not parse (JSONL, UCI, LDA-C, vocabulary files).
     #[error("{path}: line {line}: {what}")]
@@ -52,11 +49,11 @@ pub enum CorpusError {
 }
 
 impl CorpusError {
-    pub(crate) fn io(path: &Path, action: &'static str, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: &Path, action: &'static str, cause: std::io::Error) -> Self {
         CorpusError::Io {
             path: path.display().to_string(),
             action,
-            source,
+            cause,
         }
     }
 

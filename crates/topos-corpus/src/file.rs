@@ -5,9 +5,9 @@
 //! arrays are little-endian, 8-byte aligned, and are cast directly from the memory map to
 //! `&[u64]`/`&[u32]`. Opening costs one pass of validation, no parsing into new arrays.
 //!
-//! File = `topos_io` header (magic `TOPOSCRP`, version 1, payload length, XXH3 checksum) ‖ payload.
-//! Payload, version 1 (little-endian; "pad" = zeros up to a multiple of 8 bytes from the payload
-//! start, which is itself 8-aligned in the file):
+//! File = `topos_io` header (magic `TOPOSCRP`, version 1 or 2, payload length, XXH3 checksum) ‖
+//! payload. Payload, version 1 (little-endian; "pad" = zeros up to a multiple of 8 bytes from the
+//! payload start, which is itself 8-aligned in the file):
 //!
 //! | field | type |
 //! | --- | --- |
@@ -24,8 +24,13 @@
 //!
 //! Train tokens come right after the vocabulary so that [`CorpusWriter`] can append them as
 //! documents stream in, without knowing their number in advance.
+//!
+//! Version 2 appends the tokenizer options `prepare` used ([`TokenizerSpec`], JSON, as u32 byte
+//! length + UTF-8 bytes), so that `infer` and `similar --text` cut new text into the same tokens
+//! as the corpus. A corpus with no options to record (built in memory, synthetic) is still
+//! written as version 1, byte for byte as before; version 1 files read as "options unknown".
 
-use crate::{CorpusError, Docs, OwnedDocs, Vocabulary};
+use crate::{CorpusError, Docs, OwnedDocs, TokenizerSpec, Vocabulary};
 use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
@@ -36,13 +41,16 @@ use topos_io::{ByteReader, FormatError, Kind, HEADER_LEN};
 pub const KIND: Kind = Kind {
     name: "Topos corpus",
     magic: *b"TOPOSCRP",
-    supported: &[VERSION],
+    supported: &[VERSION, VERSION_TOKENIZER],
     version_hint:
         "upgrade topos to read it, or re-create the corpus with this build's `topos prepare`",
 };
 
-/// The version this build writes.
+/// The version of a corpus that records no tokenizer options.
 pub const VERSION: u32 = 1;
+
+/// The version of a corpus that records its tokenizer options (what `prepare` writes).
+pub const VERSION_TOKENIZER: u32 = 2;
 
 /// Bytes of the fixed-size fields at the start of the payload.
 const SIZES_LEN: usize = 5 * 8;
@@ -52,6 +60,7 @@ const SIZES_LEN: usize = 5 * 8;
 /// ([`Corpus::open`]) or held in memory ([`Corpus::from_parts`]); the API is the same.
 pub struct Corpus {
     vocab: Vocabulary,
+    tokenizer: Option<TokenizerSpec>,
     checksum: OnceLock<u64>,
     data: Data,
 }
@@ -131,11 +140,12 @@ impl Corpus {
             kind: KIND.name,
             what,
         };
-        let (vocab, s) = parse(checked.payload).map_err(malformed)?;
+        let (vocab, s, tokenizer) = parse(checked.payload, checked.version).map_err(malformed)?;
         let s = s.shifted(HEADER_LEN);
         validate(&map, &vocab, &s).map_err(malformed)?;
         Ok(Corpus {
             vocab,
+            tokenizer,
             checksum: OnceLock::from(checksum),
             data: Data::Mapped { map, s },
         })
@@ -171,6 +181,7 @@ impl Corpus {
         let nh = heldout.len() as u64;
         Corpus {
             vocab,
+            tokenizer: None,
             checksum: OnceLock::new(),
             data: Data::Owned(Box::new(Owned {
                 wf,
@@ -181,6 +192,19 @@ impl Corpus {
                 heldout_ids: (nt..nt + nh).collect(),
             })),
         }
+    }
+
+    /// The corpus with `spec` recorded as the tokenizer options its documents were cut with.
+    pub fn with_tokenizer(mut self, spec: TokenizerSpec) -> Corpus {
+        self.tokenizer = Some(spec);
+        self.checksum = OnceLock::new();
+        self
+    }
+
+    /// The tokenizer options the corpus was prepared with, or `None` when it does not record
+    /// them (a version 1 file, or a corpus built in memory).
+    pub fn tokenizer(&self) -> Option<&TokenizerSpec> {
+        self.tokenizer.as_ref()
     }
 
     /// Writes the corpus to `path` atomically (temporary file + rename).
@@ -198,6 +222,9 @@ impl Corpus {
             self.document_frequencies(),
             train.tokens().len(),
         );
+        if let Some(spec) = &self.tokenizer {
+            w = w.with_tokenizer(spec.clone());
+        }
         for (part, ids, held) in [
             (train, self.train_ids(), false),
             (heldout, self.heldout_ids(), true),
@@ -306,9 +333,14 @@ impl Sections {
     }
 }
 
-/// Reads the layout of a version-1 payload: sizes, vocabulary and the byte ranges of the arrays
-/// (relative to the payload). Every size is checked against the bytes present before use.
-fn parse(payload: &[u8]) -> Result<(Vocabulary, Sections), String> {
+/// What [`parse`] finds: the vocabulary, the arrays' byte ranges, the tokenizer options.
+type Parsed = (Vocabulary, Sections, Option<TokenizerSpec>);
+
+/// Reads the layout of a payload of `version`: sizes, vocabulary and the byte ranges of the
+/// arrays (relative to the payload), and (version 2) the tokenizer options. Every size is checked
+/// against the bytes present before use, and nothing is allocated for a size before that check
+/// (a header claiming 2^40 words fails on the bytes, not in the allocator).
+fn parse(payload: &[u8], version: u32) -> Result<Parsed, String> {
     let mut r = ByteReader::new(payload);
     let v = r.u64("the vocabulary size")?;
     let nt = r.u64("the number of training documents")?;
@@ -356,10 +388,25 @@ fn parse(payload: &[u8]) -> Result<(Vocabulary, Sections), String> {
         )?,
         ids: array(&mut r, nh, 8, "the held-out document indices")?,
     };
+    let tokenizer = if version >= VERSION_TOKENIZER {
+        let json = r.str("the tokenizer options")?;
+        // Parsed for its structure only: a newer tokenizer version keeps the corpus usable for
+        // training, and is refused by whatever needs to tokenize (see `TokenizerSpec::check`).
+        let spec: TokenizerSpec = serde_json::from_str(json)
+            .map_err(|e| format!("the tokenizer options do not parse ({e})"))?;
+        Some(spec)
+    } else {
+        None
+    };
     if r.remaining() != 0 {
         return Err(format!(
-            "{} unexpected bytes after the held-out document indices",
-            r.remaining()
+            "{} unexpected bytes after the {}",
+            r.remaining(),
+            if tokenizer.is_some() {
+                "tokenizer options"
+            } else {
+                "held-out document indices"
+            }
         ));
     }
     Ok((
@@ -370,6 +417,7 @@ fn parse(payload: &[u8]) -> Result<(Vocabulary, Sections), String> {
             train,
             heldout,
         },
+        tokenizer,
     ))
 }
 
@@ -470,6 +518,7 @@ fn validate(map: &[u8], vocab: &Vocabulary, s: &Sections) -> Result<(), String> 
 pub struct CorpusWriter {
     buf: Vec<u8>,
     v: u32,
+    tokenizer: Option<TokenizerSpec>,
     train_offsets: Vec<u64>,
     train_ids: Vec<u64>,
     train_tokens: u64,
@@ -500,11 +549,27 @@ impl CorpusWriter {
         Self {
             buf,
             v: words.len() as u32,
+            tokenizer: None,
             train_offsets: vec![0],
             train_ids: Vec::new(),
             train_tokens: 0,
             heldout: OwnedDocs::new(),
             heldout_ids: Vec::new(),
+        }
+    }
+
+    /// Records the tokenizer options the documents were cut with (the file becomes version 2).
+    pub fn with_tokenizer(mut self, spec: TokenizerSpec) -> Self {
+        self.tokenizer = Some(spec);
+        self
+    }
+
+    /// The file version [`CorpusWriter::write`] will write.
+    pub fn version(&self) -> u32 {
+        if self.tokenizer.is_some() {
+            VERSION_TOKENIZER
+        } else {
+            VERSION
         }
     }
 
@@ -523,6 +588,43 @@ impl CorpusWriter {
             self.train_offsets.push(self.train_tokens);
             self.train_ids.push(original_index);
         }
+    }
+
+    /// [`CorpusWriter::push`] of a document given as runs (word, count), written straight into
+    /// the corpus: a bag-of-words document whose counts say billions is never copied.
+    pub fn push_runs(&mut self, heldout: bool, original_index: u64, runs: &[(u32, u32)]) {
+        debug_assert!(runs.iter().all(|&(w, _)| w < self.v));
+        let runs = runs.iter().copied();
+        if heldout {
+            debug_assert!(self.heldout_ids.last().is_none_or(|&l| l < original_index));
+            self.heldout.push_runs(runs);
+            self.heldout_ids.push(original_index);
+        } else {
+            debug_assert!(self.train_ids.last().is_none_or(|&l| l < original_index));
+            for (w, c) in runs {
+                let bytes = w.to_le_bytes();
+                for _ in 0..c {
+                    self.buf.extend_from_slice(&bytes);
+                }
+                self.train_tokens += u64::from(c);
+            }
+            self.train_offsets.push(self.train_tokens);
+            self.train_ids.push(original_index);
+        }
+    }
+
+    /// Bytes of memory a corpus of `tokens` tokens in `docs` documents over a vocabulary of
+    /// `words` words (`word_bytes` of text) takes while it is built (the payload of 4 bytes per
+    /// token, offsets and indices of 16 bytes per document for each part, the held-out part
+    /// held aside until [`CorpusWriter::finish`] appends it, and the frequencies), so that a
+    /// preparation that cannot fit is refused before it starts.
+    pub fn memory_needed(tokens: u64, docs: u64, words: u64, word_bytes: u64) -> u64 {
+        tokens
+            .saturating_mul(4)
+            .saturating_add(docs.saturating_mul(32))
+            .saturating_add(words.saturating_mul(20))
+            .saturating_add(word_bytes)
+            .saturating_add(SIZES_LEN as u64 + 64)
     }
 
     /// Training documents so far.
@@ -550,6 +652,7 @@ impl CorpusWriter {
         let Self {
             mut buf,
             v,
+            tokenizer,
             train_offsets,
             train_ids,
             train_tokens,
@@ -569,6 +672,11 @@ impl CorpusWriter {
         pad8(&mut buf);
         extend_u64s(&mut buf, &h_offsets);
         extend_u64s(&mut buf, &heldout_ids);
+        if let Some(spec) = tokenizer {
+            let json = spec.encode();
+            buf.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            buf.extend_from_slice(&json);
+        }
         let sizes = [
             u64::from(v),
             train_ids.len() as u64,
@@ -584,8 +692,9 @@ impl CorpusWriter {
 
     /// Writes the file atomically and returns its payload checksum.
     pub fn write(self, path: &Path) -> Result<u64, CorpusError> {
+        let version = self.version();
         let payload = self.finish();
-        let header = topos_io::header(&KIND, VERSION, &payload);
+        let header = topos_io::header(&KIND, version, &payload);
         let mut f = topos_io::AtomicFile::create(path)?;
         f.write_all(&header)?;
         f.write_all(&payload)?;
@@ -688,6 +797,38 @@ mod tests {
         o.write(&p2).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&p2).unwrap());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn tokenizer_options_roundtrip_and_version_1_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p1, p2) = (dir.path().join("v1.tcorp"), dir.path().join("v2.tcorp"));
+        sample().write(&p1).unwrap();
+        let spec = crate::TokenizerOptions {
+            stem: true,
+            ..Default::default()
+        }
+        .spec()
+        .unwrap();
+        let c = sample().with_tokenizer(spec.clone());
+        let sum = c.checksum();
+        c.write(&p2).unwrap();
+        let (o1, o2) = (Corpus::open(&p1).unwrap(), Corpus::open(&p2).unwrap());
+        assert_eq!(o1.tokenizer(), None);
+        assert_eq!(o2.tokenizer(), Some(&spec));
+        assert_eq!(o2.checksum(), sum);
+        assert_ne!(o1.checksum(), o2.checksum());
+        assert_same(&o1, &sample());
+        let bytes = std::fs::read(&p2).unwrap();
+        assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
+        assert_eq!(
+            u32::from_le_bytes(std::fs::read(&p1).unwrap()[8..12].try_into().unwrap()),
+            1
+        );
+        // Rewriting a mapped v2 corpus keeps its options, byte for byte.
+        let p3 = dir.path().join("v2b.tcorp");
+        o2.write(&p3).unwrap();
+        assert_eq!(std::fs::read(&p3).unwrap(), bytes);
     }
 
     #[test]

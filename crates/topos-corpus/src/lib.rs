@@ -11,6 +11,7 @@
 //! [`split`] (deterministic held-out documents) → [`file`].
 
 pub mod docs;
+pub mod encoding;
 pub mod error;
 pub mod file;
 pub mod prepare;
@@ -23,10 +24,11 @@ pub mod tokenize;
 pub mod vocab;
 
 pub use docs::{Docs, OwnedDocs};
+pub use encoding::Encoding;
 pub use error::CorpusError;
 pub use file::{Corpus, CorpusWriter};
 pub use prepare::{prepare, Pass, PrepareOptions, PrepareProgress, PrepareReport};
 pub use prune::PruneOptions;
 pub use readers::InputFormat;
-pub use tokenize::{Tokenizer, TokenizerOptions};
+pub use tokenize::{Tokenizer, TokenizerOptions, TokenizerSpec};
 pub use vocab::Vocabulary;

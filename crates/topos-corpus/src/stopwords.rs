@@ -415,8 +415,19 @@ impl StopWords {
     /// blank lines and lines starting with `#` are ignored. With `lowercase`, words are
     /// lower-cased so that they match lower-cased tokens.
     pub fn add_file(&mut self, path: &Path, lowercase: bool) -> Result<(), CorpusError> {
+        for w in Self::file_words(path, lowercase)? {
+            self.insert(w);
+        }
+        Ok(())
+    }
+
+    /// The words [`StopWords::add_file`] adds, in file order (one or more per line, `#`
+    /// comments, the typographic apostrophe normalised, lower-cased if asked): what a corpus
+    /// records so that its tokenizer can be rebuilt without the file.
+    pub fn file_words(path: &Path, lowercase: bool) -> Result<Vec<String>, CorpusError> {
         let f = std::fs::File::open(path)
             .map_err(|e| CorpusError::io(path, "open the stop-word file", e))?;
+        let mut words = Vec::new();
         for line in std::io::BufReader::new(f).lines() {
             let line = line.map_err(|e| CorpusError::io(path, "read the stop-word file", e))?;
             let line = line.trim();
@@ -425,10 +436,10 @@ impl StopWords {
             }
             for w in line.split_whitespace() {
                 let w = w.replace('\u{2019}', "'");
-                self.insert(if lowercase { w.to_lowercase() } else { w });
+                words.push(if lowercase { w.to_lowercase() } else { w });
             }
         }
-        Ok(())
+        Ok(words)
     }
 
     /// Whether `word` is a stop word.

@@ -13,6 +13,7 @@
 use crate::stopwords::StopWords;
 use crate::CorpusError;
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// How text is cut into tokens.
@@ -62,6 +63,130 @@ impl TokenizerOptions {
             s.add_file(p, self.lowercase)?;
         }
         Ok(s)
+    }
+}
+
+/// The version of the tokenizing rules in this file (the six steps above). A corpus records it
+/// with its [`TokenizerSpec`]; a change to the rules that turns some text into other tokens
+/// must raise it, so that text is never matched against a vocabulary made by other rules.
+pub const TOKENIZER_VERSION: u32 = 1;
+
+/// Everything that decides which token a text becomes, as a corpus records it (and, through
+/// the training run, a model should): self-contained, so the extra stop words are the words
+/// themselves, not the path of their file. `infer` and `similar --text` rebuild the tokenizer
+/// from it ([`Tokenizer::from_spec`]) to cut new text exactly as `prepare` cut the corpus.
+/// Stored as JSON ([`TokenizerSpec::encode`], [`TokenizerSpec::decode`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenizerSpec {
+    /// [`TOKENIZER_VERSION`] of the build that prepared the corpus.
+    pub version: u32,
+    /// Tokens were lower-cased.
+    pub lowercase: bool,
+    /// The built-in English stop words were dropped.
+    pub english_stopwords: bool,
+    /// Further stop words that were dropped (from `--stopwords FILE`), sorted.
+    #[serde(default)]
+    pub extra_stopwords: Vec<String>,
+    /// Tokens shorter than this many characters were dropped.
+    pub min_len: usize,
+    /// Snowball English stemming was applied.
+    pub stem: bool,
+    /// Tokens without a letter were dropped.
+    pub drop_numbers: bool,
+    /// The input was a bag of words (UCI, LDA-C): the vocabulary was given, not tokenized, so
+    /// new text is matched to it as written (segmented and, if `lowercase`, lower-cased; no
+    /// length, number or stemming rule), which keeps every vocabulary word reachable.
+    #[serde(default)]
+    pub words_given: bool,
+}
+
+impl TokenizerSpec {
+    /// The spec as stored in a file: compact JSON.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a tokenizer spec serializes")
+    }
+
+    /// Reads [`TokenizerSpec::encode`]'s bytes. A spec of a newer tokenizer version is refused
+    /// (its rules are not known to this build).
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let spec: TokenizerSpec = serde_json::from_slice(bytes)
+            .map_err(|e| format!("the tokenizer options do not parse ({e})"))?;
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// Refuses a spec whose rules this build does not know (a newer [`TOKENIZER_VERSION`]):
+    /// tokenizing by other rules would silently drop words.
+    pub fn check(&self) -> Result<(), String> {
+        if self.version == 0 || self.version > TOKENIZER_VERSION {
+            return Err(format!(
+                "the tokenizer options are of version {}, but this build knows versions 1 to {TOKENIZER_VERSION}; upgrade topos",
+                self.version
+            ));
+        }
+        Ok(())
+    }
+
+    /// The defaults of `topos prepare` (what `infer` assumes for a corpus that records nothing).
+    pub fn defaults() -> Self {
+        TokenizerOptions::default()
+            .spec()
+            .expect("default options read no file")
+    }
+
+    /// The options in words, for messages: e.g. "lower-case, English stop words, min length 3,
+    /// numbers dropped, stemmed".
+    pub fn describe(&self) -> String {
+        if self.words_given {
+            return format!(
+                "words matched to the given vocabulary as written{}",
+                if self.lowercase { ", lower-cased" } else { "" }
+            );
+        }
+        let mut parts = vec![if self.lowercase {
+            "lower-cased".to_string()
+        } else {
+            "case kept".to_string()
+        }];
+        parts.push(match (self.english_stopwords, self.extra_stopwords.len()) {
+            (true, 0) => "English stop words dropped".into(),
+            (true, n) => format!("English and {n} more stop words dropped"),
+            (false, 0) => "stop words kept".into(),
+            (false, n) => format!("{n} stop words dropped"),
+        });
+        parts.push(format!("min length {}", self.min_len));
+        parts.push(
+            if self.drop_numbers {
+                "numbers dropped"
+            } else {
+                "numbers kept"
+            }
+            .into(),
+        );
+        parts.push(if self.stem { "stemmed" } else { "not stemmed" }.into());
+        parts.join(", ")
+    }
+}
+
+impl TokenizerOptions {
+    /// What these options record in a corpus (reads the stop-word file, if any).
+    pub fn spec(&self) -> Result<TokenizerSpec, CorpusError> {
+        let mut extra = match &self.stopword_file {
+            Some(p) => StopWords::file_words(p, self.lowercase)?,
+            None => Vec::new(),
+        };
+        extra.sort();
+        extra.dedup();
+        Ok(TokenizerSpec {
+            version: TOKENIZER_VERSION,
+            lowercase: self.lowercase,
+            english_stopwords: self.english_stopwords,
+            extra_stopwords: extra,
+            min_len: self.min_len,
+            stem: self.stem,
+            drop_numbers: self.drop_numbers,
+            words_given: false,
+        })
     }
 }
 
@@ -123,6 +248,26 @@ impl Tokenizer {
                 .stem
                 .then(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)),
         })
+    }
+
+    /// The tokenizer a corpus's [`TokenizerSpec`] describes: the same tokens for the same text
+    /// as the `prepare` that recorded it.
+    pub fn from_spec(spec: &TokenizerSpec) -> Self {
+        let mut stop = if spec.english_stopwords {
+            StopWords::english()
+        } else {
+            StopWords::new()
+        };
+        stop.extend(spec.extra_stopwords.iter().cloned());
+        let given = spec.words_given;
+        Self {
+            lowercase: spec.lowercase,
+            min_len: if given { 0 } else { spec.min_len },
+            drop_numbers: !given && spec.drop_numbers,
+            stop,
+            stemmer: (spec.stem && !given)
+                .then(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)),
+        }
     }
 
     /// The stop words in use.
@@ -382,6 +527,53 @@ mod tests {
                 assert_eq!(all.len(), 11);
             }
         }
+    }
+
+    #[test]
+    fn spec_rebuilds_the_same_tokenizer() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("stop.txt");
+        std::fs::write(&p, "# news\nReuters Said\nsaid\n").unwrap();
+        let opts = TokenizerOptions {
+            stopword_file: Some(p),
+            stem: true,
+            min_len: 4,
+            drop_numbers: false,
+            ..TokenizerOptions::default()
+        };
+        let spec = opts.spec().unwrap();
+        assert_eq!(spec.extra_stopwords, ["reuters", "said"]);
+        let back = TokenizerSpec::decode(&spec.encode()).unwrap();
+        assert_eq!(back, spec);
+        let text = "Reuters said the Runners' 2024 models were modeling rivers in 1999";
+        assert_eq!(
+            Tokenizer::from_spec(&back).tokens(text),
+            Tokenizer::new(&opts).unwrap().tokens(text)
+        );
+        assert!(spec.describe().contains("stemmed"), "{}", spec.describe());
+        assert_eq!(
+            TokenizerSpec::defaults(),
+            TokenizerOptions::default().spec().unwrap()
+        );
+        // A bag-of-words corpus: words are matched as written (lower-cased).
+        let given = TokenizerSpec {
+            words_given: true,
+            ..spec
+        };
+        assert_eq!(
+            Tokenizer::from_spec(&given).tokens("Reuters ox 42 running"),
+            ["ox", "42", "running"]
+        );
+        for bad in [&b"{}"[..], b"not json", b"{\"version\": 99}"] {
+            let e = TokenizerSpec::decode(bad).unwrap_err();
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let newer = String::from_utf8(back.encode())
+            .unwrap()
+            .replace("\"version\":1", "\"version\":2");
+        assert!(TokenizerSpec::decode(newer.as_bytes())
+            .unwrap_err()
+            .contains("upgrade"));
     }
 
     #[test]

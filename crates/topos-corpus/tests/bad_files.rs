@@ -138,9 +138,9 @@ fn header_level_damage() {
     assert!(f.err(b"TOPOSMDL").contains("not a Topos corpus file"));
 
     let mut future = good.clone();
-    future[8..12].copy_from_slice(&2u32.to_le_bytes());
+    future[8..12].copy_from_slice(&3u32.to_le_bytes());
     let e = f.err(&future);
-    assert!(e.contains("version 2") && e.contains("upgrade"), "{e}");
+    assert!(e.contains("version 3") && e.contains("upgrade"), "{e}");
 
     let mut trailing = good.clone();
     trailing.extend_from_slice(&[0; 8]);

@@ -510,3 +510,52 @@ fn explicit_format_overrides_detection() {
         ["hello", "topic", "world"]
     );
 }
+
+/// Issue 18, row 5: a 45-byte UCI file whose one count is 4,000,000,000 took all the machine's
+/// memory (16 GB for the corpus, 16 GB more for the document). With a memory ceiling it is
+/// refused after pass 1, at once, with the numbers; and a document's counts are written
+/// straight into the corpus, never expanded into a copy.
+#[test]
+fn huge_counts_are_refused_within_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let docword = dir.path().join("docword.big.txt");
+    std::fs::write(&docword, "2\n2\n2\n1 1 4000000000\n2 2 3\n").unwrap();
+    std::fs::write(dir.path().join("vocab.big.txt"), "alpha\nbeta\n").unwrap();
+    let out = dir.path().join("big.tcorp");
+    let opts = PrepareOptions {
+        memory_limit: Some(1 << 30),
+        ..keep_all()
+    };
+    let t = std::time::Instant::now();
+    let e = prepare(&docword, &out, &opts, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    assert!(
+        e.contains("4000000003 tokens in 2 documents")
+            && e.contains("14.90 GiB")
+            && e.contains("only 1.00 GiB is available")
+            && e.contains("document 0 alone has 4000000000 tokens"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+    assert!(!out.exists());
+    // Large but fitting counts are written as runs, held-out documents included.
+    std::fs::write(&docword, "2\n2\n2\n1 1 100000\n2 2 3\n").unwrap();
+    // A seed that holds out the large document and trains on the other.
+    let seed = (0..)
+        .find(|&s| is_heldout(s, 0, 0.5) && !is_heldout(s, 1, 0.5))
+        .unwrap();
+    let opts = PrepareOptions {
+        holdout: 0.5,
+        seed,
+        ..opts
+    };
+    let r = prepare(&docword, &out, &opts, &mut |_| {}).unwrap();
+    assert_eq!(r.tokens_kept, 100_003);
+    let c = Corpus::open(&out).unwrap();
+    let all: u64 = c.word_frequencies().iter().sum();
+    assert_eq!(all, 100_003);
+    assert_eq!(c.heldout().num_tokens(), 100_000);
+    assert_eq!(c.train().doc(0), [c.vocab().id("beta").unwrap(); 3]);
+}

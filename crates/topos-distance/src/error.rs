@@ -32,10 +32,13 @@ pub enum DistanceError {
     /// A metric name that is not one of the 15.
     #[error("unknown metric {0:?}; known: {known}", known = crate::Metric::NAMES.join(", "))]
     UnknownMetric(String),
+    /// `minkowski` without its exponent.
+    #[error("minkowski needs its exponent p >= 1 (with topos: --metric minkowski --p 3; as one spec: minkowski:3)")]
+    MinkowskiNeedsP,
     /// Minkowski's p outside [1, ∞).
     #[error("minkowski needs a finite p >= 1 (p = infinity is chebyshev), got {0}")]
     InvalidMinkowskiP(f64),
-    /// A device engine (the CUDA backend in `topos-gpu`) failed; the message says what it was
+    /// A device engine (the CUDA backend, `gpu`) failed; the message says what it was
     /// doing and what to do.
     #[error("{0}")]
     Device(String),

@@ -1,6 +1,6 @@
 //! Sparse pairwise distances and brute-force k-nearest neighbours over CSR matrices, for all 15
 //! distances of *GPU Semiring Primitives for Sparse Neighborhood Methods* (Nolet et al.), on a
-//! multithreaded CPU engine behind a [`Backend`] seam that the GPU engine (`topos-gpu`) also implements.
+//! multithreaded CPU engine behind a [`Backend`] seam that the GPU engine (`gpu`, with the `cuda` feature) also implements.
 //!
 //! ```
 //! use topos_distance::{knn, pairwise_distances, CsrMatrix, Metric};

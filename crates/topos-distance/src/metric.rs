@@ -69,7 +69,8 @@ pub enum Strategy {
 }
 
 impl Metric {
-    /// The accepted names (`minkowski` takes its p as `minkowski:P`, e.g. `minkowski:3`).
+    /// The accepted names. Minkowski also needs its exponent: `topos` takes it as `--p P`, and
+    /// [`Metric::from_str`] as `minkowski:P` (e.g. `minkowski:3`).
     pub const NAMES: [&'static str; 15] = [
         "correlation",
         "cosine",
@@ -84,7 +85,7 @@ impl Metric {
         "jensen-shannon",
         "kl-divergence",
         "manhattan",
-        "minkowski:P",
+        "minkowski",
         "russell-rao",
     ];
 
@@ -207,11 +208,7 @@ impl FromStr for Metric {
             "jensen-shannon" | "jensenshannon" | "js" => JensenShannon,
             "kl-divergence" | "kl" | "kullback-leibler" => KlDivergence,
             "manhattan" | "cityblock" | "l1" => Manhattan,
-            "minkowski" => {
-                return Err(DistanceError::UnknownMetric(
-                    "minkowski needs its p: write minkowski:P, e.g. minkowski:3".into(),
-                ))
-            }
+            "minkowski" => return Err(DistanceError::MinkowskiNeedsP),
             "russell-rao" | "russellrao" => RussellRao,
             _ => return Err(DistanceError::UnknownMetric(s.to_string())),
         })
@@ -242,11 +239,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unknown metric"));
-        assert!("minkowski"
-            .parse::<Metric>()
-            .unwrap_err()
-            .to_string()
-            .contains("minkowski:P"));
+        // The hint names the exponent, not a garbled "unknown metric" quoting itself.
+        let e = "minkowski".parse::<Metric>().unwrap_err().to_string();
+        assert!(e.contains("exponent") && !e.contains("unknown"), "{e}");
         assert!("minkowski:0.5".parse::<Metric>().is_err());
         assert!("minkowski:inf".parse::<Metric>().is_err());
         assert!(Metric::minkowski(f64::NAN).is_err());

@@ -9,6 +9,7 @@
 
 mod atomic;
 mod codec;
+pub mod mem;
 
 pub use atomic::{remove_stale_temporaries, AtomicFile, Staged, StreamingFile};
 pub use codec::{ByteReader, ByteWriter};
@@ -46,20 +47,18 @@ pub enum FormatError {
         kind: &'static str,
         what: String,
     },
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The operating system's error is part of the message and deliberately not also exposed
+    /// as `source()`: a caller that prints the chain (anyhow's `{:#}`) would print it twice.
+    #[error("{path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
 }
 
 impl FormatError {
     /// An I/O error on `path`.
-    pub fn io(path: &Path, source: std::io::Error) -> Self {
+    pub fn io(path: &Path, cause: std::io::Error) -> Self {
         FormatError::Io {
             path: path.display().to_string(),
-            source,
+            cause,
         }
     }
 }
@@ -140,7 +139,8 @@ pub fn check<'a>(kind: &Kind, path: &Path, bytes: &'a [u8]) -> Result<Checked<'a
     }
     let len = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
     let sum = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
-    let expected = HEADER_LEN as u64 + len;
+    // Saturating: a damaged length field near 2^64 must read as "truncated", not overflow.
+    let expected = (HEADER_LEN as u64).saturating_add(len);
     if (bytes.len() as u64) < expected {
         return Err(FormatError::Truncated {
             path: p(),
@@ -196,6 +196,25 @@ mod tests {
         supported: &[1, 2],
         version_hint: "upgrade topos",
     };
+
+    /// Found by the property tests: a length field near 2^64 overflowed `32 + len` (a panic in
+    /// debug builds, a wrong "trailing bytes" message in release).
+    #[test]
+    fn a_huge_length_field_reads_as_truncated() {
+        let kind = Kind {
+            name: "test",
+            magic: *b"TOPOSTST",
+            supported: &[1],
+            version_hint: "",
+        };
+        let mut bytes = header(&kind, 1, b"payload").to_vec();
+        bytes.extend_from_slice(b"payload");
+        for len in [u64::MAX, u64::MAX - 31, u64::MAX - 20] {
+            bytes[16..24].copy_from_slice(&len.to_le_bytes());
+            let e = check(&kind, Path::new("x"), &bytes).unwrap_err();
+            assert!(matches!(e, FormatError::Truncated { .. }), "{e}");
+        }
+    }
 
     #[test]
     fn roundtrip_and_every_refusal() {

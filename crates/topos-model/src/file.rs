@@ -59,7 +59,7 @@
 //! It lives beside the model as `<model path>.doctopics` ([`doc_topics_path`]), so a model can be
 //! shipped without it (inference and held-out evaluation need only B).
 
-use crate::mem::try_zeroed;
+use crate::mem::{available_memory, check_budget, try_zeroed};
 use crate::model::{DocTopics, Hyperparameters, Provenance, TopicModel};
 use crate::ModelError;
 use rayon::prelude::*;
@@ -371,6 +371,15 @@ fn decode_model(
     let cells = v
         .checked_mul(k)
         .ok_or_else(|| bad(format!("V × K = {v} × {k} overflows")))?;
+    // The matrix is dense, so a small file can describe a large one (V words of K topics with
+    // few counts): what it needs is checked against the memory available before allocating,
+    // so a damaged or hostile header is refused instead of taking the machine's memory.
+    check_budget(
+        "the word-topic matrix",
+        (cells as u64).saturating_mul(4),
+        available_memory(),
+        MEMORY_HINT,
+    )?;
     let mut word_topic: Vec<u32> = try_zeroed(cells, "the word-topic matrix", MEMORY_HINT)?;
     let mut topic_totals = vec![0u64; k];
     let mut total = 0u64;

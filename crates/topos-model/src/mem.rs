@@ -4,23 +4,9 @@
 
 use crate::ModelError;
 
-/// Bytes the operating system says can be allocated without swapping (`MemAvailable` of
-/// `/proc/meminfo`), or `None` where that is not known (non-Linux systems).
-pub fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    parse_mem_available(&info)
-}
-
-fn parse_mem_available(info: &str) -> Option<u64> {
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let mut fields = line.split_whitespace().skip(1);
-    let value: u64 = fields.next()?.parse().ok()?;
-    match fields.next() {
-        Some("kB") => value.checked_mul(1024),
-        None => Some(value),
-        Some(_) => None,
-    }
-}
+/// The memory this process may still allocate: the host's available memory or, if smaller, what
+/// its memory cgroup (a container's limit) allows. Implemented in [`topos_io::mem`].
+pub use topos_io::mem::available_memory;
 
 /// Refuses `needed` bytes for `what` when they exceed `limit` (when given).
 pub fn check_budget(
@@ -63,10 +49,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_meminfo_and_refuses_over_budget() {
-        let info = "MemTotal:  100 kB\nMemFree:   10 kB\nMemAvailable:   50 kB\n";
-        assert_eq!(parse_mem_available(info), Some(50 * 1024));
-        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+    fn refuses_over_budget() {
         assert!(check_budget("x", 10, Some(10), "h").is_ok());
         assert!(check_budget("x", 10, None, "h").is_ok());
         let msg = check_budget("phi", 11, Some(10), "use fewer topics")

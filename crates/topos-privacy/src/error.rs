@@ -56,9 +56,9 @@ pub enum PrivacyError {
     #[error("δ must be in [0, 1), got {0}")]
     BadDelta(f64),
 
-    /// Another process holds the ledger.
-    #[error("{0} exists: another topos process is using the ledger (if none is running, a crashed one left the lock; remove it)")]
-    Locked(PathBuf),
+    /// Another process held the ledger's lock for longer than the wait allows.
+    #[error("{}: another topos process has held the privacy ledger's lock for {seconds} s; wait for it to finish and try again (the lock is released by the system when that process exits, so a crashed one never leaves it behind)", path.display())]
+    Locked { path: PathBuf, seconds: f64 },
 
     /// An unreadable ledger file.
     #[error("{path}: malformed privacy ledger: {what}")]

@@ -5,17 +5,30 @@
 //! corpus, `NAME.tcorp.ledger` (JSON), tied to the corpus by its checksum so that a ledger is
 //! never silently reused for different data.
 //!
-//! A charge is atomic: under an exclusive lock file (`NAME.tcorp.ledger.lock`), the ledger is
-//! read, the query is checked against the remaining budget, and the ledger with the new charge is
-//! written by temp-file-and-rename ([`topos_io::AtomicFile`]); only after [`Ledger::charge`]
-//! returns may the caller draw noise and release the answer. A refused query (over budget, wrong
-//! corpus, no budget set) leaves the ledger as it was and releases nothing. A crash after the
+//! A charge is atomic: under an exclusive lock, the ledger is read, the query is checked against
+//! the remaining budget, and the ledger with the new charge is written by temp-file-and-rename
+//! ([`topos_io::AtomicFile`]). [`Ledger::charge_with`] does the release in the same step: the
+//! answer is computed under the lock and handed back only once the charge is on disk, so an
+//! answer is never released uncharged and a refused or failed query (over budget, wrong corpus,
+//! no budget set, a mechanism that cannot be calibrated) is never charged. A crash after the
 //! charge loses that ε without releasing anything, the safe direction.
+//!
+//! **The lock** is an operating-system advisory lock (`flock`, through `fs4`) on
+//! `NAME.tcorp.ledger.lock`, not the existence of that file: the kernel releases it when its
+//! holder exits, however it exits (`kill -9` included), so a crash never leaves a stale lock
+//! for a user to judge. The file itself stays (removing it would race with a process waiting on
+//! it). A second process waits for the lock, up to [`LOCK_TIMEOUT`], then gives up with one line.
+//!
+//! **Budget changes** (`topos privacy budget`) are entries of the ledger too (`budget`: when,
+//! and the new totals), so the file is a complete audit trail: every total the charges were
+//! checked against, and every charge. A ledger with that history is version 3; versions 1 and
+//! 2 (no history) are still read, and gain one from their next budget change.
 //!
 //! Amounts are summed in fixed point, in units of 10⁻¹² ε: the total is exact and independent of
 //! the order of charges (0.1 + 0.2 fits a budget of 0.3). A charge is rounded *up* to a unit and
 //! the total *down*, except that a value within floating-point error of a unit counts as that
-//! unit, so a decimal ε with up to 12 places is accounted exactly.
+//! unit, so a decimal ε with up to 12 places is accounted exactly; a charge costs at least one
+//! unit, however small its ε.
 //!
 //! **δ.** A ledger may also hold a total δ (`privacy budget --total-delta`): an (ε, δ) charge —
 //! a private training run calibrated by Rényi DP — then spends both, and (ε, δ) charges compose
@@ -26,18 +39,24 @@
 
 use crate::{Epsilon, PrivacyError};
 use serde::{Deserialize, Serialize};
-use std::fs::OpenOptions;
-use std::io::Write as _;
+use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use topos_io::{AtomicFile, FormatError};
 
 const FORMAT: &str = "topos-privacy-ledger";
-/// Version of a ledger with no δ (readable by every build).
+/// Version of a ledger with no δ and no budget history (readable by every build).
 const VERSION: u32 = 1;
 /// Version of a ledger that budgets or spends δ.
 const VERSION_DELTA: u32 = 2;
+/// Version of a ledger that records its budget changes (read by this build and later ones).
+const VERSION_HISTORY: u32 = 3;
 const UNITS_PER_EPSILON: f64 = 1e12;
+
+/// How long a process waits for another one's lock on a ledger before giving up. Charges hold
+/// it for milliseconds (a read, a small computation, a rename), so waiting this long means the
+/// holder is stuck, not busy.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One charge: what was asked, at which ε, when.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,6 +72,18 @@ pub struct Charge {
     pub time: String,
 }
 
+/// One change of the totals (`topos privacy budget`): the totals from then on, and when.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BudgetChange {
+    /// The total ε set.
+    pub total_epsilon: f64,
+    /// The total δ set (0: pure ε only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub total_delta: f64,
+    /// UTC time, RFC 3339.
+    pub time: String,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct LedgerFile {
     format: String,
@@ -62,6 +93,9 @@ struct LedgerFile {
     total_epsilon: f64,
     #[serde(default, skip_serializing_if = "is_zero")]
     total_delta: f64,
+    /// Every change of the totals, oldest first (version 3; absent before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    budget: Vec<BudgetChange>,
     charges: Vec<Charge>,
 }
 
@@ -76,6 +110,7 @@ pub struct Ledger {
     checksum: u64,
     total: f64,
     total_delta: f64,
+    budget: Vec<BudgetChange>,
     charges: Vec<Charge>,
 }
 
@@ -98,6 +133,12 @@ fn units(x: f64, up: bool) -> u128 {
     }
 }
 
+/// Units of an ε charge: rounded up, and never 0 (an ε below one unit still costs one: with
+/// `units` alone, anything under 10⁻¹⁵ would round to a free query).
+fn charge_units(eps: f64) -> u128 {
+    units(eps, true).max(1)
+}
+
 /// Units of a δ charge: rounded up, and never 0 for a δ > 0 (a δ below one unit still costs one).
 fn delta_units(delta: f64) -> u128 {
     if delta > 0.0 {
@@ -111,30 +152,49 @@ fn from_units(u: u128) -> f64 {
     u as f64 / UNITS_PER_EPSILON
 }
 
-/// Holds `LEDGER.lock` while alive.
-struct Lock(PathBuf);
-
-impl Lock {
-    fn take(ledger: &Path) -> Result<Lock, PrivacyError> {
-        let mut s = ledger.as_os_str().to_owned();
-        s.push(".lock");
-        let path = PathBuf::from(s);
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(mut f) => {
-                let _ = writeln!(f, "{}", std::process::id());
-                Ok(Lock(path))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                Err(PrivacyError::Locked(path))
-            }
-            Err(e) => Err(FormatError::io(&path, e).into()),
-        }
-    }
+/// `LEDGER.lock`.
+fn lock_path(ledger: &Path) -> PathBuf {
+    let mut s = ledger.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
 }
 
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+/// An exclusive advisory lock on `LEDGER.lock`, held while this value lives (dropping it, or
+/// the process ending in any way, releases it).
+struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    /// Takes the lock, waiting up to `timeout` for another holder.
+    fn take(ledger: &Path, timeout: Duration) -> Result<Lock, PrivacyError> {
+        let path = lock_path(ledger);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| FormatError::io(&path, e))?;
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(2);
+        loop {
+            // Named through the trait: std's own `File::try_lock` (Rust 1.89) would shadow it.
+            match fs4::FileExt::try_lock(&file) {
+                Ok(()) => return Ok(Lock { _file: file }),
+                Err(fs4::TryLockError::WouldBlock) => {}
+                Err(fs4::TryLockError::Error(e)) => return Err(FormatError::io(&path, e).into()),
+            }
+            let waited = start.elapsed();
+            if waited >= timeout {
+                return Err(PrivacyError::Locked {
+                    path,
+                    seconds: timeout.as_secs_f64(),
+                });
+            }
+            std::thread::sleep(pause.min(timeout - waited));
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
     }
 }
 
@@ -163,9 +223,9 @@ impl Ledger {
                 f.format
             )));
         }
-        if f.version != VERSION && f.version != VERSION_DELTA {
+        if ![VERSION, VERSION_DELTA, VERSION_HISTORY].contains(&f.version) {
             return Err(bad(format!(
-                "version {} is not supported by this build (it reads {VERSION} and {VERSION_DELTA})",
+                "version {} is not supported by this build (it reads {VERSION} to {VERSION_HISTORY}); upgrade topos",
                 f.version
             )));
         }
@@ -194,23 +254,44 @@ impl Ledger {
         if let Some(c) = f.charges.iter().find(|c| !(0.0..1.0).contains(&c.delta)) {
             return Err(bad(format!("charge {:?} has δ = {}", c.query, c.delta)));
         }
+        if let Some(b) = f.budget.iter().find(|b| {
+            !(b.total_epsilon.is_finite()
+                && b.total_epsilon > 0.0
+                && (0.0..1.0).contains(&b.total_delta))
+        }) {
+            return Err(bad(format!(
+                "budget change at {} sets ε = {}, δ = {}",
+                b.time, b.total_epsilon, b.total_delta
+            )));
+        }
         Ok(Ledger {
             path: path.to_path_buf(),
             checksum,
             total: f.total_epsilon,
             total_delta: f.total_delta,
+            budget: f.budget,
             charges: f.charges,
         })
     }
 
     fn write(&self) -> Result<(), PrivacyError> {
         let has_delta = self.total_delta > 0.0 || self.charges.iter().any(|c| c.delta > 0.0);
+        // The lowest version that holds everything, so older builds read what they can and
+        // refuse (rather than rewrite without) what they cannot.
+        let version = if !self.budget.is_empty() {
+            VERSION_HISTORY
+        } else if has_delta {
+            VERSION_DELTA
+        } else {
+            VERSION
+        };
         let f = LedgerFile {
             format: FORMAT.into(),
-            version: if has_delta { VERSION_DELTA } else { VERSION },
+            version,
             corpus_checksum: format!("{:016x}", self.checksum),
             total_epsilon: self.total,
             total_delta: self.total_delta,
+            budget: self.budget.clone(),
             charges: self.charges.clone(),
         };
         let mut text = serde_json::to_string_pretty(&f).expect("ledger serializes");
@@ -228,7 +309,8 @@ impl Ledger {
     }
 
     /// Sets the total ε and, when given, the total δ (in [0, 1)) of `corpus`, creating its ledger
-    /// if there is none. A total below what is already spent is refused.
+    /// if there is none, and records the change as an entry of the ledger. A total below what is
+    /// already spent is refused.
     pub fn set_budget(
         corpus: &Path,
         checksum: u64,
@@ -241,7 +323,7 @@ impl Ledger {
             }
         }
         let path = ledger_path(corpus);
-        let _lock = Lock::take(&path)?;
+        let _lock = Lock::take(&path, LOCK_TIMEOUT)?;
         let mut ledger = if path.exists() {
             Self::read(&path, checksum)?
         } else {
@@ -250,6 +332,7 @@ impl Ledger {
                 checksum,
                 total: total.get(),
                 total_delta: 0.0,
+                budget: Vec::new(),
                 charges: Vec::new(),
             }
         };
@@ -269,13 +352,19 @@ impl Ledger {
             ledger.total_delta = d;
         }
         ledger.total = total.get();
+        ledger.budget.push(BudgetChange {
+            total_epsilon: ledger.total,
+            total_delta: ledger.total_delta,
+            time: rfc3339_now(),
+        });
         ledger.write()?;
         Ok(ledger)
     }
 
     /// Charges `eps` for `query` to the ledger of `corpus`, atomically, or refuses with
     /// [`PrivacyError::OverBudget`] (and changes nothing) when it would exceed the total.
-    /// Call it *before* drawing any noise; release the answer only if it returns `Ok`.
+    /// Call it *before* drawing any noise; release the answer only if it returns `Ok`. Prefer
+    /// [`Ledger::charge_with`], which computes the answer in the same step.
     pub fn charge(
         corpus: &Path,
         checksum: u64,
@@ -294,6 +383,35 @@ impl Ledger {
         eps: Epsilon,
         delta: f64,
     ) -> Result<Ledger, PrivacyError> {
+        Self::charge_with(corpus, checksum, query, eps, delta, || Ok(())).map(|(ledger, ())| ledger)
+    }
+
+    /// Charges (ε, δ) for `query` and computes the answer to release in one step: under the
+    /// ledger's lock, the budget is checked, `release` runs, and only if it succeeds is the
+    /// charge written; its answer is returned once the charge is on disk. A refusal (over
+    /// budget, no budget, wrong corpus) or a failing `release` changes nothing. `release` should
+    /// be quick (other processes wait for the lock) and must not publish anything itself: what
+    /// it returns is the release.
+    pub fn charge_with<T>(
+        corpus: &Path,
+        checksum: u64,
+        query: &str,
+        eps: Epsilon,
+        delta: f64,
+        release: impl FnOnce() -> Result<T, PrivacyError>,
+    ) -> Result<(Ledger, T), PrivacyError> {
+        Self::charge_within(corpus, checksum, query, eps, delta, LOCK_TIMEOUT, release)
+    }
+
+    fn charge_within<T>(
+        corpus: &Path,
+        checksum: u64,
+        query: &str,
+        eps: Epsilon,
+        delta: f64,
+        timeout: Duration,
+        release: impl FnOnce() -> Result<T, PrivacyError>,
+    ) -> Result<(Ledger, T), PrivacyError> {
         if !(0.0..1.0).contains(&delta) {
             return Err(PrivacyError::BadDelta(delta));
         }
@@ -303,26 +421,10 @@ impl Ledger {
                 corpus: corpus.display().to_string(),
             });
         }
-        let _lock = Lock::take(&path)?;
+        let _lock = Lock::take(&path, timeout)?;
         let mut ledger = Self::read(&path, checksum)?;
-        let asked = units(eps.get(), true);
-        if ledger.spent_units() + asked > ledger.total_units() {
-            return Err(PrivacyError::OverBudget {
-                spent: ledger.spent(),
-                remaining: ledger.remaining(),
-                asked: from_units(asked),
-                total: ledger.total,
-            });
-        }
-        let asked_delta = delta_units(delta);
-        if ledger.spent_delta_units() + asked_delta > units(ledger.total_delta, false) {
-            return Err(PrivacyError::OverDelta {
-                spent: ledger.spent_delta(),
-                asked: delta,
-                total: ledger.total_delta,
-                corpus: corpus.display().to_string(),
-            });
-        }
+        ledger.check(corpus, eps, delta)?;
+        let answer = release()?;
         ledger.charges.push(Charge {
             query: query.to_string(),
             epsilon: eps.get(),
@@ -330,11 +432,51 @@ impl Ledger {
             time: rfc3339_now(),
         });
         ledger.write()?;
+        Ok((ledger, answer))
+    }
+
+    /// Whether (ε, δ) would fit the ledger of `corpus` now, charging nothing: for a caller that
+    /// must refuse an over-budget request before long work, and charges (with
+    /// [`Ledger::charge_approx`]) when it releases. Returns the ledger as read.
+    pub fn check_approx(
+        corpus: &Path,
+        checksum: u64,
+        eps: Epsilon,
+        delta: f64,
+    ) -> Result<Ledger, PrivacyError> {
+        if !(0.0..1.0).contains(&delta) {
+            return Err(PrivacyError::BadDelta(delta));
+        }
+        let ledger = Self::open(corpus, checksum)?;
+        ledger.check(corpus, eps, delta)?;
         Ok(ledger)
     }
 
+    /// Refuses (ε, δ) when either total would be exceeded.
+    fn check(&self, corpus: &Path, eps: Epsilon, delta: f64) -> Result<(), PrivacyError> {
+        let asked = charge_units(eps.get());
+        if self.spent_units() + asked > self.total_units() {
+            return Err(PrivacyError::OverBudget {
+                spent: self.spent(),
+                remaining: self.remaining(),
+                asked: from_units(asked),
+                total: self.total,
+            });
+        }
+        let asked_delta = delta_units(delta);
+        if self.spent_delta_units() + asked_delta > units(self.total_delta, false) {
+            return Err(PrivacyError::OverDelta {
+                spent: self.spent_delta(),
+                asked: delta,
+                total: self.total_delta,
+                corpus: corpus.display().to_string(),
+            });
+        }
+        Ok(())
+    }
+
     fn spent_units(&self) -> u128 {
-        self.charges.iter().map(|c| units(c.epsilon, true)).sum()
+        self.charges.iter().map(|c| charge_units(c.epsilon)).sum()
     }
 
     fn total_units(&self) -> u128 {
@@ -383,6 +525,12 @@ impl Ledger {
     /// Every charge, oldest first.
     pub fn charges(&self) -> &[Charge] {
         &self.charges
+    }
+
+    /// Every change of the totals, oldest first (empty for a ledger written before they were
+    /// recorded and not changed since).
+    pub fn budget_changes(&self) -> &[BudgetChange] {
+        &self.budget
     }
 }
 
@@ -471,11 +619,19 @@ mod tests {
             .to_string()
             .contains("different corpus"));
         assert!(Ledger::set_total(&corpus, 1, e(0.5)).is_err());
-        let lock = Lock::take(&ledger_path(&corpus)).unwrap();
-        assert!(matches!(
-            Ledger::charge(&corpus, 1, "y", e(0.1)),
-            Err(PrivacyError::Locked(_))
-        ));
+        let lock = Lock::take(&ledger_path(&corpus), LOCK_TIMEOUT).unwrap();
+        let err = Ledger::charge_within(
+            &corpus,
+            1,
+            "y",
+            e(0.1),
+            0.0,
+            Duration::from_millis(50),
+            || Ok(()),
+        )
+        .unwrap_err();
+        assert!(matches!(err, PrivacyError::Locked { .. }), "{err}");
+        assert!(!err.to_string().contains('\n'));
         drop(lock);
         assert_eq!(std::fs::read(ledger_path(&corpus)).unwrap(), before);
         // Raising the total makes room again; the history is kept.
@@ -483,11 +639,13 @@ mod tests {
         let l = Ledger::charge(&corpus, 1, "second", e(0.5)).unwrap();
         assert_eq!(l.charges().len(), 2);
         assert_eq!(l.remaining(), 0.75);
-        let names: Vec<_> = std::fs::read_dir(dir.path())
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        assert_eq!(names, vec!["c.tcorp.ledger".to_string()]);
+        names.sort();
+        // The lock file stays (it is the lock's anchor, not the lock); no temporary file does.
+        assert_eq!(names, ["c.tcorp.ledger", "c.tcorp.ledger.lock"]);
     }
 
     #[test]
@@ -502,8 +660,9 @@ mod tests {
         assert!(Ledger::open(&corpus, 7).unwrap().charges().is_empty());
         Ledger::charge(&corpus, 7, "pure", e(0.5)).unwrap();
         let text = std::fs::read_to_string(ledger_path(&corpus)).unwrap();
+        // Version 3 now that the budget's setting is recorded; no δ written for a pure-ε ledger.
         assert!(
-            text.contains("\"version\": 1") && !text.contains("delta"),
+            text.contains("\"version\": 3") && !text.contains("delta"),
             "{text}"
         );
 
@@ -513,7 +672,7 @@ mod tests {
         assert_eq!(l.spent_delta(), 1e-6);
         assert_eq!(l.remaining_delta(), 1e-6);
         let text = std::fs::read_to_string(ledger_path(&corpus)).unwrap();
-        assert!(text.contains("\"version\": 2"), "{text}");
+        assert!(text.contains("\"version\": 3"), "{text}");
         // Exactly the rest of δ fits; one more does not.
         Ledger::charge_approx(&corpus, 7, "rdp 2", e(1.0), 1e-6).unwrap();
         let err = Ledger::charge_approx(&corpus, 7, "rdp 3", e(0.1), 1e-9).unwrap_err();

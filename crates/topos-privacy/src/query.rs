@@ -182,24 +182,48 @@ pub struct Answer {
     pub values: Vec<NoisyValue>,
 }
 
-/// Adds noise to the exact answers. Call only after the ledger has accepted the charge.
-pub fn release(
+/// The mechanism of each sub-query at its share of ε, calibrated without drawing anything: an
+/// ε the exact sampler cannot represent, or noise too large for 64-bit counts, is refused here,
+/// before anything is charged.
+pub fn calibrate(
     queries: &[CountQuery],
     epsilons: &[Epsilon],
-    exact: &[Vec<u64>],
-    src: &mut NoiseSource,
-) -> Result<Vec<Answer>, PrivacyError> {
+) -> Result<Vec<DiscreteLaplace>, PrivacyError> {
+    if queries.len() != epsilons.len() {
+        return Err(PrivacyError::BadQuery(format!(
+            "{} sub-queries but {} shares of ε",
+            queries.len(),
+            epsilons.len()
+        )));
+    }
     queries
         .iter()
         .zip(epsilons)
+        .map(|(q, &eps)| DiscreteLaplace::calibrated(q.sensitivity(), eps))
+        .collect()
+}
+
+/// Adds noise to the exact answers with mechanisms from [`calibrate`]; cannot fail, so it can
+/// run inside [`crate::Ledger::charge_with`], which charges exactly when it releases.
+pub fn release_calibrated(
+    queries: &[CountQuery],
+    epsilons: &[Epsilon],
+    mechanisms: &[DiscreteLaplace],
+    exact: &[Vec<u64>],
+    src: &mut NoiseSource,
+) -> Vec<Answer> {
+    queries
+        .iter()
+        .zip(epsilons)
+        .zip(mechanisms)
         .zip(exact)
-        .map(|((q, &eps), values)| {
-            let noise = DiscreteLaplace::calibrated(q.sensitivity(), eps)?;
-            let mut noisy: Vec<i64> = values.iter().map(|&v| v as i64).collect();
-            for v in &mut noisy {
-                *v = v.saturating_add(noise.sample(src));
-            }
-            Ok(Answer {
+        .map(|(((q, &eps), noise), values)| {
+            let noisy = values.iter().map(|&v| {
+                i64::try_from(v)
+                    .unwrap_or(i64::MAX)
+                    .saturating_add(noise.sample(src))
+            });
+            Answer {
                 query: q.describe(),
                 epsilon: eps.get(),
                 sensitivity: q.sensitivity(),
@@ -211,9 +235,28 @@ pub fn release(
                     .zip(noisy)
                     .map(|(label, value)| NoisyValue { label, value })
                     .collect(),
-            })
+            }
         })
         .collect()
+}
+
+/// Adds noise to the exact answers ([`calibrate`] then [`release_calibrated`]). Call only after
+/// the ledger has accepted the charge, or better, inside [`crate::Ledger::charge_with`] with the
+/// mechanisms calibrated before it.
+pub fn release(
+    queries: &[CountQuery],
+    epsilons: &[Epsilon],
+    exact: &[Vec<u64>],
+    src: &mut NoiseSource,
+) -> Result<Vec<Answer>, PrivacyError> {
+    let mechanisms = calibrate(queries, epsilons)?;
+    Ok(release_calibrated(
+        queries,
+        epsilons,
+        &mechanisms,
+        exact,
+        src,
+    ))
 }
 
 #[cfg(test)]
@@ -275,5 +318,26 @@ mod tests {
         assert!(sum <= 0.5 && sum > 0.5 * (1.0 - 1e-12));
         assert!((e[0].get() - 0.5 / 3.0).abs() < 1e-15);
         assert!(split(Epsilon::new(0.5).unwrap(), &[]).is_err());
+    }
+
+    #[test]
+    fn calibration_refuses_what_release_could_not_draw() {
+        let q = vec![CountQuery::histogram("doc-length:0,10").unwrap()];
+        // ε below the exact sampler's range, and noise too large for 64-bit counts.
+        for eps in [1e-40, 1e-17] {
+            let e = calibrate(&q, &[Epsilon::new(eps).unwrap()]).unwrap_err();
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+        let ok = [Epsilon::new(1.0).unwrap()];
+        let m = calibrate(&q, &ok).unwrap();
+        let a = release_calibrated(
+            &q,
+            &ok,
+            &m,
+            &[vec![3, 4]],
+            &mut NoiseSource::insecure_seeded(1),
+        );
+        assert_eq!(a[0].values.len(), 2);
+        assert!(calibrate(&q, &[]).is_err());
     }
 }

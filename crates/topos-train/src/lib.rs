@@ -58,9 +58,9 @@ pub enum TrainError {
     ThreadPool(usize, String),
     #[error("a training document has {found} tokens but private training was promised at most {cap} per document; cap the documents first")]
     DocumentOverCap { found: usize, cap: u32 },
-    #[error("{0}")]
+    #[error(transparent)]
     Privacy(#[from] topos_privacy::PrivacyError),
-    #[error("{0}")]
+    #[error(transparent)]
     Transport(#[from] transport::TransportError),
     /// An accelerator failed (the message says which call and what to do).
     #[error("{0}")]

@@ -149,11 +149,8 @@ pub enum RunError {
     Privacy(#[from] topos_privacy::PrivacyError),
     #[error("{0}")]
     Invalid(String),
-    #[error("cannot write {path}: {source}; check that the directory exists and is writable")]
-    Output {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot write {path}: {cause}; check that the directory exists and is writable")]
+    Output { path: String, cause: std::io::Error },
     #[error("this run needs about {needed} of host memory ({items}) but only {available} is available; use fewer topics (-k), a smaller corpus, or a machine with more memory")]
     Memory {
         needed: Bytes,
@@ -321,9 +318,9 @@ fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|source| RunError::Output {
+        .map_err(|cause| RunError::Output {
             path: path.display().to_string(),
-            source,
+            cause,
         })
 }
 
@@ -333,7 +330,7 @@ fn check_writable(path: &Path) -> Result<(), RunError> {
     topos_io::AtomicFile::create(path)
         .map(drop)
         .map_err(|e| match e {
-            topos_io::FormatError::Io { path, source } => RunError::Output { path, source },
+            topos_io::FormatError::Io { path, cause } => RunError::Output { path, cause },
             other => RunError::Format(other),
         })
 }
@@ -452,24 +449,19 @@ impl Run {
             Start::Fresh
         };
 
-        // The ledger: an over-budget private run is refused now (checked, not charged).
+        // The ledger: an over-budget private run is refused now (checked, not charged; the
+        // charge comes with the release of the model).
         let private_ledger = match (&config.private, &corpus_path) {
             (Some(p), Some(path)) if topos_privacy::ledger::ledger_path(path).exists() => {
-                let ledger = topos_privacy::Ledger::open(path, corpus.checksum())?;
-                if ledger.remaining() + 1e-12 < p.epsilon.get() {
-                    return Err(topos_privacy::PrivacyError::OverBudget {
-                        spent: ledger.spent(),
-                        remaining: ledger.remaining(),
-                        asked: p.epsilon.get(),
-                        total: ledger.total(),
-                    }
-                    .into());
-                }
+                let delta = Releases::new(*p, topos_privacy::NoiseSource::insecure_seeded(0))?
+                    .guarantee()
+                    .delta
+                    .unwrap_or(0.0);
+                topos_privacy::Ledger::check_approx(path, corpus.checksum(), p.epsilon, delta)?;
                 Some(path.clone())
             }
             _ => None,
         };
-
         let heldout = corpus.heldout();
         let has_heldout = !heldout.is_empty() && !config.skip_heldout;
         let heldout_words = if has_heldout {
@@ -763,7 +755,7 @@ impl Run {
                         .log
                         .as_ref()
                         .map_or(String::new(), |p| p.display().to_string()),
-                    source: e,
+                    cause: e,
                 };
                 writeln!(
                     w,
@@ -1194,9 +1186,9 @@ fn remove_if_present(path: &Path) -> Result<(), RunError> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(RunError::Output {
+        Err(cause) => Err(RunError::Output {
             path: path.display().to_string(),
-            source,
+            cause,
         }),
     }
 }

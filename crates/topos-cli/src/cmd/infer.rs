@@ -5,8 +5,10 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use topos_corpus::encoding::DecodeStats;
 use topos_corpus::readers::{ByteCounter, LineReader};
-use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
+use topos_corpus::Encoding;
+use topos_corpus::{Corpus, OwnedDocs, Tokenizer, TokenizerOptions};
 use topos_model::{doc_to_ids, infer, Phi, TopicModel, TopicWeight};
 
 #[derive(clap::Args, Debug)]
@@ -27,7 +29,16 @@ pub struct Args {
     /// Write here (atomically) instead of stdout.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Stem words (use it if the corpus was prepared with --stem).
+    /// The corpus the model was trained on (default: the model path with the extension
+    /// .tcorp), whose recorded tokenizer options cut the new text as prepare cut the corpus.
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    /// Encoding of the documents: utf-8 (invalid bytes are an error), utf-8-lossy (replaced by
+    /// U+FFFD, counted), latin1 or windows-1252.
+    #[arg(long, default_value = "utf-8")]
+    pub encoding: topos_corpus::Encoding,
+    /// Stem words: only for a corpus that does not record its options (prepared by an older
+    /// topos with --stem); a corpus that records them is followed without it.
     #[arg(long)]
     pub stem: bool,
     #[command(flatten)]
@@ -56,28 +67,109 @@ struct Report<'a> {
     documents: Vec<Row<'a>>,
 }
 
-/// The documents of `input`, one per line; `-` reads stdin. Files go through the corpus
-/// crate's line reader (gzip recognised by its magic bytes, line numbers in errors).
-fn read_lines(input: &Path) -> Result<Vec<String>> {
+/// The documents of `input`, one per line, decoded with `encoding`; `-` reads stdin. Files go
+/// through the corpus crate's line reader (gzip recognised by its magic bytes, line numbers in
+/// errors). Returns the lines and the bytes `utf-8-lossy` replaced.
+fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
+    let stats = DecodeStats::default();
+    let mut lines = Vec::new();
     if input.as_os_str() == "-" {
-        return std::io::stdin()
-            .lock()
-            .lines()
-            .enumerate()
-            .map(|(i, l)| {
-                l.with_context(|| format!("stdin: cannot read line {} (is it UTF-8 text?)", i + 1))
-            })
-            .collect();
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = Vec::new();
+        for i in 1.. {
+            buf.clear();
+            if stdin
+                .read_until(b'\n', &mut buf)
+                .context("cannot read stdin")?
+                == 0
+            {
+                break;
+            }
+            if buf.last() == Some(&b'\n') {
+                buf.pop();
+                if buf.last() == Some(&b'\r') {
+                    buf.pop();
+                }
+            }
+            let line = encoding
+                .decode(std::mem::take(&mut buf), &stats)
+                .map_err(|e| anyhow::anyhow!("stdin: line {i}: {}", e.describe()))?;
+            lines.push(line);
+        }
+        return Ok((lines, stats.invalid_bytes()));
     }
     let mut reader = LineReader::open(input, &ByteCounter::default())?;
-    let mut lines = Vec::new();
     let mut buf = Vec::new();
     while reader.next_line(&mut buf)? {
-        let line = String::from_utf8(std::mem::take(&mut buf))
-            .map_err(|_| reader.error("is not valid UTF-8"))?;
+        let line = encoding
+            .decode(std::mem::take(&mut buf), &stats)
+            .map_err(|e| reader.error(e.describe()))?;
         lines.push(line);
     }
-    Ok(lines)
+    Ok((lines, stats.invalid_bytes()))
+}
+
+/// The tokenizer that cuts new text for `model` as `prepare` cut its corpus: from the options
+/// the corpus records (`corpus`, else MODEL.tcorp, if there is one: `infer` works without).
+pub fn text_tokenizer(
+    model_path: &Path,
+    model: &TopicModel,
+    corpus: Option<&Path>,
+    stem: bool,
+    ui: Ui,
+) -> Result<Tokenizer> {
+    let path = corpus.map_or_else(|| model_path.with_extension("tcorp"), Path::to_path_buf);
+    let opened = if corpus.is_some() || path.exists() {
+        Some(super::eval::corpus_for(model_path, model, Some(&path))?)
+    } else {
+        None
+    };
+    tokenizer_of(opened.as_ref(), &path, stem, ui)
+}
+
+/// The tokenizer `corpus` (opened from `path`; `None`: there is none) records. A corpus that
+/// records none (prepared by an older build), or no corpus, gives prepare's defaults (with
+/// `--stem` if asked), and a warning on stderr says so once: with other options, words would be
+/// dropped as unknown without a word said.
+pub fn tokenizer_of(corpus: Option<&Corpus>, path: &Path, stem: bool, ui: Ui) -> Result<Tokenizer> {
+    let fallback = |why: String| -> Result<Tokenizer> {
+        let opts = TokenizerOptions {
+            stem,
+            ..TokenizerOptions::default()
+        };
+        eprintln!(
+            "warning: {why}; tokenizing new text with prepare's defaults ({}); if the corpus was prepared with other options, words may be dropped as unknown (re-prepare it with this version of topos to record them)",
+            opts.spec()?.describe()
+        );
+        Ok(Tokenizer::new(&opts)?)
+    };
+    let Some(corpus) = corpus else {
+        return fallback(format!(
+            "{} not found (name the corpus the model was trained on with --corpus), so its tokenizer options are unknown",
+            path.display()
+        ));
+    };
+    let Some(spec) = corpus.tokenizer() else {
+        return fallback(format!(
+            "{} does not record its tokenizer options (prepared by an older topos)",
+            path.display()
+        ));
+    };
+    spec.check()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if stem && !spec.stem {
+        anyhow::bail!(
+            "{} was prepared without --stem, so its words are not stemmed; drop --stem (the recorded options are followed: {})",
+            path.display(),
+            spec.describe()
+        );
+    }
+    ui.info(format!(
+        "tokenizing as {} was prepared: {}",
+        path.display(),
+        spec.describe()
+    ));
+    Ok(Tokenizer::from_spec(spec))
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
@@ -85,11 +177,13 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     // Always on stderr; for a private model also in the output itself (below), because the
     // mixtures are derived from the model's noisy release and the guarantee travels with them.
     ui.info(topos_model::privacy_line(model.privacy.as_ref()));
-    let tokenizer = Tokenizer::new(&TokenizerOptions {
-        stem: args.stem,
-        ..TokenizerOptions::default()
-    })?;
-    let lines = read_lines(&args.input)?;
+    let tokenizer = text_tokenizer(&args.model, &model, args.corpus.as_deref(), args.stem, ui)?;
+    let (lines, replaced) = read_lines(&args.input, args.encoding)?;
+    if replaced > 0 {
+        eprintln!(
+            "warning: {replaced} invalid UTF-8 bytes replaced by U+FFFD (--encoding utf-8-lossy)"
+        );
+    }
     let mut docs = OwnedDocs::new();
     let mut unknown = 0usize;
     for line in &lines {
@@ -99,12 +193,21 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         unknown += refs.len() - ids.len();
         docs.push(&ids);
     }
+    let no_known = docs.view().iter().filter(|d| d.is_empty()).count();
     ui.info(format!(
         "{} documents; {} tokens known to the model, {} unknown tokens dropped",
         docs.len(),
         docs.view().num_tokens(),
         unknown
     ));
+    if no_known > 0 {
+        // Their mixture would be the prior alone (uniform), which says nothing about them: they
+        // get none, in every format.
+        eprintln!(
+            "warning: {no_known} of {} documents have no word known to the model: they get no topic mixture (tokens 0, no topics; empty cells in csv)",
+            docs.len()
+        );
+    }
     let phi = Phi::from_model(&model)?;
     let thetas = infer(&phi, &model.hyper, docs.view(), &args.foldin.options())?;
     let k = model.num_topics();
@@ -142,7 +245,12 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                 let header: Vec<String> = (0..k).map(|t| format!("topic_{t}")).collect();
                 writeln!(out, "doc,tokens,{}", header.join(","))?;
                 for (d, t) in thetas.iter().enumerate() {
-                    let row: Vec<String> = t.dense().iter().map(|p| format!("{p:.6}")).collect();
+                    // No known word, no mixture: empty cells, as jsonl lists no topic.
+                    let row: Vec<String> = if t.num_tokens == 0 {
+                        vec![String::new(); k]
+                    } else {
+                        t.dense().iter().map(|p| format!("{p:.6}")).collect()
+                    };
                     writeln!(out, "{d},{},{}", t.num_tokens, row.join(","))?;
                 }
             }

@@ -1,7 +1,13 @@
 //! `topos knn`: every document's k nearest documents over bag-of-words rows of a corpus file
 //! (counts, TF-IDF or binary, optionally L1- or L2-normalized), by any of the 15 distances of
 //! `topos-distance`. Also the shared plumbing of `topos similar`: metric and device options, the
-//! thread pool, batched search with a progress bar, and JSONL/CSV output written atomically.
+//! thread pool, batched search with a progress bar, and output: JSONL or CSV (streamed, to
+//! stdout or a file written atomically), or with `--json` one JSON document.
+//!
+//! Every neighbour's score is named for what it is: `distance` (smaller is nearer) for 14
+//! metrics, `similarity` (larger is nearer) for dot-product. A query with no word known to the
+//! index (an all-zero row) has no meaningful neighbours under any metric (every distance to it is
+//! the same, or undefined), so it gets an empty list and is counted, never arbitrary neighbours.
 
 use crate::ui::Ui;
 use anyhow::{bail, Context, Result};
@@ -70,9 +76,10 @@ pub struct SearchArgs {
     /// default 1,024 on the CPU, 65,536 on a GPU.
     #[arg(long)]
     pub batch: Option<usize>,
-    /// Output format: jsonl (one line per query) or csv (one line per neighbour).
-    #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "csv"])]
-    pub format: String,
+    /// Output format: jsonl (one line per query, streamed) or csv (one line per neighbour).
+    /// With --json and no -o, stdout is one JSON document instead, results included.
+    #[arg(long, value_parser = ["jsonl", "csv"])]
+    pub format: Option<String>,
     /// Write here (atomically) instead of stdout.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -90,20 +97,43 @@ impl SearchArgs {
             (Some(_), Some(_)) => {
                 bail!("--p is Minkowski's exponent: use it with --metric minkowski")
             }
+            (Some(name), None) if name.trim().eq_ignore_ascii_case("minkowski") => {
+                bail!("--metric minkowski needs its exponent: add --p P (p >= 1, e.g. --p 3)")
+            }
             (Some(name), None) => name.parse()?,
         };
         Ok(metric)
     }
 
-    /// Checks what can be checked before loading anything: k and batch.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks what can be checked before loading anything: k, batch, and the output.
+    pub fn validate(&self, ui: Ui) -> Result<()> {
         if self.k == 0 {
             bail!("-k must be at least 1");
         }
         if self.batch == Some(0) {
             bail!("--batch must be at least 1");
         }
+        if ui.json && self.output.is_none() && self.format.as_deref() == Some("csv") {
+            bail!("--json prints one JSON document on stdout; write the CSV to a file with -o FILE, or drop --json");
+        }
         Ok(())
+    }
+
+    /// The output's format: `--format`, else JSONL.
+    fn format(&self) -> &str {
+        self.format.as_deref().unwrap_or("jsonl")
+    }
+
+    /// Where results go (see [`Output`]).
+    pub fn output(&self, ui: Ui, metric: Metric) -> Result<Output> {
+        let format = if ui.json && self.output.is_none() {
+            Format::Document
+        } else if self.format() == "csv" {
+            Format::Csv
+        } else {
+            Format::Jsonl
+        };
+        Output::open(self.output.as_deref(), format, metric)
     }
 
     /// The engine --device names, opened (a GPU that cannot be used is a one-line error; under
@@ -145,22 +175,42 @@ impl SearchArgs {
     }
 }
 
-/// One neighbour in the output.
-#[derive(Serialize)]
-pub struct Neighbour {
-    pub doc: u64,
-    pub distance: f32,
+/// The output's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON object per query, streamed.
+    Jsonl,
+    /// `query,rank,neighbor,SCORE`, streamed.
+    Csv,
+    /// `--json` on stdout: one JSON document, results in its `results` (kept in memory:
+    /// queries × k neighbours).
+    Document,
 }
 
-/// Where results go: a file written atomically or stdout, as JSONL or CSV.
+/// What a neighbour's score is called: `distance` (smaller is nearer) or, for dot-product,
+/// `similarity` (larger is nearer).
+pub fn score_name(metric: Metric) -> &'static str {
+    if metric.is_similarity() {
+        "similarity"
+    } else {
+        "distance"
+    }
+}
+
+/// Where results go: a file written atomically or stdout, as JSONL or CSV (flushed after every
+/// batch, so memory stays bounded), or kept for one JSON document.
 pub struct Output {
     file: Option<topos_io::AtomicFile>,
-    csv: bool,
+    format: Format,
+    score: &'static str,
     buf: Vec<u8>,
+    results: Vec<serde_json::Value>,
+    /// Queries with no word known to the index (given an empty list).
+    pub empty_queries: u64,
 }
 
 impl Output {
-    pub fn open(path: Option<&Path>, format: &str) -> Result<Output> {
+    pub fn open(path: Option<&Path>, format: Format, metric: Metric) -> Result<Output> {
         let file = match path {
             Some(p) => Some(
                 topos_io::AtomicFile::create(p)
@@ -170,39 +220,49 @@ impl Output {
         };
         let mut out = Output {
             file,
-            csv: format == "csv",
+            format,
+            score: score_name(metric),
             buf: Vec::new(),
+            results: Vec::new(),
+            empty_queries: 0,
         };
-        if out.csv {
-            writeln!(out.buf, "query,rank,neighbor,distance")?;
+        if format == Format::Csv {
+            writeln!(out.buf, "query,rank,neighbor,{}", out.score)?;
         }
         Ok(out)
     }
 
-    /// Appends one query's neighbours; `query` is a document id or a label (JSON value).
-    pub fn push(&mut self, query: &serde_json::Value, neighbours: &[Neighbour]) -> Result<()> {
-        if self.csv {
-            let q = match query {
-                serde_json::Value::String(s) => format!("\"{}\"", s.replace('"', "\"\"")),
-                other => other.to_string(),
-            };
-            for (rank, n) in neighbours.iter().enumerate() {
-                writeln!(self.buf, "{q},{},{},{}", rank + 1, n.doc, n.distance)?;
+    /// Appends one query's neighbours as (document id, score); `query` is a document id or a
+    /// label (JSON value).
+    pub fn push(&mut self, query: &serde_json::Value, neighbours: &[(u64, f32)]) -> Result<()> {
+        match self.format {
+            Format::Csv => {
+                let q = match query {
+                    serde_json::Value::String(s) => format!("\"{}\"", s.replace('"', "\"\"")),
+                    other => other.to_string(),
+                };
+                for (rank, (doc, score)) in neighbours.iter().enumerate() {
+                    writeln!(self.buf, "{q},{},{doc},{score}", rank + 1)?;
+                }
             }
-        } else {
-            #[derive(Serialize)]
-            struct Line<'a> {
-                query: &'a serde_json::Value,
-                neighbors: &'a [Neighbour],
+            Format::Jsonl | Format::Document => {
+                let list: Vec<serde_json::Value> = neighbours
+                    .iter()
+                    .map(|&(doc, score)| {
+                        let mut o = serde_json::Map::new();
+                        o.insert("doc".into(), doc.into());
+                        o.insert(self.score.into(), score.into());
+                        serde_json::Value::Object(o)
+                    })
+                    .collect();
+                let line = serde_json::json!({ "query": query, "neighbors": list });
+                if self.format == Format::Document {
+                    self.results.push(line);
+                } else {
+                    serde_json::to_writer(&mut self.buf, &line)?;
+                    self.buf.push(b'\n');
+                }
             }
-            serde_json::to_writer(
-                &mut self.buf,
-                &Line {
-                    query,
-                    neighbors: neighbours,
-                },
-            )?;
-            self.buf.push(b'\n');
         }
         Ok(())
     }
@@ -217,13 +277,74 @@ impl Output {
         Ok(())
     }
 
-    /// Flushes and, for a file, renames it into place.
-    pub fn finish(mut self) -> Result<()> {
+    /// Flushes and, for a file, renames it into place; returns the results kept for a JSON
+    /// document (empty unless [`Format::Document`]).
+    pub fn finish(mut self) -> Result<Vec<serde_json::Value>> {
         self.flush()?;
         if let Some(f) = self.file.take() {
             f.commit()?;
         }
-        Ok(())
+        Ok(std::mem::take(&mut self.results))
+    }
+}
+
+/// What `knn` and `similar` report besides the neighbours: on stdout with `--json` (one
+/// document, with the results unless they went to a file), else a status line.
+#[derive(Serialize)]
+pub struct Summary {
+    pub queries: usize,
+    pub documents: usize,
+    pub k: usize,
+    pub metric: String,
+    /// `distance` (smaller is nearer) or `similarity` (larger is nearer).
+    pub score: &'static str,
+    /// Queries with no word known to the index: their neighbour lists are empty.
+    pub queries_without_known_words: u64,
+    pub seconds: f64,
+    pub output: Option<PathBuf>,
+    /// The neighbours of every query (with `--json` and no `-o`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub results: Option<Vec<serde_json::Value>>,
+}
+
+impl Summary {
+    /// Prints the summary: the JSON document with `--json`; else, with `-o`, one result line on
+    /// stdout, and without, a status line on stderr. Queries without a known word are always
+    /// said on stderr (their empty lists are part of the results).
+    pub fn print(self, ui: Ui) -> Result<()> {
+        if self.queries_without_known_words > 0 {
+            eprintln!(
+                "warning: {} of {} queries have no word known to the index; their neighbour lists are empty",
+                self.queries_without_known_words, self.queries
+            );
+        }
+        if ui.json {
+            return ui.result(&self, || {});
+        }
+        let nearer = if self.score == "similarity" {
+            " (a similarity: larger is nearer)"
+        } else {
+            ""
+        };
+        match &self.output {
+            Some(p) => ui.result(&self, || {
+                println!(
+                    "{} queries x {} neighbours ({}{nearer}) in {:.2} s -> {}",
+                    self.queries,
+                    self.k,
+                    self.metric,
+                    self.seconds,
+                    p.display()
+                )
+            }),
+            None => {
+                ui.info(format!(
+                    "{} queries ({}{nearer}) in {:.2} s",
+                    self.queries, self.metric, self.seconds
+                ));
+                Ok(())
+            }
+        }
     }
 }
 
@@ -262,14 +383,17 @@ pub fn search(
         let end = (start + batch).min(rows.end);
         let nn = prepared.knn(queries, start..end, k, exclude_self)?;
         for i in 0..nn.len() {
+            if queries.row(start + i).indices.is_empty() {
+                // No known word: every index row is equally near (or undefined); no neighbours.
+                out.empty_queries += 1;
+                out.push(&query_label(start + i), &[])?;
+                continue;
+            }
             let (idx, dist) = nn.row(i);
-            let list: Vec<Neighbour> = idx
+            let list: Vec<(u64, f32)> = idx
                 .iter()
                 .zip(dist)
-                .map(|(&r, &d)| Neighbour {
-                    doc: index_ids[r as usize],
-                    distance: d,
-                })
+                .map(|(&r, &d)| (index_ids[r as usize], d))
                 .collect();
             out.push(&query_label(start + i), &list)?;
         }
@@ -360,8 +484,15 @@ fn idf(m: &CsrMatrix) -> Vec<f32> {
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
-    args.search.validate()?;
+    args.search.validate(ui)?;
     let metric = args.search.metric(Metric::Cosine)?;
+    if metric == Metric::KlDivergence {
+        // KL(p‖q) is +∞ whenever the query has a word the candidate lacks, which for sparse
+        // bag-of-words rows is nearly every pair: the "neighbours" would be index order.
+        bail!(
+            "kl-divergence is infinite between bag-of-words rows whenever the query has a word the other document lacks (nearly always); use jensen-shannon or hellinger, which are finite on sparse rows, or `topos similar`, which searches smoothed topic mixtures where kl-divergence is finite"
+        );
+    }
     let t0 = Instant::now();
     let corpus = Corpus::open(&args.corpus)?;
     let n_words = corpus.vocab().len();
@@ -436,7 +567,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             }
         );
     }
-    let mut out = Output::open(args.search.output.as_deref(), &args.search.format)?;
+    let mut out = args.search.output(ui, metric)?;
     let index_ids = corpus.train_ids();
     with_threads(args.search.threads, || {
         let (engine, batch) = args.search.engine(ui)?;
@@ -454,35 +585,86 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             ui,
         )
     })?;
-    out.finish()?;
-    let secs = t0.elapsed().as_secs_f64();
-    #[derive(Serialize)]
-    struct Summary<'a> {
-        queries: usize,
-        documents: usize,
-        k: usize,
-        metric: String,
-        seconds: f64,
-        output: Option<&'a Path>,
-    }
-    let summary = Summary {
+    let empty = out.empty_queries;
+    let results = out.finish()?;
+    Summary {
         queries: queries.n_rows(),
         documents: index.n_rows(),
         k,
         metric: metric.to_string(),
-        seconds: secs,
-        output: args.search.output.as_deref(),
-    };
-    if let Some(p) = &args.search.output {
-        ui.result(&summary, || {
-            println!(
-                "{} queries x {k} neighbours ({metric}) in {secs:.2} s -> {}",
-                summary.queries,
-                p.display()
-            )
-        })?;
-    } else {
-        ui.info(format!("{} queries in {secs:.2} s", summary.queries));
+        score: score_name(metric),
+        queries_without_known_words: empty,
+        seconds: t0.elapsed().as_secs_f64(),
+        output: args.search.output.clone(),
+        results: (ui.json && args.search.output.is_none()).then_some(results),
     }
-    Ok(())
+    .print(ui)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use topos_testkit::{assert_one_line, config};
+
+    fn args(metric: Option<String>, p: Option<f64>) -> SearchArgs {
+        SearchArgs {
+            k: 10,
+            metric,
+            p,
+            device: DeviceSpec::Cpu,
+            threads: 0,
+            gpu_memory: None,
+            batch: None,
+            format: None,
+            output: None,
+        }
+    }
+
+    /// A metric spec as a user might write it: a known name (any case, `_` for `-`), a prefix,
+    /// a `minkowski:P` form, or noise.
+    fn spec() -> impl Strategy<Value = String> {
+        let names: Vec<String> = Metric::NAMES
+            .iter()
+            .map(|n| n.to_string())
+            .chain(["l1", "L2", "js", "kl", "dot", "cityblock"].map(String::from))
+            .collect();
+        prop_oneof![
+            prop::sample::select(names.clone()),
+            (prop::sample::select(names), "[ _:A-Z0-9.eE+-]{0,8}").prop_map(|(n, s)| n + &s),
+            "minkowski:[0-9.eEinfa+-]{0,8}",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        /// `--metric` and `--p`: a metric or a one-line error, never a panic; a name that parses
+        /// prints back to a spec that parses to the same metric.
+        #[test]
+        fn metric_specs(name in proptest::option::of(spec()), p in proptest::option::of(prop_oneof![
+            any::<f64>(), Just(f64::NAN), Just(f64::INFINITY), Just(0.5), Just(3.0)
+        ])) {
+            match args(name, p).metric(Metric::Cosine) {
+                Ok(m) => {
+                    let back: Metric = m.to_string().parse().unwrap();
+                    prop_assert_eq!(back, m);
+                }
+                Err(e) => assert_one_line(&format!("{e:#}")),
+            }
+        }
+
+        /// `--gpu-memory` sizes: a size of at least one byte, or a one-line error.
+        #[test]
+        fn gpu_memory_sizes(s in prop_oneof![
+            "[0-9]{0,22}(\\.[0-9]{0,4})?[ ]?(B|k|KiB|MB|mib|G|GiB|TiB|tb|x|)",
+            any::<String>(),
+        ]) {
+            match topos_train::memory::parse_bytes(&s) {
+                Ok(n) => prop_assert!(n >= 1),
+                Err(e) => assert_one_line(&e),
+            }
+        }
+    }
 }

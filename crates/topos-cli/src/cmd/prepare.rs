@@ -4,7 +4,8 @@ use crate::ui::Ui;
 use anyhow::Result;
 use std::path::PathBuf;
 use topos_corpus::{
-    prepare, InputFormat, Pass, PrepareOptions, PrepareReport, PruneOptions, TokenizerOptions,
+    prepare, Encoding, InputFormat, Pass, PrepareOptions, PrepareReport, PruneOptions,
+    TokenizerOptions,
 };
 
 #[derive(clap::Args, Debug)]
@@ -21,6 +22,11 @@ pub struct Args {
     /// JSON field that holds the document text (JSONL input).
     #[arg(long, default_value = "text")]
     pub text_field: String,
+    /// Encoding of the input text (and of a bag-of-words vocabulary file): utf-8 (invalid bytes
+    /// are an error naming the file and line), utf-8-lossy (invalid bytes become U+FFFD and are
+    /// counted in the summary), latin1 (ISO-8859-1) or windows-1252.
+    #[arg(long, default_value = "utf-8")]
+    pub encoding: Encoding,
     /// Vocabulary file for UCI / LDA-C input (found beside the input when omitted).
     #[arg(long)]
     pub vocab: Option<PathBuf>,
@@ -78,6 +84,7 @@ impl Args {
             format: self.format,
             text_field: self.text_field.clone(),
             vocab_file: self.vocab.clone(),
+            encoding: self.encoding,
             tokenizer: TokenizerOptions {
                 lowercase: !self.keep_case,
                 english_stopwords: !self.keep_stopwords,
@@ -150,6 +157,14 @@ pub fn print_report(r: &PrepareReport) {
         "tokens:    {} read, {} kept ({} train, {} held out); dropped {} stop words, {} too short, {} numbers, {} pruned",
         r.input_words, r.tokens_kept, r.train_tokens, r.heldout_tokens, r.tokens_dropped_stopwords, r.tokens_dropped_short, r.tokens_dropped_numbers, r.tokens_dropped_pruned
     );
+    match r.encoding {
+        Encoding::Utf8 => {}
+        Encoding::Utf8Lossy => println!(
+            "encoding:  utf-8-lossy: {} invalid bytes replaced by U+FFFD in {} documents",
+            r.invalid_bytes_replaced, r.documents_with_invalid_bytes
+        ),
+        e => println!("encoding:  {e}"),
+    }
     println!(
         "vocabulary: {} words kept of {} ({} below min-df, {} above max-df, {} beyond max-vocab)",
         r.vocab_after_pruning,

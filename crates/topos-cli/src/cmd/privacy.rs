@@ -3,8 +3,9 @@
 //! * `budget CORPUS --total E` sets the total ε of a corpus (its ledger, `CORPUS.ledger`);
 //! * `ledger CORPUS` shows what is spent and left;
 //! * `query CORPUS --epsilon E --count-docs-with WORD --histogram doc-length:0,50,200` answers
-//!   count queries with discrete Laplace noise, charging E to the ledger first (refused, with
-//!   nothing released, when it would exceed the total);
+//!   count queries with discrete Laplace noise, charging E to the ledger in the same step as the
+//!   answer is drawn (refused, with nothing charged or released, when it would exceed the total
+//!   or when the noise cannot be calibrated);
 //! * `allocate budget.toml` prints the optimal split of an ε across sub-queries (MDMM).
 
 use crate::ui::Ui;
@@ -13,7 +14,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use topos_corpus::Corpus;
 use topos_privacy::allocate::{Allocation, Problem};
-use topos_privacy::ledger::{Charge, Ledger};
+use topos_privacy::ledger::{BudgetChange, Charge, Ledger};
 use topos_privacy::mdmm::MdmmOptions;
 use topos_privacy::query::{self, Answer, CountQuery};
 use topos_privacy::{Composition, Epsilon, Guarantee, NoiseSource};
@@ -110,6 +111,8 @@ struct LedgerView<'a> {
     total_delta: f64,
     spent_delta: f64,
     remaining_delta: f64,
+    /// Every change of the totals (`privacy budget`), oldest first.
+    budget_changes: &'a [BudgetChange],
     charges: &'a [Charge],
 }
 
@@ -123,6 +126,7 @@ fn view<'a>(corpus: &Path, l: &'a Ledger) -> LedgerView<'a> {
         total_delta: l.total_delta(),
         spent_delta: l.spent_delta(),
         remaining_delta: l.remaining_delta(),
+        budget_changes: l.budget_changes(),
         charges: l.charges(),
     }
 }
@@ -170,13 +174,39 @@ fn ledger(a: LedgerArgs, ui: Ui) -> Result<()> {
             v.remaining_epsilon,
             delta_line(&v)
         );
-        for c in v.charges {
-            let delta = if c.delta > 0.0 {
-                format!(" δ = {:e}", c.delta)
-            } else {
-                String::new()
+        // Budget changes and charges in the order they happened (a change first on a tie: the
+        // charges after it were checked against it).
+        let (mut b, mut c) = (
+            v.budget_changes.iter().peekable(),
+            v.charges.iter().peekable(),
+        );
+        loop {
+            let budget_next = match (b.peek(), c.peek()) {
+                (Some(x), Some(y)) => x.time <= y.time,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
             };
-            println!("  {}  ε = {:<10}{delta} {}", c.time, c.epsilon, c.query);
+            if budget_next {
+                let x = b.next().expect("peeked");
+                let delta = if x.total_delta > 0.0 {
+                    format!(", total δ = {:e}", x.total_delta)
+                } else {
+                    String::new()
+                };
+                println!(
+                    "  {}  budget set: total ε = {}{delta}",
+                    x.time, x.total_epsilon
+                );
+            } else {
+                let y = c.next().expect("peeked");
+                let delta = if y.delta > 0.0 {
+                    format!(" δ = {:e}", y.delta)
+                } else {
+                    String::new()
+                };
+                println!("  {}  ε = {:<10}{delta} {}", y.time, y.epsilon, y.query);
+            }
         }
         if v.charges.is_empty() {
             println!("  (no queries yet)");
@@ -205,6 +235,9 @@ fn query(a: QueryArgs, ui: Ui) -> Result<()> {
         queries.push(CountQuery::histogram(h)?);
     }
     let shares = query::split(eps, &queries)?;
+    // The noise is calibrated now: an ε the exact sampler cannot represent, or noise too large
+    // for the counts, is refused before anything is charged.
+    let mechanisms = query::calibrate(&queries, &shares)?;
     let parts = [corpus.train(), corpus.heldout()];
     let exact: Vec<Vec<u64>> = queries.iter().map(|q| q.exact(&parts)).collect();
     let mut src = NoiseSource::from_os()?;
@@ -213,9 +246,18 @@ fn query(a: QueryArgs, ui: Ui) -> Result<()> {
         .map(|q| q.describe())
         .collect::<Vec<_>>()
         .join("; ");
-    // The charge is written before any noise is drawn; a refusal releases nothing.
-    let l = Ledger::charge(&a.corpus, corpus.checksum(), &description, eps)?;
-    let answers = query::release(&queries, &shares, &exact, &mut src)?;
+    // Charge and release in one step: the answer exists only once its charge is on disk, and a
+    // refusal charges and releases nothing.
+    let (l, answers) =
+        Ledger::charge_with(&a.corpus, corpus.checksum(), &description, eps, 0.0, || {
+            Ok(query::release_calibrated(
+                &queries,
+                &shares,
+                &mechanisms,
+                &exact,
+                &mut src,
+            ))
+        })?;
     let out = QueryOutput {
         corpus: a.corpus.display().to_string(),
         epsilon: eps.get(),

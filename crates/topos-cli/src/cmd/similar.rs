@@ -6,11 +6,11 @@
 //! Hellinger are all finite. Queries are training documents (their own θ), held-out documents
 //! or free text (θ by Gibbs fold-in with the topics fixed, as `topos infer` does).
 
-use super::knn::{search, with_threads, Output, SearchArgs};
+use super::knn::{score_name, search, with_threads, SearchArgs, Summary};
 use crate::ui::Ui;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
-use topos_corpus::{OwnedDocs, Tokenizer, TokenizerOptions};
+use topos_corpus::OwnedDocs;
 use topos_distance::{CsrMatrix, Metric};
 use topos_model::{doc_to_ids, infer, DocTopics, Phi, TopicModel};
 
@@ -32,7 +32,8 @@ pub struct Args {
     pub corpus: Option<PathBuf>,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// Stem the words of --text (use it if the corpus was prepared with --stem).
+    /// Stem the words of --text: only for a corpus that does not record its tokenizer options
+    /// (prepared by an older topos with --stem); a corpus that records them is followed.
     #[arg(long)]
     pub stem: bool,
     /// The fold-in of held-out documents and text.
@@ -82,7 +83,8 @@ enum Query {
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
-    args.search.validate()?;
+    let t0 = std::time::Instant::now();
+    args.search.validate(ui)?;
     let metric = args.search.metric(Metric::JensenShannon)?;
     let n_modes = usize::from(!args.docs.is_empty())
         + usize::from(!args.texts.is_empty())
@@ -159,17 +161,18 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         }
     }
     if !args.texts.is_empty() {
-        let tokenizer = Tokenizer::new(&TokenizerOptions {
-            stem: args.stem,
-            ..TokenizerOptions::default()
-        })?;
+        // Cut the text as prepare cut the corpus (its recorded options).
+        let corpus_path = args
+            .corpus
+            .clone()
+            .unwrap_or_else(|| args.model.with_extension("tcorp"));
+        let tokenizer = super::infer::tokenizer_of(Some(&corpus), &corpus_path, args.stem, ui)?;
         for text in &args.texts {
             let toks = tokenizer.tokens(text);
             let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
+            // A text with no known word stays a query: its neighbour list is empty and it is
+            // counted (see `knn`), rather than failing every other query of the call.
             let words = doc_to_ids(&model.vocab, &refs);
-            if words.is_empty() {
-                bail!("none of the words of {text:?} is in the model's vocabulary");
-            }
             queries.push(Query::Words {
                 label: text.as_str().into(),
                 words,
@@ -194,7 +197,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         k_topics
     ));
 
-    let mut out = Output::open(args.search.output.as_deref(), &args.search.format)?;
+    let mut out = args.search.output(ui, metric)?;
     with_threads(args.search.threads, || {
         // θ of the queries that need inference, in one parallel fold-in.
         let mut docs = OwnedDocs::new();
@@ -213,7 +216,22 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         let (engine, batch) = args.search.engine(ui)?;
         let prepared = engine.prepare(&index, metric)?;
         let index_ids = corpus.train_ids();
-        let m = theta_matrix(inferred.iter().map(|t| t.dense()), k_topics)?;
+        // θ of a query without known words is left an empty row (the prior alone says nothing
+        // about it), which `search` reports as having no neighbours.
+        let mut qi = queries.iter().filter_map(|q| match q {
+            Query::Words { words, .. } => Some(words.is_empty()),
+            Query::Train { .. } => None,
+        });
+        let m = theta_matrix(
+            inferred.iter().map(|t| {
+                if qi.next() == Some(true) {
+                    vec![0.0; k_topics]
+                } else {
+                    t.dense()
+                }
+            }),
+            k_topics,
+        )?;
         let labels: Vec<serde_json::Value> = queries
             .iter()
             .filter_map(|q| match q {
@@ -266,9 +284,18 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         }
         Ok(())
     })?;
-    out.finish()?;
-    if let Some(p) = &args.search.output {
-        ui.info(format!("wrote {}", p.display()));
+    let empty = out.empty_queries;
+    let results = out.finish()?;
+    Summary {
+        queries: queries.len(),
+        documents: n_train,
+        k,
+        metric: metric.to_string(),
+        score: score_name(metric),
+        queries_without_known_words: empty,
+        seconds: t0.elapsed().as_secs_f64(),
+        output: args.search.output.clone(),
+        results: (ui.json && args.search.output.is_none()).then_some(results),
     }
-    Ok(())
+    .print(ui)
 }

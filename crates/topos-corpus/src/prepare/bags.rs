@@ -16,7 +16,7 @@ const REPORT_EVERY: u64 = 4096;
 
 /// Pass 1; also returns the input vocabulary.
 pub(super) fn count(ctx: &mut Ctx, tok: &Tokenizer) -> Result<(Counted, Vec<String>), CorpusError> {
-    let (mut src, vocab) = bags::open(ctx.input, &ctx.counter)?;
+    let (mut src, vocab) = bags::open(ctx.input, &ctx.counter, &ctx.decoder)?;
     let stop: Vec<bool> = vocab
         .iter()
         .map(|w| {
@@ -34,8 +34,13 @@ pub(super) fn count(ctx: &mut Ctx, tok: &Tokenizer) -> Result<(Counted, Vec<Stri
     let mut stats = TokenStats::default();
     let (mut documents, mut nonempty) = (0u64, 0u64);
     let mut doc = Vec::new();
+    let mut largest = (0u64, 0u64);
     ctx.report(Pass::Count, 0);
     while src.next_doc(&mut doc)? {
+        let size: u64 = doc.iter().map(|&(_, c)| u64::from(c)).sum();
+        if size > largest.1 {
+            largest = (documents, size);
+        }
         let mut kept = false;
         for &(w, c) in &doc {
             let (w, c) = (w as usize, u64::from(c));
@@ -83,6 +88,7 @@ pub(super) fn count(ctx: &mut Ctx, tok: &Tokenizer) -> Result<(Counted, Vec<Stri
             nonempty,
             stats,
             text_bytes: 0,
+            largest,
         },
         vocab,
     ))
@@ -104,29 +110,31 @@ pub(super) fn write(
         .iter()
         .map(|w| new_id.get(w.as_str()).copied())
         .collect();
-    let (mut src, _) = bags::open(ctx.input, &ctx.counter)?;
+    let (mut src, _) = bags::open(ctx.input, &ctx.counter, &ctx.decoder)?;
     let mut out = Written {
         documents: 0,
         empty: 0,
         tokens: 0,
     };
     let mut doc = Vec::new();
-    let mut tokens = Vec::new();
+    let mut runs = Vec::new();
     ctx.report(Pass::Write, 0);
     while src.next_doc(&mut doc)? {
-        tokens.clear();
-        for &(w, c) in &doc {
-            if let Some(id) = remap[w as usize] {
-                tokens.extend(std::iter::repeat_n(id, c as usize));
-            }
-        }
+        // Runs (word, count), written straight into the corpus: a document is never expanded
+        // into a token array of its own (its counts may say billions).
+        runs.clear();
+        runs.extend(
+            doc.iter()
+                .filter_map(|&(w, c)| remap[w as usize].map(|id| (id, c))),
+        );
+        let n: u64 = runs.iter().map(|&(_, c)| u64::from(c)).sum();
         let index = out.documents;
         out.documents += 1;
-        if tokens.is_empty() {
+        if n == 0 {
             out.empty += 1;
         } else {
-            out.tokens += tokens.len() as u64;
-            writer.push(ctx.heldout(index), index, &tokens);
+            out.tokens += n;
+            writer.push_runs(ctx.heldout(index), index, &runs);
         }
         if out.documents.is_multiple_of(REPORT_EVERY) {
             ctx.report(Pass::Write, out.documents);

@@ -13,11 +13,12 @@
 mod bags;
 mod text;
 
+use crate::encoding::Encoding;
 use crate::file::CorpusWriter;
 use crate::prune::{prune, PruneOptions, TermCount};
-use crate::readers::{self, ByteCounter, InputFormat, Resolved};
+use crate::readers::{self, ByteCounter, Decoder, InputFormat, Resolved};
 use crate::split::{is_heldout, validate_holdout};
-use crate::tokenize::{TokenStats, Tokenizer, TokenizerOptions};
+use crate::tokenize::{TokenStats, Tokenizer, TokenizerOptions, TokenizerSpec};
 use crate::CorpusError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,9 @@ pub struct PrepareOptions {
     /// The vocabulary file of a UCI or LDA-C input, when it is not beside the data file under its
     /// usual name.
     pub vocab_file: Option<PathBuf>,
+    /// How input bytes become text (default: strict UTF-8, an invalid byte is an error). Applies
+    /// to the documents of text inputs and to the vocabulary files of bag-of-words inputs.
+    pub encoding: Encoding,
     /// Tokenizing (text inputs; only the stop words apply to bag-of-words inputs).
     pub tokenizer: TokenizerOptions,
     /// Vocabulary pruning.
@@ -44,6 +48,11 @@ pub struct PrepareOptions {
     /// Text read per batch (default 8 MiB): large enough to keep threads busy, small enough to
     /// bound memory.
     pub batch_bytes: usize,
+    /// Bytes the corpus being built may take in memory; `None` (default): what the system
+    /// still gives this process ([`topos_io::mem::available_memory`], container limits
+    /// included). After pass 1 the corpus's size is known from the counts, and a preparation
+    /// that would not fit is refused with the numbers before anything is allocated.
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for PrepareOptions {
@@ -52,11 +61,13 @@ impl Default for PrepareOptions {
             format: None,
             text_field: "text".to_string(),
             vocab_file: None,
+            encoding: Encoding::default(),
             tokenizer: TokenizerOptions::default(),
             prune: PruneOptions::default(),
             holdout: 0.0,
             seed: 0,
             batch_bytes: 8 << 20,
+            memory_limit: None,
         }
     }
 }
@@ -105,6 +116,13 @@ pub struct PrepareReport {
     pub input_bytes: u64,
     /// Bytes of document text (decompressed; 0 for bag-of-words inputs).
     pub text_bytes: u64,
+    /// The encoding the input was read in.
+    pub encoding: Encoding,
+    /// Bytes that were not valid UTF-8 and were replaced by U+FFFD (`utf-8-lossy` only; under
+    /// the strict default such a byte is an error).
+    pub invalid_bytes_replaced: u64,
+    /// Documents (or vocabulary lines) with at least one replaced byte.
+    pub documents_with_invalid_bytes: u64,
     /// Documents in the input.
     pub input_documents: u64,
     /// Documents written (train + held-out).
@@ -130,6 +148,8 @@ pub struct PrepareReport {
     pub words_dropped_min_df: u64,
     pub words_dropped_max_df: u64,
     pub words_dropped_max_vocab: u64,
+    /// The tokenizer options recorded in the corpus (what `infer` will cut new text with).
+    pub tokenizer: TokenizerSpec,
     /// Payload checksum of the written corpus (hex), as [`crate::Corpus::checksum`].
     pub checksum: String,
     /// Wall-clock time of the whole preparation.
@@ -146,6 +166,9 @@ pub(crate) struct Counted {
     pub nonempty: u64,
     pub stats: TokenStats,
     pub text_bytes: u64,
+    /// The document with the most tokens (index, tokens), for bag-of-words inputs (whose
+    /// counts can claim anything); (0, 0) for text.
+    pub largest: (u64, u64),
 }
 
 /// The result of pass 2.
@@ -160,6 +183,8 @@ pub(crate) struct Ctx<'a> {
     pub input: &'a Resolved,
     pub opts: &'a PrepareOptions,
     pub counter: ByteCounter,
+    /// Decodes the input; pass 1's counts what it replaced.
+    pub decoder: Decoder,
     pub progress: &'a mut dyn FnMut(PrepareProgress),
 }
 
@@ -204,10 +229,18 @@ pub fn prepare(
     let resolved = readers::resolve(input, format, opts.vocab_file.as_deref())?;
     refuse_overwriting_input(&resolved, output)?;
     let tokenizer = Tokenizer::new(&opts.tokenizer)?;
+    let spec = TokenizerSpec {
+        words_given: format.is_bag_of_words(),
+        ..opts.tokenizer.spec()?
+    };
     let mut ctx = Ctx {
         input: &resolved,
         opts,
         counter: ByteCounter::default(),
+        decoder: Decoder {
+            encoding: opts.encoding,
+            ..Decoder::default()
+        },
         progress,
     };
 
@@ -251,16 +284,27 @@ pub fn prepare(
             ),
         ));
     }
-    let expected_tokens: u64 = pruned.cf.iter().sum();
+    let expected_tokens: u64 = pruned.cf.iter().fold(0, |a, &b| a.saturating_add(b));
+    check_memory(
+        input,
+        opts,
+        (counted.nonempty, counted.largest),
+        expected_tokens,
+        pruned.words.len() as u64,
+        pruned.words.iter().map(|w| w.len() as u64).sum(),
+    )?;
     let mut writer = CorpusWriter::new(
         &pruned.words,
         &pruned.cf,
         &pruned.df,
         usize::try_from(expected_tokens).unwrap_or(usize::MAX / 8),
-    );
+    )
+    .with_tokenizer(spec.clone());
 
-    // Pass 2.
+    let decoded = ctx.decoder.stats.clone();
+    // Pass 2 (reads the same bytes again: its replacements are not counted twice).
     ctx.counter = ByteCounter::default();
+    ctx.decoder.stats = Default::default();
     let written = match bag_vocab {
         Some(v) => bags::write(&mut ctx, &v, &pruned.words, &mut writer)?,
         None => text::write(&mut ctx, &tokenizer, &pruned.words, &mut writer)?,
@@ -282,6 +326,9 @@ pub fn prepare(
         format,
         input_bytes: resolved.bytes,
         text_bytes: counted.text_bytes,
+        encoding: opts.encoding,
+        invalid_bytes_replaced: decoded.invalid_bytes(),
+        documents_with_invalid_bytes: decoded.units_with_invalid(),
         input_documents: counted.documents,
         documents_kept: (w.train_docs() + w.heldout_docs()) as u64,
         documents_dropped_empty: written.empty,
@@ -300,6 +347,7 @@ pub fn prepare(
         words_dropped_min_df: pruned.dropped_min_df,
         words_dropped_max_df: pruned.dropped_max_df,
         words_dropped_max_vocab: pruned.dropped_max_vocab,
+        tokenizer: spec,
         checksum: String::new(),
         seconds: 0.0,
     };
@@ -308,6 +356,42 @@ pub fn prepare(
     report.checksum = format!("{checksum:016x}");
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Refuses a corpus that would not fit in memory while it is built (the writer holds it, about
+/// 4 bytes per token): a 45-byte UCI file whose one count says 4,000,000,000 asks for 16 GB, and
+/// must be refused with the numbers, not killed by the OOM killer with the machine's memory.
+fn check_memory(
+    input: &Path,
+    opts: &PrepareOptions,
+    (docs, (doc, largest)): (u64, (u64, u64)),
+    tokens: u64,
+    words: u64,
+    word_bytes: u64,
+) -> Result<(), CorpusError> {
+    let Some(limit) = opts.memory_limit.or_else(topos_io::mem::available_memory) else {
+        return Ok(());
+    };
+    let needed = CorpusWriter::memory_needed(tokens, docs, words, word_bytes);
+    if needed <= limit {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let hint = if largest > tokens / 2 {
+        format!(
+            "; document {doc} alone has {largest} tokens: if its counts are wrong, fix the input"
+        )
+    } else {
+        "; prepare it on a machine with more memory, or split the input".to_string()
+    };
+    Err(CorpusError::input(
+        input,
+        format!(
+            "the corpus would hold {tokens} tokens in {docs} documents, which needs {:.2} GiB of memory to build, but only {:.2} GiB is available{hint}",
+            gib(needed),
+            gib(limit)
+        ),
+    ))
 }
 
 /// A typo like `prepare docs.txt -o docs.txt` would replace the input: refuse it.

@@ -72,7 +72,7 @@ fn for_each_batch(
     ctx: &mut Ctx,
     mut each: impl FnMut(&mut Ctx, &[String]) -> Result<(), CorpusError>,
 ) -> Result<(), CorpusError> {
-    let src = reader::open(ctx.input, &ctx.opts.text_field, &ctx.counter)?;
+    let src = reader::open(ctx.input, &ctx.opts.text_field, &ctx.counter, &ctx.decoder)?;
     let batch_bytes = ctx.opts.batch_bytes;
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::sync_channel::<Result<Vec<String>, CorpusError>>(1);
@@ -172,6 +172,7 @@ pub(super) fn count(ctx: &mut Ctx, tok: &Tokenizer) -> Result<Counted, CorpusErr
         nonempty,
         stats,
         text_bytes,
+        largest: (0, 0),
     })
 }
 

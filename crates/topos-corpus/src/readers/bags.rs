@@ -2,7 +2,9 @@
 //! `docword`/`vocab` pair and LDA-C. A document is a list of `(word id, count)` pairs over the
 //! input vocabulary (0-based ids).
 
-use super::{read_vocab_file, ByteCounter, InputFormat, LineReader, Resolved};
+use super::{
+    excerpt, read_vocab_file_with, ByteCounter, Decoder, InputFormat, LineReader, Resolved,
+};
 use crate::CorpusError;
 
 /// A stream of bag-of-words documents.
@@ -12,16 +14,17 @@ pub trait BagSource {
     fn next_doc(&mut self, doc: &mut Vec<(u32, u32)>) -> Result<bool, CorpusError>;
 }
 
-/// Opens the reader for `input` and reads its vocabulary.
+/// Opens the reader for `input` and reads its vocabulary (decoded with `decoder`).
 pub fn open(
     input: &Resolved,
     counter: &ByteCounter,
+    decoder: &Decoder,
 ) -> Result<(Box<dyn BagSource>, Vec<String>), CorpusError> {
     let vocab_path = input
         .vocab
         .as_deref()
         .expect("resolved bag input has a vocabulary");
-    let vocab = read_vocab_file(vocab_path)?;
+    let vocab = read_vocab_file_with(vocab_path, decoder)?;
     let lines = LineReader::open(&input.files[0], counter)?;
     let src: Box<dyn BagSource> = match input.format {
         InputFormat::Uci => {
@@ -48,6 +51,9 @@ pub fn open(
     };
     Ok((src, vocab))
 }
+
+/// Empty documents a UCI header may imply beyond its number of entries (see `Uci::open`).
+const MAX_EMPTY_DOCS: u64 = 1_000_000;
 
 fn parse_u64(s: &str) -> Option<u64> {
     s.parse().ok()
@@ -91,12 +97,26 @@ impl Uci {
             *h = parse_u64(text.trim()).ok_or_else(|| {
                 lines.error(format!(
                     "expected {name} (UCI header), found '{}'",
-                    text.chars().take(40).collect::<String>()
+                    excerpt(&text, 40)
                 ))
             })?;
         }
         if header[1] > u64::from(u32::MAX) {
             return Err(lines.error("the vocabulary size V exceeds 2^32 - 1 words"));
+        }
+        // Every non-empty document has an entry, so at least D − NNZ documents are empty, and
+        // each is read (and counted) in turn: a header claiming 2^60 documents over a handful of
+        // entries would keep prepare busy for centuries. Far more empty documents than entries
+        // means the header is wrong.
+        let (d, nnz) = (header[0], header[2]);
+        if d.saturating_sub(nnz) > nnz.max(MAX_EMPTY_DOCS) {
+            return Err(CorpusError::input(
+                lines.path(),
+                format!(
+                    "the header says D = {d} documents but NNZ = {nnz} entries, so at least {} documents would be empty; the header is wrong (fix D)",
+                    d - nnz
+                ),
+            ));
         }
         Ok(Self {
             lines,
@@ -132,7 +152,11 @@ impl Uci {
                 }
                 return Ok(None);
             }
-            let text = std::str::from_utf8(&self.buf).unwrap_or("");
+            // A line that is not text cannot be an entry (it used to read as a blank line and
+            // be skipped).
+            let Ok(text) = std::str::from_utf8(&self.buf) else {
+                return Err(self.bad_line());
+            };
             let mut f = text.split_ascii_whitespace();
             let (Some(a), Some(b), Some(c)) = (f.next(), f.next(), f.next()) else {
                 if text.trim().is_empty() {
@@ -176,10 +200,7 @@ impl Uci {
     fn bad_line(&self) -> CorpusError {
         self.lines.error(format!(
             "expected `docID wordID count`, found '{}'",
-            String::from_utf8_lossy(&self.buf)
-                .chars()
-                .take(60)
-                .collect::<String>()
+            excerpt(&String::from_utf8_lossy(&self.buf), 60)
         ))
     }
 }
@@ -240,7 +261,8 @@ impl BagSource for Ldac {
         };
         let n = parse_u64(n).ok_or_else(|| {
             self.lines.error(format!(
-                "expected the number of distinct words, found '{n}'; LDA-C lines read `N id:count ...`"
+                "expected the number of distinct words, found '{}'; LDA-C lines read `N id:count ...`",
+                excerpt(n, 40)
             ))
         })?;
         for f in fields {
@@ -249,7 +271,8 @@ impl BagSource for Ldac {
                 .and_then(|(a, b)| Some((parse_u64(a)?, parse_u64(b)?)));
             let Some((id, count)) = pair else {
                 return Err(self.lines.error(format!(
-                    "expected `id:count`, found '{f}'; LDA-C lines read `N id:count ...`"
+                    "expected `id:count`, found '{}'; LDA-C lines read `N id:count ...`",
+                    excerpt(f, 40)
                 )));
             };
             if id >= self.v {
@@ -284,7 +307,7 @@ mod tests {
 
     fn read_all(path: &Path, format: InputFormat) -> Result<(Bags, Vec<String>), CorpusError> {
         let r = resolve(path, format, None)?;
-        let (mut src, vocab) = open(&r, &ByteCounter::default())?;
+        let (mut src, vocab) = open(&r, &ByteCounter::default(), &Decoder::default())?;
         let mut docs = vec![];
         let mut doc = vec![];
         while src.next_doc(&mut doc)? {
@@ -341,6 +364,18 @@ mod tests {
         );
         let e = err("2\n3\n");
         assert!(e.contains("NNZ"), "{e}");
+        // Found by the property tests: a carriage return inside a line was quoted as is and
+        // broke the one-line message.
+        let e = err("\rx 9\n3\n1\n");
+        assert!(!e.contains('\r') && e.contains("found '\\rx 9'"), "{e:?}");
+        let e = err("2\n3\n1\n1 1 \x0b\r1\n");
+        assert!(!e.contains('\r'), "{e:?}");
+        // A header whose D would make prepare read 2^60 empty documents.
+        let e = err("1152921504606846976\n3\n1\n1 1 1\n");
+        assert!(
+            e.contains("D = 1152921504606846976") && e.contains("fix D"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@
 pub mod bags;
 pub mod text;
 
+use crate::encoding::{DecodeStats, Encoding};
 use crate::CorpusError;
 use flate2::bufread::MultiGzDecoder;
 use rustc_hash::FxHashSet;
@@ -241,7 +242,7 @@ impl LineReader {
             if self.gz && matches!(e.kind(), InvalidInput | InvalidData | UnexpectedEof) {
                 CorpusError::Gzip {
                     path: self.path.display().to_string(),
-                    source: e,
+                    cause: e,
                 }
             } else {
                 CorpusError::io(&self.path, "read the input", e)
@@ -276,26 +277,53 @@ impl LineReader {
     }
 }
 
-/// Bytes → text, replacing invalid UTF-8 with U+FFFD (which is not a letter, so it only splits
-/// words): one bad byte in a 10 GB crawl should not stop the preparation. Reuses the allocation.
-pub(crate) fn into_text(bytes: Vec<u8>) -> String {
-    match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+/// At most `max` characters of input `text`, fit to quote in a one-line error message: control
+/// characters (a lone carriage return, a form feed, ...) are written as escapes, so no input can
+/// break the message into lines or rewrite the terminal.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for c in text.chars().take(max) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// How a reader turns bytes into text ([`Encoding`]) and where it counts replaced bytes.
+#[derive(Clone, Debug, Default)]
+pub struct Decoder {
+    pub encoding: Encoding,
+    pub stats: DecodeStats,
+}
+
+impl Decoder {
+    /// `bytes` as text, or the error for the line `lines` last read.
+    pub(crate) fn line(&self, bytes: Vec<u8>, lines: &LineReader) -> Result<String, CorpusError> {
+        self.encoding
+            .decode(bytes, &self.stats)
+            .map_err(|e| lines.error(e.describe()))
     }
 }
 
 /// Reads a vocabulary file: one word per line (surrounding white space trimmed), optionally
-/// gzip-compressed. Empty lines and repeated words are errors, since ids are line numbers.
+/// gzip-compressed, in UTF-8. Empty lines and repeated words are errors, since ids are line
+/// numbers.
 pub fn read_vocab_file(path: &Path) -> Result<Vec<String>, CorpusError> {
+    read_vocab_file_with(path, &Decoder::default())
+}
+
+/// [`read_vocab_file`] in the input's encoding.
+pub fn read_vocab_file_with(path: &Path, decoder: &Decoder) -> Result<Vec<String>, CorpusError> {
     let mut r = LineReader::open(path, &ByteCounter::default())?;
     let mut words = Vec::new();
     let mut seen = FxHashSet::default();
     let mut buf = Vec::new();
     while r.next_line(&mut buf)? {
-        let w = std::str::from_utf8(&buf)
-            .map_err(|_| r.error("is not valid UTF-8; vocabulary files must be UTF-8"))?
-            .trim();
+        let line = decoder.line(std::mem::take(&mut buf), &r)?;
+        let w = line.trim();
         if w.is_empty() {
             return Err(r.error(
                 "is empty; a vocabulary file has exactly one word per line (ids are line numbers)",
@@ -303,7 +331,8 @@ pub fn read_vocab_file(path: &Path) -> Result<Vec<String>, CorpusError> {
         }
         if !seen.insert(w.to_string()) {
             return Err(r.error(format!(
-                "repeats the word '{w}'; each word may appear once (ids are line numbers)"
+                "repeats the word '{}'; each word may appear once (ids are line numbers)",
+                excerpt(w, 60)
             )));
         }
         words.push(w.to_string());
@@ -514,6 +543,15 @@ mod tests {
             }
         };
         assert!(err.contains("gzip"), "{err}");
+    }
+
+    #[test]
+    fn excerpts_are_one_line() {
+        assert_eq!(
+            excerpt("a\rb\n\u{12}c\u{85}", 10),
+            "a\\rb\\n\\u{12}c\\u{85}"
+        );
+        assert_eq!(excerpt("café", 3), "caf");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Readers of text documents: one per line, one per `.txt` file, or one per JSONL object.
 
-use super::{into_text, ByteCounter, InputFormat, LineReader, Resolved};
+use super::{ByteCounter, Decoder, InputFormat, LineReader, Resolved};
+use crate::encoding::line_of;
 use crate::CorpusError;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use std::path::{Path, PathBuf};
@@ -12,26 +13,30 @@ pub trait TextSource: Send {
     fn next_doc(&mut self, doc: &mut String) -> Result<bool, CorpusError>;
 }
 
-/// Opens the text reader for `input` (`text_field` names the JSONL field). Bytes read from disk are
-/// counted in `counter`.
+/// Opens the text reader for `input` (`text_field` names the JSONL field), decoding with
+/// `decoder`. Bytes read from disk are counted in `counter`.
 pub fn open(
     input: &Resolved,
     text_field: &str,
     counter: &ByteCounter,
+    decoder: &Decoder,
 ) -> Result<Box<dyn TextSource + Send>, CorpusError> {
     Ok(match input.format {
         InputFormat::Lines => Box::new(Lines {
             lines: LineReader::open(&input.files[0], counter)?,
+            decoder: decoder.clone(),
         }),
         InputFormat::Jsonl => Box::new(Jsonl {
             lines: LineReader::open(&input.files[0], counter)?,
             field: text_field.to_string(),
             buf: Vec::new(),
+            decoder: decoder.clone(),
         }),
         InputFormat::Dir => Box::new(Dir {
             files: input.files.clone(),
             next: 0,
             counter: counter.clone(),
+            decoder: decoder.clone(),
         }),
         f => unreachable!("{f} is not a text format"),
     })
@@ -41,14 +46,17 @@ pub fn open(
 /// `i + 1`.
 struct Lines {
     lines: LineReader,
+    decoder: Decoder,
 }
 
 impl TextSource for Lines {
     fn next_doc(&mut self, doc: &mut String) -> Result<bool, CorpusError> {
         let mut bytes = std::mem::take(doc).into_bytes();
-        let more = self.lines.next_line(&mut bytes)?;
-        *doc = into_text(bytes);
-        Ok(more)
+        if !self.lines.next_line(&mut bytes)? {
+            return Ok(false);
+        }
+        *doc = self.decoder.line(bytes, &self.lines)?;
+        Ok(true)
     }
 }
 
@@ -90,6 +98,7 @@ struct Dir {
     files: Vec<PathBuf>,
     next: usize,
     counter: ByteCounter,
+    decoder: Decoder,
 }
 
 impl TextSource for Dir {
@@ -100,7 +109,22 @@ impl TextSource for Dir {
         self.next += 1;
         let bytes = std::fs::read(path).map_err(|e| CorpusError::io(path, "read", e))?;
         self.counter.add(bytes.len() as u64);
-        *doc = into_text(bytes);
+        // The whole file is one document; an error names the line and byte within it.
+        if self.decoder.encoding == crate::Encoding::Utf8 {
+            if let Err(e) = std::str::from_utf8(&bytes) {
+                let (line, col) = line_of(&bytes, e.valid_up_to());
+                let within = crate::encoding::Invalid {
+                    offset: col,
+                    byte: bytes[e.valid_up_to()],
+                };
+                return Err(CorpusError::line(path, line, within.describe()));
+            }
+        }
+        *doc = self
+            .decoder
+            .encoding
+            .decode(bytes, &self.decoder.stats)
+            .map_err(|e| CorpusError::input(path, e.describe()))?;
         Ok(true)
     }
 }
@@ -111,6 +135,7 @@ struct Jsonl {
     lines: LineReader,
     field: String,
     buf: Vec<u8>,
+    decoder: Decoder,
 }
 
 impl TextSource for Jsonl {
@@ -122,7 +147,12 @@ impl TextSource for Jsonl {
         if self.buf.iter().all(u8::is_ascii_whitespace) {
             return Ok(true);
         }
-        let mut de = serde_json::Deserializer::from_slice(&self.buf);
+        // Decoded first (JSON text is UTF-8; a Latin-1 file is converted), then parsed; the
+        // line's allocation is handed back to `buf` afterwards.
+        let line = self
+            .decoder
+            .line(std::mem::take(&mut self.buf), &self.lines)?;
+        let mut de = serde_json::Deserializer::from_str(&line);
         let found = FieldSeed {
             field: &self.field,
             out: doc,
@@ -133,8 +163,9 @@ impl TextSource for Jsonl {
             self.lines.error(format!(
                 "is not a valid JSON object ({e}); JSONL needs one object per line"
             ))
-        })?;
-        match found {
+        });
+        self.buf = line.into_bytes();
+        match found? {
             Found::Text => Ok(true),
             Found::Null => Ok(true),
             Found::Missing => Err(self.lines.error(format!(
@@ -266,8 +297,17 @@ mod tests {
     use crate::readers::resolve;
 
     fn read_all(path: &Path, format: InputFormat, field: &str) -> Result<Vec<String>, CorpusError> {
+        read_decoded(path, format, field, &Decoder::default())
+    }
+
+    fn read_decoded(
+        path: &Path,
+        format: InputFormat,
+        field: &str,
+        decoder: &Decoder,
+    ) -> Result<Vec<String>, CorpusError> {
         let r = resolve(path, format, None)?;
-        let mut src = open(&r, field, &ByteCounter::default())?;
+        let mut src = open(&r, field, &ByteCounter::default(), decoder)?;
         let mut docs = vec![];
         let mut doc = String::new();
         while src.next_doc(&mut doc)? {
@@ -277,13 +317,58 @@ mod tests {
     }
 
     #[test]
-    fn lines_keep_blank_lines_and_survive_bad_utf8() {
+    fn invalid_utf8_is_refused_by_default_and_decoded_as_asked() {
+        use crate::encoding::Encoding;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("docs.txt");
-        std::fs::write(&p, b"first doc\n\nthird \xff doc\n").unwrap();
+        std::fs::write(&p, b"first doc\n\nthird caf\xe9 na\xefve doc\n").unwrap();
+        // Strict by default: the file, line, byte and what to do, in one line.
+        let e = read_all(&p, InputFormat::Lines, "")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("docs.txt: line 3: invalid UTF-8 at byte 10 (0xe9)")
+                && e.contains("--encoding latin1")
+                && !e.contains('\n'),
+            "{e}"
+        );
+        let latin1 = Decoder {
+            encoding: Encoding::Latin1,
+            ..Decoder::default()
+        };
         assert_eq!(
-            read_all(&p, InputFormat::Lines, "").unwrap(),
-            ["first doc", "", "third \u{fffd} doc"]
+            read_decoded(&p, InputFormat::Lines, "", &latin1).unwrap(),
+            ["first doc", "", "third café naïve doc"]
+        );
+        let lossy = Decoder {
+            encoding: Encoding::Utf8Lossy,
+            ..Decoder::default()
+        };
+        assert_eq!(
+            read_decoded(&p, InputFormat::Lines, "", &lossy).unwrap(),
+            ["first doc", "", "third caf\u{fffd} na\u{fffd}ve doc"]
+        );
+        assert_eq!(lossy.stats.invalid_bytes(), 2);
+        assert_eq!(lossy.stats.units_with_invalid(), 1);
+        // A directory's file names its line; JSONL is decoded before it is parsed.
+        let d = dir.path().join("dir");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("a.txt"), b"ok\nstill ok\nbad \xe9\n").unwrap();
+        let e = read_all(&d, InputFormat::Dir, "").unwrap_err().to_string();
+        assert!(e.contains("a.txt: line 3: invalid UTF-8 at byte 5"), "{e}");
+        assert_eq!(
+            read_decoded(&d, InputFormat::Dir, "", &latin1).unwrap(),
+            ["ok\nstill ok\nbad é\n"]
+        );
+        let j = dir.path().join("d.jsonl");
+        std::fs::write(&j, b"{\"text\": \"caf\xe9\"}\n").unwrap();
+        let e = read_all(&j, InputFormat::Jsonl, "text")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1: invalid UTF-8"), "{e}");
+        assert_eq!(
+            read_decoded(&j, InputFormat::Jsonl, "text", &latin1).unwrap(),
+            ["café"]
         );
     }
 

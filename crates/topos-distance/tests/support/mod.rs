@@ -1,6 +1,6 @@
 //! The dense f64 reference of every metric (SciPy's definitions, written directly over dense
 //! vectors), random sparse rows of the awkward kinds, and the checks of a backend against the
-//! reference. Shared by this crate's `reference.rs` (the CPU engine, in CI) and `topos-gpu`'s GPU
+//! reference. Shared by this crate's `reference.rs` (the CPU engine, in CI) and the GPU
 //! tests (the CUDA engine, on the device machine).
 //!
 //! Tolerance: |got − ref| ≤ 1e-5·|ref| + 1e-10. The relative part is the bound for f32

@@ -1,0 +1,421 @@
+//! End-to-end tests of issue 18 (defects found by trying Topos as a new user would): each test
+//! reproduces one row of the issue's table through the binary.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+/// A small corpus of three themes, one document per line, whose words need stemming to match
+/// inflected forms ("rivers", "fishing", ...).
+fn write_text_corpus(dir: &Path) -> PathBuf {
+    let themes = [
+        "river rivers water fishing fished boat boats lake lakes stream flooding rain",
+        "stock stocks market markets price pricing trading traded bank banking money",
+        "game games team teams player players scoring match season coaching league",
+    ];
+    let mut text = String::new();
+    for i in 0..300 {
+        let words: Vec<&str> = themes[i % 3].split(' ').collect();
+        let doc: Vec<&str> = (0..20)
+            .map(|j| words[(i * 7 + j * 5) % words.len()])
+            .collect();
+        text.push_str(&doc.join(" "));
+        text.push('\n');
+    }
+    let p = dir.join("docs.txt");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Prepares (with `extra` options) and trains a 3-topic model for a few iterations; returns
+/// (corpus, model).
+fn corpus_and_model(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf) {
+    let input = write_text_corpus(dir);
+    let corpus = dir.join("c.tcorp");
+    let mut args = vec![
+        "prepare",
+        s(&input),
+        "-o",
+        s(&corpus),
+        "--holdout",
+        "0.2",
+        "--max-df",
+        "0.9",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    ok(&args);
+    let model = dir.join("c.tmod");
+    ok(&[
+        "train",
+        s(&corpus),
+        "-k",
+        "3",
+        "--alpha",
+        "0.1",
+        "--iters",
+        "20",
+        "--doc-topics",
+        "-q",
+    ]);
+    (corpus, model)
+}
+
+/// Row 13: `--quiet` drops progress and status lines, never results.
+#[test]
+fn quiet_keeps_every_commands_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, model) = corpus_and_model(dir.path(), &[]);
+    let topics = topos(&["topics", s(&model), "--quiet"]);
+    let out = String::from_utf8(topics.stdout).unwrap();
+    assert!(out.contains("topic 0") && out.contains("topic 2"), "{out}");
+    assert!(topics.stderr.is_empty());
+    let eval = ok(&["eval", s(&model), "-q"]);
+    assert!(eval.contains("held-out log-likelihood per token"), "{eval}");
+    let prep = ok(&[
+        "prepare",
+        s(&write_text_corpus(dir.path())),
+        "-o",
+        s(&dir.path().join("d.tcorp")),
+        "--quiet",
+    ]);
+    assert!(prep.contains("documents: 300 read"), "{prep}");
+    // knn's status line goes, its neighbours stay.
+    let knn = topos(&["knn", s(&corpus), "-k", "2", "--quiet"]);
+    assert!(knn.status.success());
+    assert!(
+        knn.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&knn.stderr)
+    );
+    assert!(String::from_utf8(knn.stdout).unwrap().lines().count() > 200);
+    let demo = topos(&["demo", "--iters", "5", "-k", "4", "--quiet"]);
+    assert!(demo.status.success());
+    let out = String::from_utf8(demo.stdout).unwrap();
+    assert!(out.contains("topic 3"), "{out}");
+}
+
+/// Row 9: `--json` on `knn` and `similar` is one JSON document (results included unless they
+/// go to a file); `--format jsonl` stays the streaming format.
+#[test]
+fn json_is_one_document_for_knn_and_similar() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, model) = corpus_and_model(dir.path(), &[]);
+    let v = json(&["knn", s(&corpus), "-k", "3"]);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len() as u64, v["queries"].as_u64().unwrap());
+    assert_eq!(results[0]["neighbors"].as_array().unwrap().len(), 3);
+    assert_eq!(v["metric"], "cosine");
+    assert_eq!(v["score"], "distance");
+    assert_eq!(v["queries_without_known_words"], 0);
+    // With -o the file holds the format asked for and stdout the summary document.
+    let out = dir.path().join("nn.jsonl");
+    let v = json(&["knn", s(&corpus), "-k", "3", "-o", s(&out)]);
+    assert!(v.get("results").is_none());
+    let lines = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(lines.lines().count() as u64, v["queries"].as_u64().unwrap());
+    fails(
+        &["knn", s(&corpus), "--format", "csv", "--json"],
+        "write the CSV to a file with -o",
+    );
+    let v = json(&["similar", s(&model), "--doc", "3", "-k", "4"]);
+    assert_eq!(v["results"][0]["query"], 3);
+    assert_eq!(v["results"][0]["neighbors"].as_array().unwrap().len(), 4);
+    // Without --json, JSON Lines as before.
+    let text = ok(&[
+        "similar",
+        s(&model),
+        "--doc",
+        "3",
+        "--doc",
+        "4",
+        "-k",
+        "2",
+        "-q",
+    ]);
+    assert_eq!(text.lines().count(), 2);
+}
+
+/// Row 10: KL divergence on bag-of-words rows is refused (it is infinite for nearly every
+/// pair); queries with no known word get no neighbours and are counted; dot-product's score is
+/// called a similarity.
+#[test]
+fn knn_metrics_that_cannot_rank_are_refused_or_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus_and_model(dir.path(), &[]);
+    let c = s(&corpus);
+    fails(
+        &["knn", c, "--metric", "kl-divergence"],
+        "use jensen-shannon or hellinger",
+    );
+    // A query corpus half of whose documents share no word with the index.
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(if i % 2 == 0 {
+            "zebra yak walrus zebra yak walrus okapi\n"
+        } else {
+            "river water fishing boat lake zebra\n"
+        });
+    }
+    let qtxt = dir.path().join("q.txt");
+    std::fs::write(&qtxt, text).unwrap();
+    let q = dir.path().join("q.tcorp");
+    ok(&[
+        "prepare",
+        s(&qtxt),
+        "-o",
+        s(&q),
+        "--min-df",
+        "1",
+        "--max-df",
+        "1.0",
+        "-q",
+    ]);
+    for metric in ["cosine", "jensen-shannon", "euclidean"] {
+        let out = topos(&[
+            "knn",
+            c,
+            "--queries",
+            s(&q),
+            "-k",
+            "3",
+            "--metric",
+            metric,
+            "--json",
+        ]);
+        assert!(out.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["queries_without_known_words"], 20, "{metric}");
+        for r in v["results"].as_array().unwrap() {
+            let n = r["neighbors"].as_array().unwrap();
+            let even = r["query"].as_u64().unwrap() % 2 == 0;
+            assert_eq!(n.len(), if even { 0 } else { 3 }, "{metric}: {r}");
+            assert!(n
+                .iter()
+                .all(|x| x["distance"].as_f64().unwrap().is_finite()));
+        }
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("20 of 40 queries have no word known"), "{err}");
+    }
+    let v = json(&["knn", c, "-k", "2", "--metric", "dot-product"]);
+    assert_eq!(v["score"], "similarity");
+    let n = &v["results"][0]["neighbors"];
+    assert!(n[0]["similarity"].as_f64().unwrap() >= n[1]["similarity"].as_f64().unwrap());
+    assert!(n[0].get("distance").is_none());
+    let csv = ok(&[
+        "knn", c, "-k", "2", "--metric", "dot", "--format", "csv", "-q",
+    ]);
+    assert!(csv.starts_with("query,rank,neighbor,similarity\n"), "{csv}");
+}
+
+/// Row 15: `--metric minkowski` without `--p` says what to add, in the docs' syntax.
+#[test]
+fn minkowski_without_p_names_the_option_to_add() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus_and_model(dir.path(), &[]);
+    let out = fails(
+        &["knn", s(&corpus), "--metric", "minkowski"],
+        "--metric minkowski needs its exponent: add --p P",
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("unknown metric"), "{err}");
+    ok(&["knn", s(&corpus), "--metric", "minkowski", "--p", "3", "-q"]);
+}
+
+/// Row 14: `infer` and `similar --text` on a model whose corpus was prepared with `--stem` cut
+/// new text as prepare did (stemmed), from the options the corpus records.
+#[test]
+fn infer_and_similar_tokenize_new_text_as_prepare_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, model) = corpus_and_model(dir.path(), &["--stem", "--min-df", "1"]);
+    let v = json(&["topics", s(&model), "--top", "30"]);
+    let vocab: Vec<String> = v["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["top_words"].as_array().unwrap().clone())
+        .map(|w| w["word"].as_str().unwrap().to_string())
+        .collect();
+    assert!(vocab.iter().any(|w| w == "fish") && !vocab.iter().any(|w| w == "fishing"));
+    // Every word needs stemming to be known: "fishing" → "fish", "rivers" → "river", ...
+    let text = dir.path().join("new.txt");
+    std::fs::write(&text, "fishing rivers boats lakes flooding\n").unwrap();
+    let out = topos(&["infer", s(&model), s(&text), "--format", "jsonl"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("5 tokens known to the model, 0 unknown"),
+        "{err}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["tokens"], 5);
+    let v = json(&[
+        "similar",
+        s(&model),
+        "--text",
+        "fishing rivers boats",
+        "-k",
+        "3",
+    ]);
+    assert_eq!(v["queries_without_known_words"], 0);
+    assert_eq!(v["results"][0]["neighbors"].as_array().unwrap().len(), 3);
+    // --stem against a corpus that records no stemming is refused; with --stem on the stemmed
+    // corpus it is just redundant.
+    ok(&["infer", s(&model), s(&text), "--stem", "-q"]);
+    let plain_dir = dir.path().join("plain");
+    std::fs::create_dir(&plain_dir).unwrap();
+    let (_, plain) = corpus_and_model(&plain_dir, &[]);
+    fails(
+        &["infer", s(&plain), s(&text), "--stem"],
+        "prepared without --stem",
+    );
+    // Without a corpus beside the model: prepare's defaults, said once on stderr.
+    let moved = dir.path().join("elsewhere.tmod");
+    std::fs::copy(&model, &moved).unwrap();
+    let out = topos(&["infer", s(&moved), s(&text), "-q"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("warning").count(), 2, "{err}");
+    assert!(err.contains("tokenizer options are unknown"), "{err}");
+    // ... and --corpus names it.
+    let out = topos(&["infer", s(&moved), s(&text), "--corpus", s(&corpus), "-q"]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Row 15: a document with no known word gets no mixture in every format (it used to get a
+/// uniform one in CSV and none in JSONL).
+#[test]
+fn infer_formats_agree_on_documents_without_known_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, model) = corpus_and_model(dir.path(), &[]);
+    let text = dir.path().join("new.txt");
+    std::fs::write(&text, "river water boat\nzebra quokka\n").unwrap();
+    let jsonl = ok(&["infer", s(&model), s(&text), "-q"]);
+    let rows: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[1]["tokens"], 0);
+    assert_eq!(rows[1]["topics"].as_array().unwrap().len(), 0);
+    let csv = ok(&["infer", s(&model), s(&text), "--format", "csv", "-q"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[2], "1,0,,,");
+    assert!(lines[1].starts_with("0,3,0."), "{csv}");
+    let top = ok(&["infer", s(&model), s(&text), "--format", "top", "-q"]);
+    assert_eq!(top.lines().nth(1), Some("1\t"));
+    let out = topos(&["infer", s(&model), s(&text), "-q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 of 2 documents have no word known"), "{err}");
+}
+
+/// Row 6: Latin-1 input is refused by default with the file, line and what to do, read
+/// correctly with `--encoding latin1`, and replaced *and counted* with `--encoding utf-8-lossy`.
+#[test]
+fn invalid_utf8_input_is_refused_decoded_or_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("latin1.txt");
+    let mut bytes = Vec::new();
+    for i in 0..40 {
+        bytes.extend_from_slice(if i % 2 == 0 {
+            b"caf\xe9 na\xefve cr\xe8me br\xfbl\xe9e dessert\n"
+        } else {
+            b"caf\xe9 cr\xe8me menu dessert table\n"
+        });
+    }
+    std::fs::write(&input, &bytes).unwrap();
+    let out = dir.path().join("c.tcorp");
+    let args = |enc: &'static str| {
+        vec![
+            "prepare".to_string(),
+            s(&input).to_string(),
+            "-o".into(),
+            s(&out).to_string(),
+            "--min-df".into(),
+            "1".into(),
+            "--max-df".into(),
+            "1.0".into(),
+            "--encoding".into(),
+            enc.into(),
+        ]
+    };
+    let strict: Vec<String> = args("utf-8");
+    let strict: Vec<&str> = strict.iter().map(String::as_str).collect();
+    fails(
+        &strict[..strict.len() - 2],
+        "latin1.txt: line 1: invalid UTF-8 at byte 4 (0xe9)",
+    );
+    fails(&strict, "--encoding latin1");
+    assert!(!out.exists());
+    let latin1: Vec<String> = args("latin1");
+    let latin1: Vec<&str> = latin1.iter().map(String::as_str).collect();
+    let v = json(&latin1);
+    assert_eq!(v["encoding"], "latin1");
+    assert_eq!(v["invalid_bytes_replaced"], 0);
+    let export = dir.path().join("export");
+    ok(&["export", s(&out), "-o", s(&export), "-q"]);
+    let vocab = std::fs::read_to_string(export.join("vocab.txt")).unwrap();
+    for w in ["café", "naïve", "crème", "brûlée"] {
+        assert!(vocab.lines().any(|l| l == w), "{w} missing from {vocab}");
+    }
+    let lossy: Vec<String> = args("utf-8-lossy");
+    let lossy: Vec<&str> = lossy.iter().map(String::as_str).collect();
+    let v = json(&lossy);
+    assert_eq!(v["encoding"], "utf-8-lossy");
+    assert_eq!(v["invalid_bytes_replaced"], 20 * 5 + 20 * 2);
+    assert_eq!(v["documents_with_invalid_bytes"], 40);
+    let human = ok(&lossy);
+    assert!(
+        human.contains("140 invalid bytes replaced by U+FFFD in 40 documents"),
+        "{human}"
+    );
+}
+
+/// Row 5: a tiny UCI file whose counts claim terabytes of tokens is refused at once, with the
+/// numbers, by the memory check after pass 1 (it used to be OOM-killed after taking all memory).
+#[test]
+fn prepare_refuses_counts_that_cannot_fit_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let docword = dir.path().join("docword.huge.txt");
+    let mut text = String::from("400\n2\n400\n");
+    for d in 1..=400 {
+        text.push_str(&format!("{d} 1 4000000000\n"));
+    }
+    std::fs::write(&docword, text).unwrap();
+    std::fs::write(dir.path().join("vocab.huge.txt"), "alpha\nbeta\n").unwrap();
+    let out = dir.path().join("huge.tcorp");
+    let t = std::time::Instant::now();
+    fails(
+        &["prepare", s(&docword), "-o", s(&out), "--max-df", "1.0"],
+        "the corpus would hold 1600000000000 tokens in 400 documents",
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    assert!(!out.exists());
+}
+
+/// Row 15: an OS error appears once in the one-line message (it used to be printed twice:
+/// once in the library's message and again as its `source()` in the chain).
+#[test]
+fn os_errors_are_printed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let m = s(&missing);
+    for args in [
+        vec!["prepare", m, "-o", "x.tcorp"],
+        vec!["topics", m],
+        vec!["eval", m],
+        vec!["knn", m],
+        vec!["privacy", "ledger", m],
+        vec!["infer", m, m],
+    ] {
+        let out = fails(&args, "No such file or directory");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    }
+}
