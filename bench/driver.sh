@@ -38,9 +38,23 @@ s = json.load(open(sys.argv[1])); wall, kib = open(sys.argv[2]).read().split()
 wall, gib = float(wall), int(kib) / 2**20
 plan = s.get("gpu_plan") or {}
 f = lambda x: "NA" if x is None else f"{x:.4f}"
-print(f"{sys.argv[3]}\tK={sys.argv[4]}\t{sys.argv[5]} it\t{sys.argv[6]}\tloop {s['seconds']:.2f} s\twall {wall:.2f} s\t{wall / s['seconds']:.2f}x\thost {gib:.2f} GiB\t{s['tokens_per_second'] / 1e6:.0f}M tok/s\theldout {f(s['heldout_ll'])}\ttrain {f(s['train_ll'])}\t{plan.get('mode')} {plan.get('chunks')} {plan.get('format')}")
+ph = s.get("phases")
+ph = " ".join(f"{k} {v:.2f}" for k, v in ph.items() if v) if ph else "NA"
+op = (plan.get("open_seconds") or {})
+if op: ph += " | open " + " ".join(f"{k} {v:.2f}" for k, v in op.items())
+print(f"{sys.argv[3]}\tK={sys.argv[4]}\t{sys.argv[5]} it\t{sys.argv[6]}\tloop {s['seconds']:.2f} s\twall {wall:.2f} s\t{wall / s['seconds']:.2f}x\thost {gib:.2f} GiB\t{s['tokens_per_second'] / 1e6:.0f}M tok/s\theldout {f(s['heldout_ll'])}\ttrain {f(s['train_ll'])}\t{plan.get('mode')} {plan.get('chunks')} {plan.get('format')}\t[{ph}]")
 PY
 }
+
+if [ "$mode" = phases ]; then
+  synth nyt --docs 303000 --vocab 100000 --topics 100 --doc-len 332 --holdout 0.01
+  synth pubmed --docs 8282000 --vocab 141043 --topics 100 --doc-len 90 --holdout 0.001
+  run topos nyt 1024 100 --algo esca   # compiles the kernels into the PTX cache
+  run topos nyt 1024 100 --algo esca
+  run topos nyt 32768 30 --algo esca
+  run topos pubmed 1000 20 --algo esca
+  run topos pubmed 32768 20 --algo esca
+fi
 
 if [ "$mode" = table ]; then
   synth nyt --docs 303000 --vocab 100000 --topics 100 --doc-len 332 --holdout 0.01

@@ -873,12 +873,17 @@ impl Run {
                 builder
             }
         };
-        let phi = builder.finish();
+        self.evaluate_heldout(&builder.finish())
+    }
+
+    /// Document completion on the held-out documents with `phi` (of their words at least).
+    fn evaluate_heldout(&self, phi: &Phi) -> Result<f64, RunError> {
         let opts = FoldInOptions {
             seed: self.config.seed,
             ..FoldInOptions::default()
         };
-        let result = topos_model::heldout_log_likelihood(&phi, &h, self.corpus.heldout(), &opts)?;
+        let h = self.config.hyper;
+        let result = topos_model::heldout_log_likelihood(phi, &h, self.corpus.heldout(), &opts)?;
         Ok(result.ll_per_token)
     }
 
@@ -912,11 +917,14 @@ impl Run {
             _ => None,
         };
         self.phases.train_ll += t.elapsed().as_secs_f64();
-        let heldout_ll = match self.last_heldout_ll {
+        let mut heldout_ll = match self.last_heldout_ll {
             Some((i, ll)) if i == it => Some(ll),
-            _ if self.has_heldout => Some(self.heldout_ll()?),
+            // A private run's model is a release in memory: evaluate it now. An ordinary run's
+            // φ is built from the rows read back for the model file, in the same pass.
+            _ if self.has_heldout && self.private.is_some() => Some(self.heldout_ll()?),
             _ => None,
         };
+        let heldout_with_model = heldout_ll.is_none() && self.has_heldout;
 
         // The model, staged under a temporary name.
         let writing = Instant::now();
@@ -963,21 +971,54 @@ impl Run {
                 };
                 let totals = self.engine.topic_totals()?;
                 let mut w = ModelWriter::create(&output, &vocab, h, &provenance, &totals, None)?;
+                let mut phi = if heldout_with_model {
+                    Some(Phi::builder_for_words(
+                        vocab.len(),
+                        h.beta,
+                        &totals,
+                        &self.heldout_words,
+                        topos_model::mem::available_memory(),
+                    )?)
+                } else {
+                    None
+                };
                 let mut piece = WordTopics::default();
                 for_each_row_piece(
                     self.engine.as_mut(),
                     vocab.len(),
                     &mut piece,
-                    |_, rows| {
+                    |first, rows| {
                         for i in 0..rows.num_words() as u32 {
                             let (t, c) = rows.row(i);
                             w.push_word(t, c)?;
+                            if let Some(b) = phi.as_mut() {
+                                b.push_row(first + i, t, c);
+                            }
                         }
                         Ok::<(), RunError>(())
                     },
                     &[],
                 )?;
-                let (staged, sum) = w.stage()?;
+                // The file is completed and synced while the held-out documents are folded in.
+                let run = &self;
+                let (staged, evaluated) = std::thread::scope(|scope| {
+                    let staging = scope.spawn(move || w.stage());
+                    let evaluated = phi.map(|b| {
+                        let t = Instant::now();
+                        run.evaluate_heldout(&b.finish())
+                            .map(|ll| (ll, t.elapsed().as_secs_f64()))
+                    });
+                    (
+                        staging.join().expect("staging the model does not panic"),
+                        evaluated,
+                    )
+                });
+                let (staged, sum) = staged?;
+                if let Some(e) = evaluated {
+                    let (ll, seconds) = e?;
+                    self.phases.heldout += seconds;
+                    heldout_ll = Some(ll);
+                }
                 (staged, sum, None)
             }
         };

@@ -17,6 +17,26 @@ use topos_cuda::device::{self, DeviceInfo};
 use topos_cuda::tuning::Tuning;
 use topos_cuda::GpuError;
 
+/// Wall time of consecutive steps.
+pub(crate) struct Clock {
+    last: std::time::Instant,
+    pub laps: Vec<(&'static str, f64)>,
+}
+
+impl Clock {
+    pub fn new() -> Self {
+        Self {
+            last: std::time::Instant::now(),
+            laps: Vec::new(),
+        }
+    }
+    pub fn lap(&mut self, what: &'static str) {
+        let now = std::time::Instant::now();
+        self.laps.push((what, (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+}
+
 fn to_train(e: GpuError) -> TrainError {
     TrainError::Device(e.to_string())
 }
@@ -60,6 +80,8 @@ pub struct CudaEngine {
     kernels: Kernels,
     info: DeviceInfo,
     plan: Plan,
+    /// Seconds of each step of opening (context, plan, partitions, compile, upload, counts).
+    open_seconds: Vec<(&'static str, f64)>,
     iteration: u32,
     threads: usize,
     /// Set between `sample` and `commit`.
@@ -76,8 +98,10 @@ impl CudaEngine {
                 setup.sampler.name()
             ))
         })?;
+        let mut clock = Clock::new();
         let ctx = device::open(ordinal)?;
         let info = device::info(&ctx)?;
+        clock.lap("context");
         let budget = setup
             .device
             .memory_budget
@@ -118,10 +142,12 @@ impl CudaEngine {
         .map_err(|e| GpuError::Plan(e.to_string()))?;
         let words = WordTopicLayout::new(&word_tokens, topics, plan.format);
         drop(word_tokens);
+        clock.lap("plan");
         let shapes: Vec<PartitionShape> = crate::layout::partition_ranges(docs, plan.chunks)
             .into_iter()
             .map(|r| PartitionShape::new(docs, r))
             .collect();
+        clock.lap("partitions");
         let (start_topics, iteration) = match &setup.start {
             crate::engine::Start::Fresh => (StartTopics::Fresh, 0),
             crate::engine::Start::Resume(c) => (StartTopics::Given(&c.assignments), c.iteration),
@@ -148,10 +174,13 @@ impl CudaEngine {
             },
             &info,
         )?;
+        let mut open_seconds = clock.laps;
+        open_seconds.extend(kernels.open_seconds().iter().cloned());
         Ok(Self {
             kernels,
             info,
             plan,
+            open_seconds,
             iteration,
             threads: setup.threads,
             sampled: false,
@@ -187,6 +216,12 @@ impl Engine for CudaEngine {
         if let Some(o) = v.as_object_mut() {
             o.insert("summary".into(), self.plan.to_string().into());
             o.insert("streamed".into(), (self.plan.mode == Mode::Streamed).into());
+            let open: serde_json::Map<String, serde_json::Value> = self
+                .open_seconds
+                .iter()
+                .map(|(k, v)| (k.to_string(), (*v).into()))
+                .collect();
+            o.insert("open_seconds".into(), open.into());
         }
         Some(v)
     }

@@ -132,6 +132,8 @@ pub struct Engine {
     inv_f64: CudaSlice<f64>,
     mass: CudaSlice<f64>,
     acc: CudaSlice<u64>,
+    /// Seconds of each step of [`Engine::new`].
+    open_seconds: Vec<(&'static str, f64)>,
 }
 
 /// Floats of the sampling tree for K leaves (the same arithmetic as `tree_layout` in the kernel).
@@ -354,10 +356,12 @@ impl Engine {
         } = start;
         let (multiprocessors, max_shared_per_block) =
             (device.multiprocessors, device.max_shared_per_block);
+        let mut clock = super::enabled::Clock::new();
         let smem_bytes = tree_floats(cfg.topics) * 4;
         let sample_threads = sample_block_threads(smem_bytes, device.shared_per_multiprocessor);
         let wide = cfg.wide_rows;
         let kernels = compile(&ctx, cfg.topics, sample_threads, wide)?;
+        clock.lap("kernels");
         // Streams are synchronized explicitly with events below (two chunk streams share the
         // model: B is read-only during a sweep, B' only receives commutative atomics).
         // SAFETY: every buffer is freed only after the context synchronizes (Drop), and no buffer
@@ -593,6 +597,7 @@ impl Engine {
         for l in &lanes {
             l.synchronize().check(|| "allocating chunk slots".into())?;
         }
+        clock.lap("upload");
         let inv_f64 = main
             .alloc_zeros::<f64>(k)
             .check(|| alloc("the normalizers", k * 8))?;
@@ -629,9 +634,17 @@ impl Engine {
             inv_f64,
             mass,
             acc,
+            open_seconds: Vec::new(),
         };
         engine.initial_counts()?;
+        clock.lap("counts");
+        engine.open_seconds = clock.laps;
         Ok(engine)
+    }
+
+    /// Seconds of each step of opening.
+    pub fn open_seconds(&self) -> &[(&'static str, f64)] {
+        &self.open_seconds
     }
 
     /// K.
@@ -932,31 +945,36 @@ impl Engine {
         self.main
             .synchronize()
             .check(|| "copying word-topic rows back".into())?;
-        let mut pairs: Vec<(u16, u32)> = Vec::new();
-        for (&o, &s) in offs.iter().zip(slots) {
-            if s >= k {
-                let row = &dense[o as usize - dense_base..][..k as usize];
-                for (t, &c) in row.iter().enumerate() {
-                    if c > 0 {
-                        out.topics.push(t as u16);
-                        out.counts.push(c);
+        // Each word's row decoded on its own (in parallel), then laid end to end.
+        let rows: Vec<(Vec<u16>, Vec<u32>)> = offs
+            .par_iter()
+            .zip(slots.par_iter())
+            .map(|(&o, &s)| {
+                let (mut topics, mut counts) = (Vec::new(), Vec::new());
+                if s >= k {
+                    let row = &dense[o as usize - dense_base..][..k as usize];
+                    for (t, &c) in row.iter().enumerate() {
+                        if c > 0 {
+                            topics.push(t as u16);
+                            counts.push(c);
+                        }
                     }
-                }
-            } else if s > 0 {
-                pairs.clear();
-                let cells = &hashed[o as usize - hashed_base..][..s as usize];
-                pairs.extend(
-                    cells
+                } else if s > 0 {
+                    let cells = &hashed[o as usize - hashed_base..][..s as usize];
+                    let mut pairs: Vec<(u16, u32)> = cells
                         .iter()
                         .filter(|&&c| c != 0)
-                        .map(|&c| (((c >> 16) - 1) as u16, c & 0xffff)),
-                );
-                pairs.sort_unstable();
-                for &(t, c) in &pairs {
-                    out.topics.push(t);
-                    out.counts.push(c);
+                        .map(|&c| (((c >> 16) - 1) as u16, c & 0xffff))
+                        .collect();
+                    pairs.sort_unstable();
+                    (topics, counts) = pairs.into_iter().unzip();
                 }
-            }
+                (topics, counts)
+            })
+            .collect();
+        for (t, c) in rows {
+            out.topics.extend_from_slice(&t);
+            out.counts.extend_from_slice(&c);
             out.offsets.push(out.topics.len() as u64);
         }
         Ok(())
