@@ -241,10 +241,20 @@ impl PartitionShape {
         out
     }
 
+    /// A filler of this partition's PDOW arrays, a piece of words at a time (see
+    /// [`PdowFiller::fill`]); it counts every chunk's words once, with the partition's tokens
+    /// cut into one chunk per thread (at least 2²⁰ tokens each).
+    pub fn filler<'a>(&'a self, docs: Docs<'a>) -> PdowFiller<'a> {
+        let chunk = self
+            .num_tokens
+            .div_ceil(rayon::current_num_threads())
+            .max(1 << 20);
+        PdowFiller::new(self, docs, chunk)
+    }
+
     /// The PDOW arrays of the words `piece` (distinct-word indices), exactly those of
-    /// [`Layout::build`]'s partition at entries `word_starts[piece.start]..word_starts[piece.end]`:
-    /// within a word, tokens in corpus order (a stable counting sort, parallel over token
-    /// chunks). `token_src` and `token_doc` must be as long as the piece's entries.
+    /// [`Layout::build`]'s partition at entries `word_starts[piece.start]..word_starts[piece.end]`.
+    /// `token_src` and `token_doc` must be as long as the piece's entries.
     pub fn fill(
         &self,
         docs: Docs<'_>,
@@ -252,101 +262,120 @@ impl PartitionShape {
         token_src: &mut [u32],
         token_doc: &mut [u32],
     ) {
-        let chunk = self
-            .num_tokens
-            .div_ceil(rayon::current_num_threads() * 4)
-            .max(1 << 16);
-        self.fill_in_chunks(docs, piece, token_src, token_doc, chunk);
+        self.filler(docs).fill(piece, token_src, token_doc);
     }
+}
 
-    /// [`PartitionShape::fill`] with the partition's tokens cut into chunks of `chunk` tokens.
-    fn fill_in_chunks(
-        &self,
-        docs: Docs<'_>,
-        piece: std::ops::Range<usize>,
-        token_src: &mut [u32],
-        token_doc: &mut [u32],
-        chunk: usize,
-    ) {
+/// The PDOW arrays of one partition, built a piece of words at a time by a stable counting sort
+/// (within a word, tokens in corpus order), parallel over chunks of the partition's tokens: one
+/// counting pass over every chunk at the start (each chunk's count of every word), then per piece
+/// one scattering pass that writes the piece's tokens at their positions. Memory: a count per
+/// (chunk, word) and the piece's arrays, never the whole partition's.
+pub struct PdowFiller<'a> {
+    shape: &'a PartitionShape,
+    docs: Docs<'a>,
+    chunks: Vec<std::ops::Range<usize>>,
+    /// `cursors[c][i]`: where chunk c's next token of the partition's `i`-th word goes.
+    cursors: Vec<Vec<u32>>,
+    /// The index in `shape.words` of each word id (`u32::MAX`: not in the partition).
+    word_index: Vec<u32>,
+}
+
+impl<'a> PdowFiller<'a> {
+    fn new(shape: &'a PartitionShape, docs: Docs<'a>, chunk: usize) -> Self {
         use rayon::prelude::*;
-        if piece.is_empty() {
-            return;
+        let bound = shape.words.last().map_or(0, |&w| w as usize + 1);
+        let mut word_index = vec![u32::MAX; bound];
+        for (i, &w) in shape.words.iter().enumerate() {
+            word_index[w as usize] = i as u32;
         }
-        let first = self.word_starts[piece.start];
-        let entries = (self.word_starts[piece.end] - first) as usize;
-        assert!(token_src.len() == entries && token_doc.len() == entries);
-        let (w_lo, w_hi) = (self.words[piece.start], self.words[piece.end - 1]);
-        let span = (w_hi - w_lo + 1) as usize;
-        // Slot of each word of the piece in a span-wide table (u32::MAX: not in the piece).
-        let mut slot_of = vec![u32::MAX; span];
-        for (j, &w) in self.words[piece.clone()].iter().enumerate() {
-            slot_of[(w - w_lo) as usize] = j as u32;
-        }
-        let n_words = piece.len();
-        let local =
-            &docs.tokens()[self.token_start as usize..self.token_start as usize + self.num_tokens];
+        let local = Self::local(shape, docs);
         let chunk = chunk.max(1);
         let chunks: Vec<std::ops::Range<usize>> = (0..local.len())
             .step_by(chunk)
             .map(|s| s..(s + chunk).min(local.len()))
             .collect();
-        let slot = |w: u32| -> Option<usize> {
-            if w < w_lo || w > w_hi {
-                return None;
-            }
-            let j = slot_of[(w - w_lo) as usize];
-            (j != u32::MAX).then_some(j as usize)
-        };
-        // Pass A: every chunk's count of every word of the piece.
-        let counts: Vec<Vec<u32>> = chunks
+        let n_words = shape.words.len();
+        // Every chunk's count of every word of the partition.
+        let mut cursors: Vec<Vec<u32>> = chunks
             .par_iter()
             .map(|r| {
                 let mut c = vec![0u32; n_words];
                 for &w in &local[r.clone()] {
-                    if let Some(j) = slot(w) {
-                        c[j] += 1;
-                    }
+                    c[word_index[w as usize] as usize] += 1;
                 }
                 c
             })
             .collect();
-        // Each chunk's first position per word: the word's start, plus the chunks before it.
-        let mut cursors: Vec<Vec<u32>> = Vec::with_capacity(chunks.len());
-        let mut next: Vec<u32> = (piece.clone())
-            .map(|i| self.word_starts[i] - first)
-            .collect();
-        for c in &counts {
-            cursors.push(next.clone());
-            next.iter_mut().zip(c).for_each(|(n, &x)| *n += x);
+        // Counts to first positions: the word's start, plus the chunks before this one.
+        for i in 0..n_words {
+            let mut at = shape.word_starts[i];
+            for c in cursors.iter_mut() {
+                let n = c[i];
+                c[i] = at;
+                at += n;
+            }
         }
-        drop(counts);
-        // Pass B: scatter, each chunk into its own positions.
+        Self {
+            shape,
+            docs,
+            chunks,
+            cursors,
+            word_index,
+        }
+    }
+
+    fn local<'d>(shape: &PartitionShape, docs: Docs<'d>) -> &'d [u32] {
+        &docs.tokens()[shape.token_start as usize..shape.token_start as usize + shape.num_tokens]
+    }
+
+    /// Writes the PDOW entries of the words `piece` (distinct-word indices, consecutive pieces
+    /// in order) into `token_src` and `token_doc`, as long as the piece's entries.
+    pub fn fill(
+        &mut self,
+        piece: std::ops::Range<usize>,
+        token_src: &mut [u32],
+        token_doc: &mut [u32],
+    ) {
+        use rayon::prelude::*;
+        if piece.is_empty() {
+            return;
+        }
+        let shape = self.shape;
+        let first = shape.word_starts[piece.start];
+        let entries = (shape.word_starts[piece.end] - first) as usize;
+        assert!(token_src.len() == entries && token_doc.len() == entries);
+        let (lo, hi) = (piece.start as u32, piece.end as u32);
+        let local = Self::local(shape, self.docs);
+        let word_index = &self.word_index;
         let src = SharedMut(token_src.as_mut_ptr());
         let doc = SharedMut(token_doc.as_mut_ptr());
-        let offsets = docs.offsets();
-        let doc_base = self.docs.start;
-        chunks
-            .into_par_iter()
-            .zip(cursors)
-            .for_each(|(r, mut cur)| {
+        let offsets = self.docs.offsets();
+        let doc_base = shape.docs.start;
+        self.chunks
+            .par_iter()
+            .zip(self.cursors.par_iter_mut())
+            .for_each(|(r, cur)| {
                 let (src, doc) = (src, doc);
-                let global = self.token_start + r.start as u64;
+                let global = shape.token_start + r.start as u64;
                 // The document of the chunk's first token, then advance across boundaries.
                 let mut d = offsets.partition_point(|&o| o <= global) - 1;
                 for (i, &w) in local[r.clone()].iter().enumerate() {
+                    let j = word_index[w as usize];
+                    if j < lo || j >= hi {
+                        continue;
+                    }
                     let t = global + i as u64;
                     while offsets[d + 1] <= t {
                         d += 1;
                     }
-                    if let Some(j) = slot(w) {
-                        let pos = cur[j] as usize;
-                        cur[j] += 1;
-                        // SAFETY: positions of distinct (chunk, word, occurrence) are distinct
-                        // and below `entries` (a counting sort's prefix sums).
-                        unsafe {
-                            *src.0.add(pos) = (r.start + i) as u32;
-                            *doc.0.add(pos) = (d - doc_base) as u32;
-                        }
+                    let pos = (cur[j as usize] - first) as usize;
+                    cur[j as usize] += 1;
+                    // SAFETY: positions of distinct (chunk, word, occurrence) are distinct and
+                    // below `entries` (a counting sort's prefix sums).
+                    unsafe {
+                        *src.0.add(pos) = (r.start + i) as u32;
+                        *doc.0.add(pos) = (d - doc_base) as u32;
                     }
                 }
             });
@@ -383,13 +412,14 @@ mod tests {
                     (p.token_start, p.num_tokens)
                 );
                 for (max, chunk) in [(1, 7), (50, 1000), (1 << 20, 1 << 16)] {
+                    let mut filler = PdowFiller::new(&shape, v, chunk);
                     let mut src = vec![0u32; p.num_tokens];
                     let mut doc = vec![0u32; p.num_tokens];
                     for piece in shape.pieces(max) {
                         let r = shape.word_starts[piece.start] as usize
                             ..shape.word_starts[piece.end] as usize;
                         let (s, d) = (&mut src[r.clone()], &mut doc[r]);
-                        shape.fill_in_chunks(v, piece, s, d, chunk);
+                        filler.fill(piece, s, d);
                     }
                     assert_eq!(src, p.token_src, "{parts} partitions, pieces of {max}");
                     assert_eq!(doc, p.token_doc);

@@ -60,7 +60,7 @@ pub fn host_memory(
     let mut items = crate::memory::shared_items(s);
     items.push(("word-topic row index (20 B/word)", 20 * s.words));
     items.push((
-        "PDOW piece being built (8 B/token, at most 2 GiB)",
+        "PDOW piece being built, page-locked (8 B/token, at most 2 GiB)",
         8 * s.tokens.min(PIECE_TOKENS as u64),
     ));
     items.push(("CUDA driver and context", 512 << 20));
