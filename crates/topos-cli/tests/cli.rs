@@ -499,3 +499,65 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         "{text}"
     );
 }
+
+/// The host memory a CPU run is admitted with bounds what it uses (the kernel's peak resident
+/// set), and is not so loose as to refuse runs that would fit: within 2× plus the program.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_memory_estimate_bounds_the_measured_peak_of_cpu_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("m.tcorp");
+    ok(&[
+        "synth",
+        "-o",
+        s(&c),
+        "--docs",
+        "6000",
+        "--vocab",
+        "8000",
+        "--topics",
+        "30",
+        "--doc-len",
+        "120",
+        "--holdout",
+        "0.05",
+        "-q",
+    ]);
+    for k in ["20", "400", "4000"] {
+        for algo in ["cgs", "esca"] {
+            let out = dir.path().join("m.tmod");
+            let v = json(&[
+                "train",
+                s(&c),
+                "-k",
+                k,
+                "--iters",
+                "3",
+                "--algo",
+                algo,
+                "--device",
+                "cpu",
+                "--threads",
+                "2",
+                "-o",
+                s(&out),
+                "--doc-topics",
+            ]);
+            let est = v["estimated_memory_bytes"].as_u64().unwrap();
+            let peak = v["peak_memory_bytes"].as_u64().unwrap();
+            eprintln!(
+                "K={k} {algo}: estimate {} MiB, peak {} MiB",
+                est >> 20,
+                peak >> 20
+            );
+            assert!(
+                peak <= est,
+                "K={k} {algo}: peak {peak} above the estimate {est}"
+            );
+            assert!(
+                est <= 2 * peak + (64 << 20),
+                "K={k} {algo}: estimate {est} far above the peak {peak}"
+            );
+        }
+    }
+}

@@ -68,7 +68,8 @@ impl MemoryEstimate {
     }
 }
 
-/// What every run holds on the host whatever its device: the corpus file's pages (memory-mapped:
+/// What every run holds on the host whatever its device: the program itself (64 MiB), the corpus
+/// file's pages (memory-mapped:
 /// 4 B a token and 8 B a document are read, and counted in the process's resident memory), the
 /// word-topic rows read back for the model file and held-out evaluation (a piece of 1,024 words
 /// at a time, 6 B a non-zero), φ of the held-out words (4 B × K each and a sampling tree of about as much, built as
@@ -78,6 +79,7 @@ impl MemoryEstimate {
 pub fn shared_items(shape: &RunShape) -> Vec<(&'static str, u64)> {
     let s = shape;
     let mut items = vec![
+        ("program, libraries, thread stacks", 64 << 20),
         (
             "corpus (memory-mapped, 4 B/token)",
             4 * (s.tokens + s.heldout_tokens) + 8 * s.docs,
@@ -90,9 +92,10 @@ pub fn shared_items(shape: &RunShape) -> Vec<(&'static str, u64)> {
     if s.heldout_tokens > 0 {
         let words = s.heldout_words.min(s.words);
         if topos_model::phi::dense_phi(s.words as usize, s.topics as usize) {
+            // 4 B a topic for φ and about 4.2 B for a word's 32-ary tree (levels of K, K/32, …).
             items.push((
-                "φ and sampling trees of the held-out words (8 B × K each)",
-                8 * words * s.topics,
+                "φ and sampling trees of the held-out words (8.5 B × K each)",
+                words * s.topics * 17 / 2,
             ));
         } else {
             items.push((

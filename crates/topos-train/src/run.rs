@@ -219,6 +219,9 @@ pub struct Summary {
     pub heldout_perplexity: Option<f64>,
     /// The host memory estimate the run was admitted with.
     pub estimated_memory_bytes: u64,
+    /// The process's peak resident memory so far, as the kernel counts it (Linux's `VmHWM`;
+    /// `null` elsewhere): what the estimate is checked against.
+    pub peak_memory_bytes: Option<u64>,
     pub memory_estimate: MemoryEstimate,
     /// The guarantee of a private run (`null` otherwise).
     pub privacy: Option<topos_model::Guarantee>,
@@ -1110,6 +1113,7 @@ impl Run {
             heldout_ll,
             heldout_perplexity: heldout_ll.map(|ll| (-ll).exp()),
             estimated_memory_bytes: self.estimate.total(),
+            peak_memory_bytes: peak_resident_bytes(),
             memory_estimate: self.estimate.clone(),
             noise_scale: self.private.as_ref().map(|p| p.releases.scale()),
             privacy: guarantee,
@@ -1221,6 +1225,15 @@ impl DocRowCounter {
             self.lengths.push(self.touched.len() as u64);
         }
     }
+}
+
+/// The peak resident memory of this process (`VmHWM` in `/proc/self/status`), where the system
+/// reports it.
+pub fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn remove_if_present(path: &Path) -> Result<(), RunError> {
