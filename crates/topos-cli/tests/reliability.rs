@@ -271,9 +271,24 @@ fn infer_and_similar_tokenize_new_text_as_prepare_did() {
         &["infer", s(&plain), s(&text), "--stem"],
         "prepared without --stem",
     );
-    // Without a corpus beside the model: prepare's defaults, said once on stderr.
+    // Without a corpus beside it, the model (file version 3) carries the options itself: the
+    // words are still stemmed, with no warning.
     let moved = dir.path().join("elsewhere.tmod");
     std::fs::copy(&model, &moved).unwrap();
+    let out = topos(&["infer", s(&moved), s(&text), "-q"]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["tokens"], 5);
+    // A model that records none (written before version 3) and no corpus: prepare's defaults,
+    // said once on stderr.
+    let mut old = topos_model::TopicModel::read(&moved).unwrap();
+    old.tokenizer = None;
+    old.write(&moved).unwrap();
     let out = topos(&["infer", s(&moved), s(&text), "-q"]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -3,7 +3,7 @@
 //! Both are `topos_io` files (magic, version, payload length, XXH3 checksum; written atomically).
 //! All integers are little-endian.
 //!
-//! **`.tmod`, version 2** (magic `TOPOSMOD`; the version written), payload:
+//! **`.tmod`, version 3** (magic `TOPOSMOD`; the version written), payload:
 //!
 //! ```text
 //! hyperparameters  u32 K, f64 α, f64 β
@@ -14,7 +14,15 @@
 //!                  u32 nnz, then nnz × (u16 topic, u32 count), topics strictly increasing
 //! privacy          u8 0 (no guarantee) or 1, then str: the differential-privacy
 //!                  guarantee (`topos_privacy::Guarantee`) as compact JSON
+//! tokenizer        u8 0 (unknown) or 1, then str: the corpus's tokenizer options
+//!                  (`topos_corpus::TokenizerSpec`) as compact JSON (version 3)
 //! ```
+//!
+//! **Version 2** is the same without the tokenizer section (`tests/fixtures/v2*.tmod`): read as a
+//! model whose tokenizer is unknown, so `infer` falls back on the corpus beside it. Version 3
+//! lets `infer` and `similar --text` cut new text as `prepare` cut the corpus with the model file
+//! alone (issue 18, row 14); the options are public facts about the preparation (no data), so a
+//! private model carries them too.
 //!
 //! **Version 1** is the same without the privacy section; it is still read (as a model without
 //! a guarantee), and `tests/fixtures/v1.tmod` keeps it so. The guarantee is JSON because it is
@@ -67,14 +75,14 @@ use std::path::{Path, PathBuf};
 use topos_corpus::Vocabulary;
 use topos_io::{ByteReader, ByteWriter, FormatError, Kind};
 
-/// The model file's current format version.
-pub const MODEL_VERSION: u32 = 2;
+/// The model file's current format version (3: the tokenizer section).
+pub const MODEL_VERSION: u32 = 3;
 
 /// The model file kind.
 pub const MODEL_KIND: Kind = Kind {
     name: "Topos model",
     magic: *b"TOPOSMOD",
-    supported: &[1, 2],
+    supported: &[1, 2, 3],
     version_hint: "read it with the topos release that wrote it, or re-train the model",
 };
 
@@ -168,6 +176,7 @@ impl TopicModel {
             w.buf.extend_from_slice(&c);
         }
         encode_privacy(&mut w, self.privacy.as_ref());
+        encode_tokenizer(&mut w, self.tokenizer.as_ref());
         Ok(w.buf)
     }
 
@@ -209,7 +218,7 @@ impl TopicModel {
             what,
         };
         match checked.version {
-            v @ (1 | 2) => decode_model(checked.payload, v, &malformed),
+            v @ (1..=3) => decode_model(checked.payload, v, &malformed),
             v => Err(malformed(format!("no decoder for version {v}")).into()),
         }
     }
@@ -244,6 +253,20 @@ pub(crate) fn encode_privacy(w: &mut ByteWriter, privacy: Option<&topos_privacy:
         Some(g) => {
             w.u8(1);
             w.str(&serde_json::to_string(g).expect("a guarantee serializes"));
+        }
+    }
+}
+
+/// The tokenizer section (version 3): the payload after the privacy section.
+pub(crate) fn encode_tokenizer(
+    w: &mut ByteWriter,
+    tokenizer: Option<&topos_corpus::TokenizerSpec>,
+) {
+    match tokenizer {
+        None => w.u8(0),
+        Some(t) => {
+            w.u8(1);
+            w.str(&String::from_utf8(t.encode()).expect("a tokenizer spec is UTF-8 JSON"));
         }
     }
 }
@@ -442,14 +465,37 @@ fn decode_model(
     } else {
         None
     };
+    let tokenizer = if version >= 3 {
+        match r.u8("tokenizer section flag").map_err(bad)? {
+            0 => None,
+            1 => {
+                let json = r.str("tokenizer options").map_err(bad)?;
+                let t = topos_corpus::TokenizerSpec::decode(json.as_bytes())
+                    .map_err(|e| bad(format!("tokenizer options: {e}")))?;
+                if t.encode() != json.as_bytes() {
+                    return Err(bad(
+                        "tokenizer options are not in their canonical encoding".into()
+                    ));
+                }
+                Some(t)
+            }
+            f => {
+                return Err(bad(format!(
+                    "tokenizer section flag is {f}, expected 0 or 1"
+                )))
+            }
+        }
+    } else {
+        None
+    };
     if r.remaining() != 0 {
         return Err(bad(format!(
             "{} unexpected bytes after the {}",
             r.remaining(),
-            if version >= 2 {
-                "privacy section"
-            } else {
-                "word-topic counts"
+            match version {
+                1 => "word-topic counts",
+                2 => "privacy section",
+                _ => "tokenizer section",
             }
         )));
     }
@@ -460,6 +506,7 @@ fn decode_model(
         topic_totals,
         provenance,
         privacy,
+        tokenizer,
     })
 }
 
@@ -621,9 +668,10 @@ mod tests {
         back.write(&path).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), first);
         assert_eq!(m.to_file_bytes().unwrap(), first);
-        // Sparse: 4 words × (4-byte nnz) + 5 non-zeros × 6 bytes, after the fixed part.
+        // Sparse: 4 words × (4-byte nnz) + 5 non-zeros × 6 bytes, after the fixed part, then
+        // the privacy and tokenizer flags.
         let fixed = 32 + 4 + 8 + 8 + (4 + 3) + 4 + 8 * 4 + 4 + (4 * 4 + 5 + 4 + 5 + 5) + 8;
-        assert_eq!(first.len(), fixed + 4 * 4 + 5 * 6 + 1);
+        assert_eq!(first.len(), fixed + 4 * 4 + 5 * 6 + 1 + 1);
     }
 
     #[test]

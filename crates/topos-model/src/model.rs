@@ -91,6 +91,10 @@ pub struct TopicModel {
     /// (its counts are then a noisy release, not the training counts); `None` for an ordinary
     /// model, which carries no privacy guarantee at all.
     pub privacy: Option<topos_privacy::Guarantee>,
+    /// How the corpus's text was cut into tokens (from the corpus, by the training run), so
+    /// `infer` and `similar --text` cut new text the same way with the model file alone; `None`
+    /// for models of corpora that did not record it and for model files before version 3.
+    pub tokenizer: Option<topos_corpus::TokenizerSpec>,
 }
 
 impl TopicModel {
@@ -123,7 +127,14 @@ impl TopicModel {
             topic_totals,
             provenance,
             privacy: None,
+            tokenizer: None,
         }
+    }
+
+    /// The same model, recording how its corpus's text was tokenized.
+    pub fn with_tokenizer(mut self, tokenizer: Option<topos_corpus::TokenizerSpec>) -> Self {
+        self.tokenizer = tokenizer;
+        self
     }
 
     /// The same model, recording the privacy guarantee its counts were released under.

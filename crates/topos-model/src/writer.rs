@@ -34,6 +34,7 @@ pub struct ModelWriter {
     expected_totals: Vec<u64>,
     column_sums: Vec<u64>,
     privacy: Option<topos_privacy::Guarantee>,
+    tokenizer: Option<topos_corpus::TokenizerSpec>,
 }
 
 impl ModelWriter {
@@ -46,6 +47,7 @@ impl ModelWriter {
         provenance: &Provenance,
         topic_totals: &[u64],
         privacy: Option<topos_privacy::Guarantee>,
+        tokenizer: Option<topos_corpus::TokenizerSpec>,
     ) -> Result<Self, ModelError> {
         let bad = inconsistent("model");
         Hyperparameters::new(hyper.num_topics, Some(hyper.alpha), Some(hyper.beta))
@@ -75,6 +77,7 @@ impl ModelWriter {
             expected_totals: topic_totals.to_vec(),
             column_sums: vec![0; hyper.k()],
             privacy,
+            tokenizer,
         })
     }
 
@@ -134,6 +137,7 @@ impl ModelWriter {
             ));
         }
         crate::file::encode_privacy(&mut self.buf, self.privacy.as_ref());
+        crate::file::encode_tokenizer(&mut self.buf, self.tokenizer.as_ref());
         self.file.write(&self.buf.buf)?;
         Ok(self.file.stage()?)
     }
@@ -335,6 +339,7 @@ mod tests {
             &m.provenance,
             &m.topic_totals,
             m.privacy.clone(),
+            m.tokenizer.clone(),
         )?;
         for v in 0..m.num_words() {
             let row = m.word_row(v as u32);
@@ -381,7 +386,8 @@ mod tests {
         let mut totals = m.topic_totals.clone();
         totals[0] += 1;
         let mut w =
-            ModelWriter::create(&path, &m.vocab, m.hyper, &m.provenance, &totals, None).unwrap();
+            ModelWriter::create(&path, &m.vocab, m.hyper, &m.provenance, &totals, None, None)
+                .unwrap();
         for v in 0..20 {
             let row = m.word_row(v);
             let topics: Vec<u16> = (0..5).filter(|&t| row[t] > 0).map(|t| t as u16).collect();
@@ -396,6 +402,7 @@ mod tests {
             m.hyper,
             &m.provenance,
             &m.topic_totals,
+            None,
             None,
         )
         .unwrap();

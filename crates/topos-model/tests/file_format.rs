@@ -59,6 +59,19 @@ fn fixture_doc_topics() -> DocTopics {
     a
 }
 
+/// The tokenizer options recorded in `tests/fixtures/v3-tokenizer.tmod` and `v3-private.tmod`:
+/// stemmed, an extra stop word and a minimum length of 2.
+fn fixture_tokenizer() -> topos_corpus::TokenizerSpec {
+    let opts = topos_corpus::TokenizerOptions {
+        stem: true,
+        min_len: 2,
+        ..Default::default()
+    };
+    let mut spec = opts.spec().unwrap();
+    spec.extra_stopwords = vec!["etc".into()];
+    spec
+}
+
 /// The guarantee recorded in `tests/fixtures/v2-private.tmod`.
 fn fixture_guarantee() -> Guarantee {
     Guarantee::discrete_laplace(1.0, Composition::Sequential, 101, 200.0).with_max_doc_tokens(200)
@@ -68,16 +81,17 @@ fn fixture_guarantee() -> Guarantee {
 /// run this only when adding the fixture of a new version (then keep the old files).
 #[test]
 #[ignore = "writes tests/fixtures; run with --ignored only when adding a format version"]
-fn regenerate_v2_fixtures() {
-    assert_eq!(MODEL_VERSION, 2, "the writer no longer writes version 2");
-    fixture_model().write(&fixture("v2.tmod")).unwrap();
-    let (_, sum) = TopicModel::read_with_checksum(&fixture("v2.tmod")).unwrap();
-    fixture_doc_topics()
-        .write(&fixture("v2.tmod.doctopics"), sum)
+fn regenerate_v3_fixtures() {
+    assert_eq!(MODEL_VERSION, 3, "the writer no longer writes version 3");
+    fixture_model().write(&fixture("v3.tmod")).unwrap();
+    fixture_model()
+        .with_tokenizer(Some(fixture_tokenizer()))
+        .write(&fixture("v3-tokenizer.tmod"))
         .unwrap();
     fixture_model()
         .with_privacy(fixture_guarantee())
-        .write(&fixture("v2-private.tmod"))
+        .with_tokenizer(Some(fixture_tokenizer()))
+        .write(&fixture("v3-private.tmod"))
         .unwrap();
 }
 
@@ -122,23 +136,47 @@ fn reads_the_checked_in_v2_side_file_only_beside_its_model() {
     );
 }
 
-/// While version 2 is the version written, the writer must reproduce its fixtures byte for byte:
+/// While version 3 is the version written, the writer must reproduce its fixtures byte for byte:
 /// a change to these bytes is a format change and needs a new version (then this assertion moves
-/// to the new version's fixtures and the v2 fixtures keep only the read tests).
+/// to the new version's fixtures and the v3 fixtures keep only the read tests).
 #[test]
 fn current_writer_reproduces_the_fixture_bytes() {
-    assert_eq!(MODEL_VERSION, 2);
+    assert_eq!(MODEL_VERSION, 3);
     assert_eq!(DOC_TOPICS_VERSION, 2);
-    let on_disk = std::fs::read(fixture("v2.tmod")).unwrap();
+    let on_disk = std::fs::read(fixture("v3.tmod")).unwrap();
     assert_eq!(fixture_model().to_file_bytes().unwrap(), on_disk);
-    let on_disk = std::fs::read(fixture("v2-private.tmod")).unwrap();
+    let on_disk = std::fs::read(fixture("v3-tokenizer.tmod")).unwrap();
     assert_eq!(
         fixture_model()
-            .with_privacy(fixture_guarantee())
+            .with_tokenizer(Some(fixture_tokenizer()))
             .to_file_bytes()
             .unwrap(),
         on_disk
     );
+    let on_disk = std::fs::read(fixture("v3-private.tmod")).unwrap();
+    assert_eq!(
+        fixture_model()
+            .with_privacy(fixture_guarantee())
+            .with_tokenizer(Some(fixture_tokenizer()))
+            .to_file_bytes()
+            .unwrap(),
+        on_disk
+    );
+    // Version 3 is version 2 and a tokenizer section: the v2 files' payloads plus one byte.
+    {
+        let (a, b) = (
+            std::fs::read(fixture("v3.tmod")).unwrap(),
+            std::fs::read(fixture("v2.tmod")).unwrap(),
+        );
+        assert_eq!(
+            &a[topos_io::HEADER_LEN..a.len() - 1],
+            &b[topos_io::HEADER_LEN..]
+        );
+        assert_eq!(a.last(), Some(&0));
+    }
+    let m = TopicModel::read(&fixture("v3-private.tmod")).unwrap();
+    assert_eq!(m.tokenizer, Some(fixture_tokenizer()));
+    assert_eq!(m.privacy, Some(fixture_guarantee()));
     let on_disk = std::fs::read(fixture("v2.tmod.doctopics")).unwrap();
     let (_, sum) = TopicModel::read_with_checksum(&fixture("v2.tmod")).unwrap();
     assert_eq!(fixture_doc_topics().to_file_bytes(sum).unwrap(), on_disk);
@@ -168,12 +206,12 @@ fn reads_the_checked_in_v2_models() {
     );
     assert!(line.contains("capped at 200 tokens"), "{line}");
     assert!(topos_model::privacy_line(None).contains("none"));
-    // Written again, it is byte-identical.
+    // Written again (as version 3), it reads back the same.
     let dir = tempfile::tempdir().unwrap();
     private.write(&dir.path().join("p.tmod")).unwrap();
     assert_eq!(
-        std::fs::read(dir.path().join("p.tmod")).unwrap(),
-        std::fs::read(fixture("v2-private.tmod")).unwrap()
+        TopicModel::read(&dir.path().join("p.tmod")).unwrap(),
+        private
     );
     // A guarantee with the Rényi accountant and the noise scale (added to v2 as optional
     // fields) round-trips through a file exactly, awkward floats included.
@@ -293,11 +331,16 @@ fn refuses_other_versions_naming_them() {
     for name in [
         "v1.tmod",
         "v2-private.tmod",
+        "v3-private.tmod",
         "v1.tmod.doctopics",
         "v2.tmod.doctopics",
     ] {
         let good = std::fs::read(fixture(name)).unwrap();
-        let (future, reads) = (3u32, "reads versions 1, 2");
+        let (future, reads) = if name.ends_with(".tmod") {
+            (4u32, "reads versions 1, 2, 3")
+        } else {
+            (3, "reads versions 1, 2")
+        };
         for version in [0u32, future, 77] {
             let mut bytes = good.clone();
             bytes[8..12].copy_from_slice(&version.to_le_bytes());
@@ -529,7 +572,11 @@ fn rewrap(kind: &topos_io::Kind, version: u32, payload: &[u8]) -> Vec<u8> {
 #[test]
 fn no_damage_to_the_payload_makes_a_reader_panic() {
     let path = Path::new("damaged.tmod");
-    for (name, version) in [("v1.tmod", 1u32), ("v2-private.tmod", 2)] {
+    for (name, version) in [
+        ("v1.tmod", 1u32),
+        ("v2-private.tmod", 2),
+        ("v3-private.tmod", 3),
+    ] {
         let model = std::fs::read(fixture(name)).unwrap();
         let payload = &model[topos_io::HEADER_LEN..];
         let mut accepted = 0;
@@ -547,9 +594,13 @@ fn no_damage_to_the_payload_makes_a_reader_panic() {
                 let bytes = rewrap(&MODEL_KIND, version, &damaged);
                 if let Ok(m) = TopicModel::from_file_bytes(&bytes, path) {
                     m.validate().unwrap();
-                    // The writer writes version 2: a v1 payload gains the empty privacy section.
+                    // The writer writes version 3: a v1 payload gains the empty privacy
+                    // section, and every older payload the empty tokenizer section.
                     let mut expected = damaged.clone();
                     if version == 1 {
+                        expected.push(0);
+                    }
+                    if version <= 2 {
                         expected.push(0);
                     }
                     assert_eq!(

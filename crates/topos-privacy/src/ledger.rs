@@ -455,7 +455,7 @@ impl Ledger {
     /// Refuses (ε, δ) when either total would be exceeded.
     fn check(&self, corpus: &Path, eps: Epsilon, delta: f64) -> Result<(), PrivacyError> {
         let asked = charge_units(eps.get());
-        if self.spent_units() + asked > self.total_units() {
+        if self.spent_units().saturating_add(asked) > self.total_units() {
             return Err(PrivacyError::OverBudget {
                 spent: self.spent(),
                 remaining: self.remaining(),
@@ -464,7 +464,7 @@ impl Ledger {
             });
         }
         let asked_delta = delta_units(delta);
-        if self.spent_delta_units() + asked_delta > units(self.total_delta, false) {
+        if self.spent_delta_units().saturating_add(asked_delta) > units(self.total_delta, false) {
             return Err(PrivacyError::OverDelta {
                 spent: self.spent_delta(),
                 asked: delta,
@@ -476,7 +476,11 @@ impl Ledger {
     }
 
     fn spent_units(&self) -> u128 {
-        self.charges.iter().map(|c| charge_units(c.epsilon)).sum()
+        // Saturating: a damaged ledger's absurd ε must not overflow (it exceeds any total).
+        self.charges
+            .iter()
+            .map(|c| charge_units(c.epsilon))
+            .fold(0, u128::saturating_add)
     }
 
     fn total_units(&self) -> u128 {
@@ -484,7 +488,10 @@ impl Ledger {
     }
 
     fn spent_delta_units(&self) -> u128 {
-        self.charges.iter().map(|c| delta_units(c.delta)).sum()
+        self.charges
+            .iter()
+            .map(|c| delta_units(c.delta))
+            .fold(0, u128::saturating_add)
     }
 
     /// The total δ (0: pure-ε charges only).

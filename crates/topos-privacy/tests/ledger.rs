@@ -236,3 +236,28 @@ fn old_ledgers_are_read_and_upgraded_on_the_next_change() {
     let e = Ledger::open(&corpus, CHECKSUM).unwrap_err().to_string();
     assert!(e.contains("version 4") && !e.contains('\n'), "{e}");
 }
+
+/// A damaged ledger whose charges are absurdly large (found by the property tests: two charges
+/// of 1e300 ε overflowed the sum of spent units) is read, and every further charge is refused
+/// as over budget, without a panic.
+#[test]
+fn absurd_charges_in_a_damaged_ledger_do_not_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c.tcorp");
+    Ledger::set_total(&corpus, CHECKSUM, e(3.0)).unwrap();
+    Ledger::charge(&corpus, CHECKSUM, "q", e(0.5)).unwrap();
+    let path = ledger_path(&corpus);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let charge = "\"epsilon\": 0.5";
+    assert!(text.contains(charge), "{text}");
+    let huge = text.replace(charge, "\"epsilon\": 1e300");
+    let twice = huge.replace(
+        "\"charges\": [",
+        "\"charges\": [{\"query\": \"x\", \"epsilon\": 1e300, \"time\": \"2026-11-25T00:00:00Z\"},",
+    );
+    std::fs::write(&path, twice).unwrap();
+    let l = Ledger::open(&corpus, CHECKSUM).unwrap();
+    assert_eq!(l.remaining(), 0.0);
+    let err = Ledger::charge(&corpus, CHECKSUM, "more", e(0.1)).unwrap_err();
+    assert!(err.to_string().contains("budget"), "{err}");
+}

@@ -955,6 +955,7 @@ impl Run {
                     &provenance,
                     &b.totals,
                     Some(g.clone()),
+                    self.corpus.tokenizer().cloned(),
                 )?;
                 for v in 0..vocab.len() as u32 {
                     let (t, c) = b.row(v);
@@ -973,7 +974,15 @@ impl Run {
                     num_tokens: view.num_tokens(),
                 };
                 let totals = self.engine.topic_totals()?;
-                let mut w = ModelWriter::create(&output, &vocab, h, &provenance, &totals, None)?;
+                let mut w = ModelWriter::create(
+                    &output,
+                    &vocab,
+                    h,
+                    &provenance,
+                    &totals,
+                    None,
+                    self.corpus.tokenizer().cloned(),
+                )?;
                 let mut phi = if heldout_with_model {
                     Some(Phi::builder_for_words(
                         vocab.len(),

@@ -110,7 +110,9 @@ fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
 }
 
 /// The tokenizer that cuts new text for `model` as `prepare` cut its corpus: from the options
-/// the corpus records (`corpus`, else MODEL.tcorp, if there is one: `infer` works without).
+/// the model records (model files since version 3, trained from a corpus that recorded them),
+/// else those the corpus records (`corpus`, else MODEL.tcorp, if there is one: `infer` works
+/// without).
 pub fn text_tokenizer(
     model_path: &Path,
     model: &TopicModel,
@@ -118,6 +120,9 @@ pub fn text_tokenizer(
     stem: bool,
     ui: Ui,
 ) -> Result<Tokenizer> {
+    if let Some(spec) = &model.tokenizer {
+        return follow_spec(spec, model_path, stem, ui);
+    }
     let path = corpus.map_or_else(|| model_path.with_extension("tcorp"), Path::to_path_buf);
     let opened = if corpus.is_some() || path.exists() {
         Some(super::eval::corpus_for(model_path, model, Some(&path))?)
@@ -155,6 +160,17 @@ pub fn tokenizer_of(corpus: Option<&Corpus>, path: &Path, stem: bool, ui: Ui) ->
             path.display()
         ));
     };
+    follow_spec(spec, path, stem, ui)
+}
+
+/// The tokenizer of `spec`, recorded in the file `path` (a model or a corpus); `--stem` against
+/// unstemmed options is refused.
+pub fn follow_spec(
+    spec: &topos_corpus::TokenizerSpec,
+    path: &Path,
+    stem: bool,
+    ui: Ui,
+) -> Result<Tokenizer> {
     spec.check()
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if stem && !spec.stem {
@@ -165,7 +181,7 @@ pub fn tokenizer_of(corpus: Option<&Corpus>, path: &Path, stem: bool, ui: Ui) ->
         );
     }
     ui.info(format!(
-        "tokenizing as {} was prepared: {}",
+        "tokenizing new text as {} records: {}",
         path.display(),
         spec.describe()
     ));

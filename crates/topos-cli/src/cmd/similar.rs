@@ -166,7 +166,10 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             .corpus
             .clone()
             .unwrap_or_else(|| args.model.with_extension("tcorp"));
-        let tokenizer = super::infer::tokenizer_of(Some(&corpus), &corpus_path, args.stem, ui)?;
+        let tokenizer = match &model.tokenizer {
+            Some(spec) => super::infer::follow_spec(spec, &args.model, args.stem, ui)?,
+            None => super::infer::tokenizer_of(Some(&corpus), &corpus_path, args.stem, ui)?,
+        };
         for text in &args.texts {
             let toks = tokenizer.tokens(text);
             let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
