@@ -81,7 +81,7 @@ proptest! {
     #![proptest_config(config(1024))]
 
     #[test]
-    fn tmod_any_bytes(data in bytes(400), version in 1..=3u32) {
+    fn tmod_any_bytes(data in bytes(400), version in 1..=4u32) {
         read_model(&data);
         read_model(&sealed(&MODEL_KIND, version, &data));
     }
@@ -99,6 +99,12 @@ proptest! {
 
     #[test]
     fn tmod_v2_private_mutated(data in mutated(fixture("v2-private.tmod"))) {
+        read_model(&data);
+        read_model(&resealed(&MODEL_KIND, &data));
+    }
+
+    #[test]
+    fn tmod_v3_mutated(data in mutated(fixture("v3-private.tmod"))) {
         read_model(&data);
         read_model(&resealed(&MODEL_KIND, &data));
     }
