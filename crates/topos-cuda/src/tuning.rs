@@ -19,6 +19,10 @@ pub struct Tuning {
     pub line_info: bool,
     /// `TOPOS_NVRTC_CACHE`: the PTX cache directory, or `off`.
     pub nvrtc_cache: Option<String>,
+    /// `TOPOS_KNN_TILE` (a power of two, 256..=8192): index rows per tile of the GPU k-NN.
+    pub knn_tile: Option<u32>,
+    /// `TOPOS_KNN_WARPS` (1..=16): queries per block of the GPU k-NN.
+    pub knn_warps: Option<u32>,
 }
 
 impl Tuning {
@@ -42,6 +46,8 @@ impl Tuning {
             word_topics: var("TOPOS_GPU_WORD_TOPICS"),
             line_info: var("TOPOS_GPU_LINEINFO").is_some(),
             nvrtc_cache: var("TOPOS_NVRTC_CACHE"),
+            knn_tile: ranged("TOPOS_KNN_TILE", 256..=8192).filter(|t| t.is_power_of_two()),
+            knn_warps: ranged("TOPOS_KNN_WARPS", 1..=16),
         }
     }
 }

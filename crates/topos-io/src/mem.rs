@@ -1,7 +1,7 @@
 //! What memory the system gives this process: the host's available memory and the room its
 //! memory cgroups (a container's limit) still allow. At the bottom of the crate stack because
 //! every stage that can allocate in proportion to its input (`prepare`, training, inference)
-//! checks it before allocating ("Memory is the budget", DESIGN.md).
+//! checks it before allocating ("Memory is the budget", ARCHITECTURE.md, Principles).
 
 use std::path::{Path, PathBuf};
 

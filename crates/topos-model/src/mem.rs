@@ -1,5 +1,5 @@
 //! Memory accounting for the large dense arrays of this crate ("Memory is the budget",
-//! DESIGN.md): say before allocating how much is needed and refuse with a clear message instead of
+//! ARCHITECTURE.md, Principles): say before allocating how much is needed and refuse with a clear message instead of
 //! letting the system swap or the allocator abort.
 
 use crate::ModelError;

@@ -1,5 +1,5 @@
 //! Evaluation and inference on corpora drawn from the LDA generative model, where the true topics
-//! and mixtures are known ("Quality is measured, not assumed", DESIGN.md).
+//! and mixtures are known ("Quality is measured, not assumed", ARCHITECTURE.md, Principles).
 
 use topos_corpus::OwnedDocs;
 use topos_model::{

@@ -3,7 +3,7 @@
 //!
 //! * [`rng`]: the counter-based Philox4x32-10 generator. Every random number Topos draws is a pure
 //!   function of `(seed, stream, iteration, index)`, which is what makes training bit-identical for
-//!   any number of threads (DESIGN.md, "Deterministic by design").
+//!   any number of threads (ARCHITECTURE.md, Principles: "Deterministic by design").
 //! * [`wary_tree`]: SaberLDA's W-ary sampling tree (§3.2.4, Fig. 6) with W = 32: built once per word
 //!   per iteration, sampled in O(log₃₂ K).
 //! * [`blocked_sums`]: weights in blocks of 32 with running sums: O(1) updates and

@@ -1,6 +1,6 @@
 //! Host memory accounting: every large array a run allocates on the host, estimated before
 //! training so a run that would not fit is refused with the numbers instead of thrashing
-//! (DESIGN.md, "Memory is the budget"). Each device gives its own formula
+//! (ARCHITECTURE.md, Principles: "Memory is the budget"). Each device gives its own formula
 //! ([`crate::device::Device::host_memory`]); the parts every run shares are here.
 //!
 //! Nothing in a run's host memory grows with V × K: the model is written from sparse rows

@@ -1,5 +1,5 @@
-//! The run as a library type: driven with a test observer, every registered sampler on every
-//! usable device trains, writes its model, and resumes from a checkpoint to the model an
+//! The run as a library type: driven with a test observer, every registered sampler trains on
+//! the CPU (the GPU's equivalents are in `tests/gpu.rs`), writes its model, and resumes from a checkpoint to the model an
 //! uninterrupted run writes; the schedule of evaluations, log lines and checkpoints is the
 //! configuration's.
 

@@ -41,21 +41,12 @@ pub const MAX_K: usize = 256;
 /// memory. 1,024 keeps two blocks of eight warps per multiprocessor on an H100; env
 /// `TOPOS_KNN_TILE` overrides it (a power of two, 256 to 8,192) for tuning.
 pub fn tile_rows() -> u32 {
-    env_u32("TOPOS_KNN_TILE", 256..=8192)
-        .filter(|t| t.is_power_of_two())
-        .unwrap_or(1024)
+    topos_cuda::tuning::Tuning::get().knn_tile.unwrap_or(1024)
 }
 
 /// Warps (queries) per block; env `TOPOS_KNN_WARPS` overrides it (1 to 16).
 pub fn block_warps() -> u32 {
-    env_u32("TOPOS_KNN_WARPS", 1..=16).unwrap_or(8)
-}
-
-fn env_u32(name: &str, range: std::ops::RangeInclusive<u32>) -> Option<u32> {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|x| range.contains(x))
+    topos_cuda::tuning::Tuning::get().knn_warps.unwrap_or(8)
 }
 
 /// Bytes of shared memory one block needs for `metric`: per warp `tile` accumulator slots and

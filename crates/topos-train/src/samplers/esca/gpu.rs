@@ -1,4 +1,4 @@
-//! ESCA on the GPU: the shared sampling kernel (`gpu/kernels.cu`, SaberLDA §3.2) with every
+//! ESCA on the GPU: the shared sampling kernel (`cuda/kernels.cu`, SaberLDA §3.2) with every
 //! count of the previous iteration as it is, the token's own assignment included (Eq. 1).
 
 use crate::sampler::GpuKernelSpec;
