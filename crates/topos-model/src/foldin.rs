@@ -391,23 +391,8 @@ mod tests {
             }
             assert!((sparse.word_mass(w) - dense.word_mass(w)).abs() < 1e-6);
         }
-        let alpha = 0.4;
         let (w1, w2) = (0u32, 2u32);
-        let mut expected = [0.0f64; 3];
-        let mut norm = 0.0;
-        for z1 in 0..3 {
-            for z2 in 0..3 {
-                let prior = if z1 == z2 {
-                    alpha * (alpha + 1.0)
-                } else {
-                    alpha * alpha
-                };
-                let p = f64::from(sparse.get(w1, z1)) * f64::from(sparse.get(w2, z2)) * prior;
-                norm += p;
-                expected[z1] += p;
-                expected[z2] += p;
-            }
-        }
+        let expected = two_token_posterior(&sparse, 0.4, w1, w2);
         let opts = FoldInOptions {
             sweeps: 200_000,
             burn_in: 10,
@@ -420,20 +405,14 @@ mod tests {
             got[usize::from(k)] = m;
         }
         for k in 0..3 {
-            let e = expected[k] / norm;
+            let e = expected[k];
             assert!((got[k] - e).abs() < 0.01, "topic {k}: {} vs {e}", got[k]);
         }
     }
 
-    /// With two tokens the exact posterior over (z₁, z₂) is known:
-    /// p ∝ φ_{z₁w₁} φ_{z₂w₂} · (α(α+1) if z₁ = z₂ else α²). A long chain's average counts must
-    /// match its expectation — this checks both branches and the branch choice.
-    #[test]
-    fn two_token_chain_matches_exact_posterior() {
-        let phi = phi();
-        let alpha = 0.4;
-        let hyper = Hyperparameters::new(3, Some(alpha), None).unwrap();
-        let (w1, w2) = (0u32, 2u32);
+    /// E[A_k] under the exact posterior of two tokens of words `w1`, `w2` over three topics:
+    /// p(z₁, z₂) ∝ φ_{z₁w₁} φ_{z₂w₂} · (α(α+1) if z₁ = z₂ else α²).
+    fn two_token_posterior(phi: &Phi, alpha: f64, w1: u32, w2: u32) -> [f64; 3] {
         let mut expected = [0.0f64; 3];
         let mut norm = 0.0;
         for z1 in 0..3 {
@@ -449,6 +428,19 @@ mod tests {
                 expected[z2] += p;
             }
         }
+        expected.map(|e| e / norm)
+    }
+
+    /// With two tokens the exact posterior over (z₁, z₂) is known:
+    /// p ∝ φ_{z₁w₁} φ_{z₂w₂} · (α(α+1) if z₁ = z₂ else α²). A long chain's average counts must
+    /// match its expectation — this checks both branches and the branch choice.
+    #[test]
+    fn two_token_chain_matches_exact_posterior() {
+        let phi = phi();
+        let alpha = 0.4;
+        let hyper = Hyperparameters::new(3, Some(alpha), None).unwrap();
+        let (w1, w2) = (0u32, 2u32);
+        let expected = two_token_posterior(&phi, alpha, w1, w2);
         let opts = FoldInOptions {
             sweeps: 200_000,
             burn_in: 10,
@@ -465,7 +457,6 @@ mod tests {
                 .iter()
                 .position(|&t| usize::from(t) == k)
                 .unwrap();
-            let e = e / norm;
             assert!(
                 (got.mean_counts[i] - e).abs() < 0.01,
                 "topic {k}: {} vs {e}",

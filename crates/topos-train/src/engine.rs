@@ -131,6 +131,34 @@ pub trait Engine: Send {
     }
 }
 
+/// The exchange of an engine that runs with one worker: nothing to sum, and a transport of
+/// several workers refused with what would be needed (`multi`: the transport that will bring it).
+pub fn exchange_with_one_worker(
+    engine: &str,
+    transport: &dyn Transport,
+    multi: &str,
+) -> Result<(), TrainError> {
+    if transport.workers() > 1 {
+        return Err(TrainError::Unsupported(format!(
+            "the {engine} engine runs with one worker; the {} transport has {} ({multi})",
+            transport.name(),
+            transport.workers()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a commit that no sample came before.
+pub fn check_sampled(sampled: bool) -> Result<(), TrainError> {
+    if sampled {
+        Ok(())
+    } else {
+        Err(TrainError::Unsupported(
+            "commit without a sample before it".into(),
+        ))
+    }
+}
+
 /// Words read back from an engine per piece (for the model file and held-out evaluation): at
 /// most 1,024 rows of K counts in host memory at once.
 pub const WORDS_PER_PIECE: u32 = 1024;

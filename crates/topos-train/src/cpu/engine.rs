@@ -327,23 +327,15 @@ impl Engine for Trainer {
     }
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
         // The counts are rebuilt from the assignments at commit; with one worker they are this
-        // worker's own. Several workers need a transport that sums sparse rows, which comes
-        // with the MPI transport.
-        if transport.workers() > 1 {
-            return Err(TrainError::Unsupported(format!(
-                "the CPU engine runs with one worker; the {} transport has {}",
-                transport.name(),
-                transport.workers()
-            )));
-        }
-        Ok(())
+        // worker's own. Several workers need a transport that sums sparse rows.
+        crate::engine::exchange_with_one_worker(
+            "CPU",
+            transport,
+            "multi-process training comes with the MPI transport",
+        )
     }
     fn commit(&mut self) -> Result<(), TrainError> {
-        if !self.sampled {
-            return Err(TrainError::Unsupported(
-                "commit without a sample before it".into(),
-            ));
-        }
+        crate::engine::check_sampled(self.sampled)?;
         self.commit_inner();
         Ok(())
     }

@@ -231,21 +231,14 @@ impl Engine for CudaEngine {
         Ok(())
     }
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
-        if transport.workers() > 1 {
-            return Err(TrainError::Unsupported(format!(
-                "the CUDA engine runs with one worker; the {} transport has {} (multi-GPU training comes with the NCCL transport)",
-                transport.name(),
-                transport.workers()
-            )));
-        }
-        Ok(())
+        crate::engine::exchange_with_one_worker(
+            "CUDA",
+            transport,
+            "multi-GPU training comes with the NCCL transport",
+        )
     }
     fn commit(&mut self) -> Result<(), TrainError> {
-        if !self.sampled {
-            return Err(TrainError::Unsupported(
-                "commit without a sample before it".into(),
-            ));
-        }
+        crate::engine::check_sampled(self.sampled)?;
         self.kernels.commit(self.iteration + 1).map_err(to_train)?;
         self.iteration += 1;
         self.sampled = false;
