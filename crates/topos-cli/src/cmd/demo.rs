@@ -26,9 +26,9 @@ pub struct Args {
     /// Words shown per topic.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Sampler: cgs (the default) or esca.
-    #[arg(long, default_value = "cgs", value_parser = ["esca", "cgs"])]
-    pub algo: String,
+    /// Sampler (see `topos algos`; default: the registry's default, cgs).
+    #[arg(long, value_parser = crate::cmd::train::algo_names())]
+    pub algo: Option<String>,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -79,7 +79,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         topics: args.topics,
         iters: args.iters,
         output: Some(dir.join("arxiv.tmod")),
-        algo: Some(args.algo.clone()),
+        algo: args.algo.clone(),
         threads: args.threads,
         seed: args.seed,
         alpha: Some(args.alpha),

@@ -127,7 +127,7 @@ pub struct Args {
     pub gpu_stream: bool,
 }
 
-fn algo_names() -> clap::builder::PossibleValuesParser {
+pub fn algo_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(topos_train::sampler::sampler_names())
 }
 
