@@ -41,11 +41,16 @@ if [ "$mode" = build ]; then
   train_bin=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/gpu-build.log | tail -1)
   cargo test --release -p topos-distance --test gpu --no-run 2>&1 | tee /tmp/gpu-build.log
   knn_bin=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/gpu-build.log | tail -1)
+  # The unit tests that need NVRTC (kernels compile for every row shape, the PTX cache): they
+  # return early where NVRTC is missing, as in CI, so they are run here.
+  cargo test --release -p topos-train -p topos-cuda -p topos-distance --lib --no-run 2>&1 | tee /tmp/gpu-build.log
+  unit_bins=$(grep -o 'target/release/deps/topos_\(train\|cuda\|distance\)-[0-9a-f]*' /tmp/gpu-build.log | sort -u)
   rm -rf .devbin && mkdir -p .devbin .devdata
   cargo build --release -p topos-distance --example knn_gpu --example random_csr --example corpus_csr
   cp target/release/topos .devbin/topos
   cp "$train_bin" .devbin/gpu-tests
   cp "$knn_bin" .devbin/knn-gpu-tests
+  for b in $unit_bins; do cp "$b" ".devbin/unit-$(basename "$b" | cut -d- -f1)"; done
   cp target/release/examples/{knn_gpu,random_csr,corpus_csr} .devbin/
   strip .devbin/*
   data=${TOPOS_20NEWS:-/tmp/bench/20news.tcorp}
@@ -81,6 +86,14 @@ if [ "$mode" = check ]; then
   .devbin/gpu-tests --ignored --test-threads 1 --nocapture 2>&1 | tee "$WORK/tests.log"
   grep -q "test result: ok" "$WORK/tests.log"
   row "tests	$(grep 'test result' "$WORK/tests.log")"
+  .devbin/knn-gpu-tests --ignored --test-threads 1 2>&1 | tee "$WORK/knn-tests.log"
+  grep -q "test result: ok" "$WORK/knn-tests.log"
+  row "k-NN tests	$(grep 'test result' "$WORK/knn-tests.log")"
+  for u in .devbin/unit-*; do
+    "$u" compile 2>&1 | tee "$WORK/$(basename "$u").log"
+    grep -q "test result: ok" "$WORK/$(basename "$u").log"
+    row "$(basename "$u") (NVRTC)	$(grep 'test result' "$WORK/$(basename "$u").log")"
+  done
 
   echo "== compute-sanitizer (memcheck, racecheck) on small runs, resident and streamed"
   topos synth -o /tmp/small.tcorp --docs 1500 --vocab 3000 --topics 20 --doc-len 120 --quiet

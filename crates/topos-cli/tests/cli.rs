@@ -19,16 +19,7 @@ fn write_text_corpus(dir: &Path) -> PathBuf {
         "stock market price trade bank money invest profit share market price",
         "game team player score match season coach league win team game",
     ];
-    let mut text = String::new();
-    for i in 0..300 {
-        let t = themes[i % 3];
-        let words: Vec<&str> = t.split(' ').collect();
-        let doc: Vec<&str> = (0..20)
-            .map(|j| words[(i * 7 + j * 5) % words.len()])
-            .collect();
-        text.push_str(&doc.join(" "));
-        text.push('\n');
-    }
+    let text = themed_text(&themes, 300, 20, 0);
     let p = dir.join("docs.txt");
     std::fs::write(&p, text).unwrap();
     p

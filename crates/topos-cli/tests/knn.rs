@@ -15,15 +15,7 @@ const THEMES: [&str; 3] = [
 
 /// Document i (line i) is about theme i % 3.
 fn write_corpus(dir: &Path, name: &str, docs: usize, salt: usize) -> PathBuf {
-    let mut text = String::new();
-    for i in 0..docs {
-        let words: Vec<&str> = THEMES[i % 3].split(' ').collect();
-        let doc: Vec<&str> = (0..15)
-            .map(|j| words[(i * 7 + j * 5 + salt) % words.len()])
-            .collect();
-        text.push_str(&doc.join(" "));
-        text.push('\n');
-    }
+    let text = themed_text(&THEMES, docs, 15, salt);
     let input = dir.join(format!("{name}.txt"));
     std::fs::write(&input, text).unwrap();
     let corpus = dir.join(format!("{name}.tcorp"));

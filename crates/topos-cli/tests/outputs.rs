@@ -15,15 +15,7 @@ fn corpus(dir: &Path) -> PathBuf {
         "stock market price trade bank money invest profit share",
         "game team player score match season coach league win",
     ];
-    let mut text = String::new();
-    for i in 0..240 {
-        let words: Vec<&str> = themes[i % 3].split(' ').collect();
-        let doc: Vec<&str> = (0..16)
-            .map(|j| words[(i * 7 + j * 5) % words.len()])
-            .collect();
-        text.push_str(&doc.join(" "));
-        text.push('\n');
-    }
+    let text = themed_text(&themes, 240, 16, 0);
     let input = dir.join("docs.txt");
     std::fs::write(&input, text).unwrap();
     let c = dir.join("c.tcorp");

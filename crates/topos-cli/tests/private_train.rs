@@ -16,15 +16,7 @@ const THEMES: [&str; 3] = [
 
 /// 300 documents of 20 tokens, each from one of three disjoint themes.
 fn prepare(dir: &Path) -> PathBuf {
-    let mut text = String::new();
-    for i in 0..300 {
-        let words: Vec<&str> = THEMES[i % 3].split(' ').collect();
-        let doc: Vec<&str> = (0..20)
-            .map(|j| words[(i * 7 + j * 5) % words.len()])
-            .collect();
-        text.push_str(&doc.join(" "));
-        text.push('\n');
-    }
+    let text = themed_text(&THEMES, 300, 20, 0);
     let input = dir.join("docs.txt");
     std::fs::write(&input, text).unwrap();
     let corpus = dir.join("c.tcorp");

@@ -7,7 +7,7 @@
 
 use proptest::prelude::*;
 use topos_testkit::{assert_one_line, bytes, config, mutated, within_allocation, CountingAlloc};
-use topos_train::checkpoint::Checkpoint;
+use topos_train::checkpoint::{Checkpoint, CheckpointHeader};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -18,14 +18,16 @@ fn valid() -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("run.ckpt");
     Checkpoint {
-        algorithm: "esca".into(),
-        num_topics: 5,
-        alpha: 0.1,
-        beta: 0.01,
-        seed: 42,
-        partitions: 3,
-        corpus_checksum: 77,
-        iteration: 9,
+        header: CheckpointHeader {
+            algorithm: "esca".into(),
+            num_topics: 5,
+            alpha: 0.1,
+            beta: 0.01,
+            seed: 42,
+            partitions: 3,
+            corpus_checksum: 77,
+            iteration: 9,
+        },
         assignments: vec![0, 4, 2, 2, 1, 3, 0, 0, 4],
     }
     .write(&p)
@@ -54,7 +56,10 @@ fn read(data: &[u8]) {
         (1 << 20) + 16 * data.len(),
         "ckpt",
         || match Checkpoint::read(&p) {
-            Ok(c) => assert!(c.assignments.iter().all(|&z| u32::from(z) < c.num_topics)),
+            Ok(c) => assert!(c
+                .assignments
+                .iter()
+                .all(|&z| u32::from(z) < c.header.num_topics)),
             Err(e) => assert_one_line(&e.to_string()),
         },
     );

@@ -14,15 +14,7 @@ fn write_text_corpus(dir: &Path) -> PathBuf {
         "stock stocks market markets price pricing trading traded bank banking money",
         "game games team teams player players scoring match season coaching league",
     ];
-    let mut text = String::new();
-    for i in 0..300 {
-        let words: Vec<&str> = themes[i % 3].split(' ').collect();
-        let doc: Vec<&str> = (0..20)
-            .map(|j| words[(i * 7 + j * 5) % words.len()])
-            .collect();
-        text.push_str(&doc.join(" "));
-        text.push('\n');
-    }
+    let text = themed_text(&themes, 300, 20, 0);
     let p = dir.join("docs.txt");
     std::fs::write(&p, text).unwrap();
     p

@@ -203,11 +203,6 @@ impl StreamingFile {
         self.file.write_all(bytes)
     }
 
-    /// Payload bytes written so far.
-    pub fn payload_len(&self) -> u64 {
-        self.len
-    }
-
     /// Writes the header and completes the file under its temporary name; returns it with the
     /// payload's checksum (what [`crate::check`] reports for the file).
     pub fn stage(mut self) -> Result<(Staged, u64), FormatError> {

@@ -116,11 +116,6 @@ impl ModelWriter {
         Ok(())
     }
 
-    /// Words written so far.
-    pub fn words_written(&self) -> usize {
-        self.words_written
-    }
-
     /// Completes the file under its temporary name; returns it and the payload checksum (the
     /// one [`crate::TopicModel::read_with_checksum`] reports).
     pub fn stage(mut self) -> Result<(Staged, u64), ModelError> {

@@ -20,15 +20,8 @@ const KIND: Kind = Kind {
 /// Everything needed to resume training.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Checkpoint {
-    pub algorithm: String,
-    pub num_topics: u32,
-    pub alpha: f64,
-    pub beta: f64,
-    pub seed: u64,
-    pub partitions: u32,
-    pub corpus_checksum: u64,
-    /// Completed iterations.
-    pub iteration: u32,
+    /// The run it belongs to and how far it got.
+    pub header: CheckpointHeader,
     /// Topic of every training token, in corpus order.
     pub assignments: Vec<u16>,
 }
@@ -45,12 +38,11 @@ pub struct CheckpointHeader {
     pub corpus_checksum: u64,
     /// Completed iterations.
     pub iteration: u32,
-    /// Training tokens (the length of the assignments).
-    pub tokens: u64,
 }
 
 impl CheckpointHeader {
-    fn encode(&self, w: &mut ByteWriter) {
+    /// The header as written before `tokens` assignments.
+    fn encode(&self, w: &mut ByteWriter, tokens: u64) {
         w.str(&self.algorithm);
         w.u32(self.num_topics);
         w.f64(self.alpha);
@@ -59,11 +51,12 @@ impl CheckpointHeader {
         w.u32(self.partitions);
         w.u64(self.corpus_checksum);
         w.u32(self.iteration);
-        w.u64(self.tokens);
+        w.u64(tokens);
     }
 
     /// Why a checkpoint with this header cannot continue the run `expected` describes (the
-    /// iteration aside); `partitions_matter`: the sampler's model depends on the partition count.
+    /// iteration aside; the number of tokens is the engine's to check); `partitions_matter`: the
+    /// sampler's model depends on the partition count.
     pub fn check_resumes(
         &self,
         expected: &CheckpointHeader,
@@ -71,12 +64,6 @@ impl CheckpointHeader {
     ) -> Result<(), String> {
         if self.corpus_checksum != expected.corpus_checksum {
             return Err("it was made for a different corpus file".into());
-        }
-        if self.tokens != expected.tokens {
-            return Err(format!(
-                "{} tokens in the checkpoint, {} in the corpus",
-                self.tokens, expected.tokens
-            ));
         }
         if self.algorithm != expected.algorithm {
             return Err(format!(
@@ -113,15 +100,19 @@ pub struct CheckpointWriter {
 }
 
 impl CheckpointWriter {
-    /// Starts the checkpoint at `path` (under a temporary name).
-    pub fn create(path: &Path, header: &CheckpointHeader) -> Result<Self, FormatError> {
+    /// Starts the checkpoint of `tokens` assignments at `path` (under a temporary name).
+    pub fn create(
+        path: &Path,
+        header: &CheckpointHeader,
+        tokens: u64,
+    ) -> Result<Self, FormatError> {
         let mut file = StreamingFile::create(&KIND, 1, path)?;
         let mut w = ByteWriter::new();
-        header.encode(&mut w);
+        header.encode(&mut w, tokens);
         file.write(&w.buf)?;
         Ok(Self {
             file,
-            remaining: header.tokens,
+            remaining: tokens,
             num_topics: header.num_topics,
         })
     }
@@ -159,25 +150,10 @@ impl CheckpointWriter {
 }
 
 impl Checkpoint {
-    /// What the checkpoint records beside the assignments.
-    pub fn header(&self) -> CheckpointHeader {
-        CheckpointHeader {
-            algorithm: self.algorithm.clone(),
-            num_topics: self.num_topics,
-            alpha: self.alpha,
-            beta: self.beta,
-            seed: self.seed,
-            partitions: self.partitions,
-            corpus_checksum: self.corpus_checksum,
-            iteration: self.iteration,
-            tokens: self.assignments.len() as u64,
-        }
-    }
-
     /// Writes the checkpoint atomically.
     pub fn write(&self, path: &Path) -> Result<(), FormatError> {
         let mut w = ByteWriter::new();
-        self.header().encode(&mut w);
+        self.header.encode(&mut w, self.assignments.len() as u64);
         w.u16s(&self.assignments);
         topos_io::write_file(&KIND, 1, path, &w.buf)
     }
@@ -211,14 +187,16 @@ impl Checkpoint {
             )));
         }
         Ok(Self {
-            algorithm,
-            num_topics,
-            alpha,
-            beta,
-            seed,
-            partitions,
-            corpus_checksum,
-            iteration,
+            header: CheckpointHeader {
+                algorithm,
+                num_topics,
+                alpha,
+                beta,
+                seed,
+                partitions,
+                corpus_checksum,
+                iteration,
+            },
             assignments,
         })
     }
@@ -233,20 +211,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.tckp");
         let c = Checkpoint {
-            algorithm: "esca".into(),
-            num_topics: 5,
-            alpha: 0.1,
-            beta: 0.01,
-            seed: 42,
-            partitions: 3,
-            corpus_checksum: 77,
-            iteration: 9,
+            header: CheckpointHeader {
+                algorithm: "esca".into(),
+                num_topics: 5,
+                alpha: 0.1,
+                beta: 0.01,
+                seed: 42,
+                partitions: 3,
+                corpus_checksum: 77,
+                iteration: 9,
+            },
             assignments: vec![0, 4, 2, 1],
         };
         c.write(&path).unwrap();
         assert_eq!(Checkpoint::read(&path).unwrap(), c);
         let whole = std::fs::read(&path).unwrap();
-        let mut w = CheckpointWriter::create(&path, &c.header()).unwrap();
+        let mut w = CheckpointWriter::create(&path, &c.header, 4).unwrap();
         w.push(&c.assignments[..1]).unwrap();
         w.push(&c.assignments[1..]).unwrap();
         w.stage().unwrap().persist().unwrap();

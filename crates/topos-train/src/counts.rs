@@ -87,7 +87,7 @@ impl WordTopics {
 /// Counts one sparse row from a stream of topics using a dense scratch row and a touched list;
 /// appends it to `topics`/`counts` in ascending topic order and leaves the scratch zeroed.
 #[inline]
-fn count_row(
+pub(crate) fn count_row(
     stream: impl Iterator<Item = u16>,
     scratch: &mut [u32],
     touched: &mut Vec<u16>,

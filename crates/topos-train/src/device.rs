@@ -19,8 +19,16 @@ pub trait Device: Sync {
     /// Whether this build and this machine can open it; the reason when not (one line: what
     /// is missing and what to do).
     fn usable(&self) -> Result<(), String>;
+    /// Whether this machine has the device at all (its driver loads), so that `--device auto`
+    /// mentions why it passed over a device only where one is there to be used.
+    fn present(&self) -> bool;
     /// Whether `sampler` runs on it.
     fn runs(&self, sampler: &dyn Sampler) -> bool;
+    /// Whether private training may run on it: its engine must accept noisy releases
+    /// ([`Engine::sample_from_release`]) and draw the noise from the host's secure generator.
+    fn supports_private(&self) -> bool {
+        false
+    }
     /// Opens the `ordinal`-th device of this kind (`None`: the first) for a run.
     fn open(
         &self,
@@ -32,7 +40,8 @@ pub trait Device: Sync {
     fn host_memory(&self, shape: &RunShape, sampler: &dyn Sampler) -> MemoryEstimate;
 }
 
-/// Every device, in the order `--device auto` tries them.
+/// Every device, in the order `--device auto` tries them; the last is the fallback, whose
+/// refusal ends the run (the others' are reported and passed over).
 pub static DEVICES: &[&dyn Device] = &[&crate::cuda::Cuda, &crate::cpu::Cpu];
 
 /// The device named `name`.

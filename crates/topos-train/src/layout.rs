@@ -102,43 +102,21 @@ pub fn balanced_ranges(docs: Docs<'_>, parts: usize) -> Vec<std::ops::Range<usiz
     out
 }
 
+/// One partition of [`Layout::build`]: its shape, then every PDOW entry in one piece.
 fn build_partition(docs: Docs<'_>, range: std::ops::Range<usize>) -> Partition {
-    let token_start = docs.doc_start(range.start);
-    let token_end = docs.doc_start(range.end);
-    let num_tokens = (token_end - token_start) as usize;
-    // Counting sort by word: stable, so within a word tokens stay in corpus order.
-    let mut words: Vec<u32> = Vec::new();
-    let local = &docs.tokens()[token_start as usize..token_end as usize];
-    let max_word = local.iter().copied().max().map_or(0, |w| w as usize + 1);
-    let mut count = vec![0u32; max_word + 1];
-    for &w in local {
-        count[w as usize] += 1;
-    }
-    let mut word_starts = vec![0u32];
-    let mut slot = vec![u32::MAX; max_word];
-    let mut acc = 0u32;
-    for (w, &c) in count.iter().enumerate().take(max_word) {
-        if c > 0 {
-            slot[w] = acc;
-            words.push(w as u32);
-            acc += c;
-            word_starts.push(acc);
-        }
-    }
-    let mut token_src = vec![0u32; num_tokens];
-    let mut token_doc = vec![0u32; num_tokens];
-    for d in range.clone() {
-        let doc_local = (d - range.start) as u32;
-        let base = docs.doc_start(d) - token_start;
-        for (i, &w) in docs.doc(d).iter().enumerate() {
-            let s = &mut slot[w as usize];
-            token_src[*s as usize] = (base + i as u64) as u32;
-            token_doc[*s as usize] = doc_local;
-            *s += 1;
-        }
-    }
+    let shape = PartitionShape::new(docs, range);
+    let mut token_src = vec![0u32; shape.num_tokens];
+    let mut token_doc = vec![0u32; shape.num_tokens];
+    shape.fill(docs, 0..shape.words.len(), &mut token_src, &mut token_doc);
+    let PartitionShape {
+        docs,
+        token_start,
+        num_tokens,
+        words,
+        word_starts,
+    } = shape;
     Partition {
-        docs: range,
+        docs,
         token_start,
         num_tokens,
         words,
@@ -146,6 +124,30 @@ fn build_partition(docs: Docs<'_>, range: std::ops::Range<usize>) -> Partition {
         token_src,
         token_doc,
     }
+}
+
+/// How many times each word id below `bound` occurs in `tokens` (parallel over chunks; every
+/// id must be below `bound`).
+pub fn word_counts(tokens: &[u32], bound: usize) -> Vec<u64> {
+    use rayon::prelude::*;
+    tokens
+        .par_chunks(1 << 20)
+        .fold(
+            || vec![0u64; bound],
+            |mut c, chunk| {
+                for &w in chunk {
+                    c[w as usize] += 1;
+                }
+                c
+            },
+        )
+        .reduce(
+            || vec![0u64; bound],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        )
 }
 
 /// A partition without its per-token arrays: what a device-resident run keeps on the host (the
@@ -180,31 +182,15 @@ impl PartitionShape {
         // The partition's own largest word (not the corpus's: a scan of every token per
         // partition cost 30 s on a 745M-token corpus cut into 47 partitions).
         let bound = local.par_iter().max().map_or(0, |&w| w as usize + 1);
-        let count = local
-            .par_chunks(1 << 20)
-            .fold(
-                || vec![0u32; bound],
-                |mut c, chunk| {
-                    for &w in chunk {
-                        c[w as usize] += 1;
-                    }
-                    c
-                },
-            )
-            .reduce(
-                || vec![0u32; bound],
-                |mut a, b| {
-                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-                    a
-                },
-            );
+        let count = word_counts(local, bound);
         let mut words = Vec::new();
         let mut word_starts = vec![0u32];
         let mut acc = 0u32;
         for (w, &c) in count.iter().enumerate() {
             if c > 0 {
                 words.push(w as u32);
-                acc += c;
+                // A partition holds at most MAX_PARTITION_TOKENS tokens.
+                acc += c as u32;
                 word_starts.push(acc);
             }
         }

@@ -364,10 +364,11 @@ impl Run {
         };
 
         // Private runs: what they refuse, and their capped documents.
-        if let Some(p) = &config.private {
+        if config.private.is_some() {
             if !sampler.supports_private() {
                 return Err(RunError::Invalid(format!(
-                    "--private needs --algo esca: {} changes counts token by token inside a partition, so documents influence each other without a noisy release",
+                    "--private needs --algo {}: {} does not support private training (every token must read only its own document and counts frozen between noisy releases; see `topos algos`)",
+                    crate::sampler::default_private_sampler().name(),
                     sampler.name()
                 )));
             }
@@ -378,14 +379,32 @@ impl Run {
                 return Err(RunError::Invalid("--private cannot write --doc-topics: the training documents' topic counts are private data".into()));
             }
             if let DeviceChoice::Named { device, .. } = config.device {
-                if device.name() != "cpu" {
-                    return Err(RunError::Invalid("--private training runs on the CPU only (its noise must come from the CPU's secure generator); use --device cpu or auto".into()));
+                if !device.supports_private() {
+                    let able: Vec<&str> = crate::device::DEVICES
+                        .iter()
+                        .filter(|d| d.supports_private())
+                        .map(|d| d.name())
+                        .collect();
+                    return Err(RunError::Invalid(format!(
+                        "--private training runs on {} only, not {} (its noise must come from the host's secure generator); use --device {} or auto",
+                        able.join(", "),
+                        device.name(),
+                        able.join(" or --device ")
+                    )));
                 }
             }
-            // Calibrate now, so bad settings or an ε the exact sampler cannot represent are
-            // refused before anything.
-            Releases::new(*p, topos_privacy::NoiseSource::insecure_seeded(0))?;
         }
+        // Calibrate now, so bad settings or an ε the exact sampler cannot represent are refused
+        // before anything; the guarantee's δ is what the ledger is checked for.
+        let private_delta = match &config.private {
+            Some(p) => Some(
+                Releases::new(*p, topos_privacy::NoiseSource::insecure_seeded(0))?
+                    .guarantee()
+                    .delta
+                    .unwrap_or(0.0),
+            ),
+            None => None,
+        };
         let docs = match &config.private {
             Some(p) => TrainDocs::from(crate::private::cap_documents(
                 corpus.train(),
@@ -420,7 +439,6 @@ impl Run {
             partitions: 0,
             corpus_checksum: corpus.checksum(),
             iteration: 0,
-            tokens: view.num_tokens(),
         };
         let mut partitions = config.partitions;
         let start = if config.resume {
@@ -428,24 +446,32 @@ impl Run {
                 RunError::Invalid(format!("cannot resume (no usable checkpoint): {e}"))
             })?;
             let fixed = sampler.determinism() == Determinism::AnyThreadsFixedPartitions;
+            let got = &c.header;
             let mut want = expected.clone();
-            want.partitions = partitions.map_or(c.partitions, |p| p as u32);
-            c.header()
-                .check_resumes(&want, fixed)
+            want.partitions = partitions.map_or(got.partitions, |p| p as u32);
+            got.check_resumes(&want, fixed)
                 .map_err(TrainError::CheckpointMismatch)?;
-            if c.iteration > config.iterations {
+            if c.assignments.len() as u64 != view.num_tokens() {
+                return Err(TrainError::CheckpointMismatch(format!(
+                    "{} tokens in the checkpoint, {} in the corpus",
+                    c.assignments.len(),
+                    view.num_tokens()
+                ))
+                .into());
+            }
+            if got.iteration > config.iterations {
                 return Err(RunError::Invalid(format!(
                     "the checkpoint is at iteration {}, beyond --iters {}",
-                    c.iteration, config.iterations
+                    got.iteration, config.iterations
                 )));
             }
             if fixed {
-                partitions = Some(c.partitions as usize);
+                partitions = Some(got.partitions as usize);
             }
             observer.info(&format!(
                 "resuming from {} at iteration {}",
                 ckpt_path.display(),
-                c.iteration
+                got.iteration
             ));
             Start::Resume(c)
         } else {
@@ -454,12 +480,10 @@ impl Run {
 
         // The ledger: an over-budget private run is refused now (checked, not charged; the
         // charge comes with the release of the model).
-        let private_ledger = match (&config.private, &corpus_path) {
-            (Some(p), Some(path)) if topos_privacy::ledger::ledger_path(path).exists() => {
-                let delta = Releases::new(*p, topos_privacy::NoiseSource::insecure_seeded(0))?
-                    .guarantee()
-                    .delta
-                    .unwrap_or(0.0);
+        let private_ledger = match (&config.private, private_delta, &corpus_path) {
+            (Some(p), Some(delta), Some(path))
+                if topos_privacy::ledger::ledger_path(path).exists() =>
+            {
                 topos_privacy::Ledger::check_approx(path, corpus.checksum(), p.epsilon, delta)?;
                 Some(path.clone())
             }
@@ -547,35 +571,29 @@ impl Run {
                 (device.open(ordinal, setup)?, estimate)
             }
             DeviceChoice::Auto => {
+                // The devices in order; the last is the fallback, whose refusal is the run's.
+                let candidates: Vec<&dyn Device> = crate::device::DEVICES
+                    .iter()
+                    .copied()
+                    .filter(|d| d.runs(sampler) && (releases.is_none() || d.supports_private()))
+                    .collect();
                 let mut opened = None;
-                for &device in crate::device::DEVICES {
-                    let private_elsewhere = releases.is_some() && device.name() != "cpu";
-                    if private_elsewhere || !device.runs(sampler) {
-                        continue;
-                    }
-                    if let Err(why) = device.usable() {
-                        if device.name() != "cpu" {
-                            note_unusable(observer, device, &why);
-                        }
-                        continue;
-                    }
-                    let estimate = match admit(device, observer) {
-                        Ok(e) => e,
-                        Err(e) if device.name() != "cpu" => {
-                            observer.info(&format!("not using {}: {e}", device.name()));
-                            continue;
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    match device.open(None, setup.clone()) {
-                        Ok(engine) => {
-                            opened = Some((engine, estimate));
+                for (i, &device) in candidates.iter().enumerate() {
+                    let fallback = i + 1 == candidates.len();
+                    let attempt = device
+                        .usable()
+                        .map_err(RunError::Invalid)
+                        .and_then(|()| admit(device, observer))
+                        .and_then(|estimate| Ok((device.open(None, setup.clone())?, estimate)));
+                    match attempt {
+                        Ok(e) => {
+                            opened = Some(e);
                             break;
                         }
-                        Err(e) if device.name() != "cpu" => {
-                            observer.info(&format!("not using {}: {e}", device.name()));
-                        }
-                        Err(e) => return Err(e.into()),
+                        Err(e) if fallback => return Err(e),
+                        // A device this machine does not have is passed over in silence.
+                        Err(_) if !device.present() => {}
+                        Err(e) => observer.info(&format!("not using {}: {e}", device.name())),
                     }
                 }
                 opened.ok_or_else(|| {
@@ -805,9 +823,8 @@ impl Run {
             partitions: self.engine.partitions() as u32,
             corpus_checksum: self.corpus.checksum(),
             iteration: self.engine.iteration(),
-            tokens,
         };
-        let mut w = CheckpointWriter::create(path, &header)?;
+        let mut w = CheckpointWriter::create(path, &header, tokens)?;
         let mut buf = Vec::new();
         let mut start = 0u64;
         while start < tokens {
@@ -834,15 +851,18 @@ impl Run {
         let v = self.corpus.vocab().len();
         let h = self.config.hyper;
         let words = &self.heldout_words;
+        let phi = |totals: &[u64]| {
+            Phi::builder_for_words(
+                v,
+                h.beta,
+                totals,
+                words,
+                topos_model::mem::available_memory(),
+            )
+        };
         let builder = match self.private.as_ref().and_then(|p| p.releases.latest()) {
             Some(b) => {
-                let mut builder = Phi::builder_for_words(
-                    v,
-                    h.beta,
-                    &b.totals,
-                    words,
-                    topos_model::mem::available_memory(),
-                )?;
+                let mut builder = phi(&b.totals)?;
                 for &w in words {
                     let (t, c) = b.row(w);
                     builder.push_row(w, t, c);
@@ -850,24 +870,17 @@ impl Run {
                 builder
             }
             None => {
-                let totals = self.engine.topic_totals()?;
-                let mut builder = Phi::builder_for_words(
-                    v,
-                    h.beta,
-                    &totals,
-                    words,
-                    topos_model::mem::available_memory(),
-                )?;
+                let mut builder = phi(&self.engine.topic_totals()?)?;
                 let mut piece = WordTopics::default();
+                // Only the pieces that hold held-out words.
                 for_each_row_piece(
                     self.engine.as_mut(),
                     v,
                     &mut piece,
                     |first, rows| {
-                        // Only the pieces that hold held-out words.
-                        for (i, w) in (first..first + rows.num_words() as u32).enumerate() {
-                            let (t, c) = rows.row(i as u32);
-                            builder.push_row(w, t, c);
+                        for i in 0..rows.num_words() as u32 {
+                            let (t, c) = rows.row(i);
+                            builder.push_row(first + i, t, c);
                         }
                         Ok::<(), RunError>(())
                     },
@@ -1217,21 +1230,17 @@ impl DocRowCounter {
         self.counts.clear();
         let base = offsets[0];
         for w in offsets.windows(2) {
-            self.touched.clear();
-            for &k in &z[(w[0] - base) as usize..(w[1] - base) as usize] {
-                let c = &mut self.scratch[usize::from(k)];
-                if *c == 0 {
-                    self.touched.push(k);
-                }
-                *c += 1;
-            }
-            self.touched.sort_unstable();
-            for &k in &self.touched {
-                self.topics.push(k);
-                self.counts.push(self.scratch[usize::from(k)]);
-                self.scratch[usize::from(k)] = 0;
-            }
-            self.lengths.push(self.touched.len() as u64);
+            let before = self.topics.len();
+            crate::counts::count_row(
+                z[(w[0] - base) as usize..(w[1] - base) as usize]
+                    .iter()
+                    .copied(),
+                &mut self.scratch,
+                &mut self.touched,
+                &mut self.topics,
+                &mut self.counts,
+            );
+            self.lengths.push((self.topics.len() - before) as u64);
         }
     }
 }
@@ -1253,12 +1262,5 @@ fn remove_if_present(path: &Path) -> Result<(), RunError> {
             path: path.display().to_string(),
             cause,
         }),
-    }
-}
-
-fn note_unusable(observer: &mut dyn Observer, device: &dyn Device, why: &str) {
-    // Only worth a line when the machine seems to have the device's driver at all.
-    if !why.contains("no NVIDIA driver") {
-        observer.info(&format!("not using {}: {why}", device.name()));
     }
 }

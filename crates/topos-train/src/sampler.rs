@@ -182,10 +182,11 @@ pub struct SamplerInfo {
 impl SamplerInfo {
     /// The entry of `s`.
     pub fn of(s: &'static dyn Sampler) -> Self {
-        let mut devices = vec!["cpu"];
-        if s.gpu().is_some() {
-            devices.push("cuda");
-        }
+        let devices = crate::device::DEVICES
+            .iter()
+            .filter(|d| d.runs(s))
+            .map(|d| d.name())
+            .collect();
         SamplerInfo {
             name: s.name(),
             default: s.name() == default_sampler().name(),

@@ -7,7 +7,7 @@ use topos_model::{Hyperparameters, TopicModel};
 use topos_train::cpu::engine::initial_assignments;
 use topos_train::cuda::CudaEngine;
 use topos_train::engine::read_all_rows;
-use topos_train::run::{CorpusSource, Silent};
+use topos_train::run::Silent;
 use topos_train::sampler::Sampler;
 use topos_train::samplers::{cgs::Cgs, esca::Esca};
 use topos_train::synthetic::{generate, recovery, SyntheticSpec, TopicShape};
@@ -135,14 +135,16 @@ fn the_device_starts_where_the_cpu_does_and_agrees_on_the_likelihood() {
         let rows = read_all_rows(&mut g, s.num_words).unwrap();
         // The device's counts are the counts of its assignments.
         let ckpt = topos_train::Checkpoint {
-            algorithm: "esca".into(),
-            num_topics: k,
-            alpha: 0.1,
-            beta: 0.01,
-            seed: 17,
-            partitions: 1,
-            corpus_checksum: 0,
-            iteration: 3,
+            header: topos_train::CheckpointHeader {
+                algorithm: "esca".into(),
+                num_topics: k,
+                alpha: 0.1,
+                beta: 0.01,
+                seed: 17,
+                partitions: 1,
+                corpus_checksum: 0,
+                iteration: 3,
+            },
             assignments: z,
         };
         let mut from_z = Trainer::open(
@@ -363,7 +365,6 @@ fn config(
     iterations: u32,
 ) -> RunConfig {
     let mut c = RunConfig::new(corpus, out, hyper(20));
-    c.corpus = CorpusSource::File(corpus.to_path_buf());
     c.iterations = iterations;
     c.device = device;
     c.doc_topics = true;

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use topos_corpus::{Corpus, OwnedDocs, Vocabulary};
 use topos_model::{Hyperparameters, TopicModel};
-use topos_train::run::{CorpusSource, LogLine, Observer, Progress, Silent};
+use topos_train::run::{LogLine, Observer, Progress, Silent};
 use topos_train::synthetic::{generate, SyntheticSpec, TopicShape};
 use topos_train::{DeviceChoice, Run, RunConfig, SAMPLERS};
 
@@ -68,7 +68,6 @@ fn config(corpus: &Path, out: &Path) -> RunConfig {
         out,
         Hyperparameters::new(5, Some(0.1), Some(0.01)).unwrap(),
     );
-    c.corpus = CorpusSource::File(corpus.to_path_buf());
     c.iterations = 20;
     c.threads = 2;
     c.device = DeviceChoice::cpu();

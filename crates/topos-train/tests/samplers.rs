@@ -128,14 +128,16 @@ fn resume_equals_uninterrupted() {
         let full = train(docs.clone(), s.num_words, options(algo, 8, 2, None), 10);
         let half = train(docs.clone(), s.num_words, options(algo, 8, 2, None), 4);
         let ckpt = Checkpoint {
-            algorithm: algo.name().into(),
-            num_topics: 8,
-            alpha: 0.1,
-            beta: 0.01,
-            seed: 17,
-            partitions: half.partitions() as u32,
-            corpus_checksum: 1,
-            iteration: 4,
+            header: topos_train::CheckpointHeader {
+                algorithm: algo.name().into(),
+                num_topics: 8,
+                alpha: 0.1,
+                beta: 0.01,
+                seed: 17,
+                partitions: half.partitions() as u32,
+                corpus_checksum: 1,
+                iteration: 4,
+            },
             assignments: half.assignments().to_vec(),
         };
         let mut resumed = Trainer::open(

@@ -26,8 +26,7 @@ pub struct Args {
     /// Words shown per topic.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Sampler (see `topos algos`; default: the registry's default, cgs).
-    #[arg(long, value_parser = crate::cmd::train::algo_names())]
+    #[arg(long, value_parser = crate::cmd::train::algo_names(), help = crate::cmd::train::algo_help())]
     pub algo: Option<String>,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0)]

@@ -3,9 +3,9 @@
 use crate::ui::Ui;
 use anyhow::{bail, Result};
 use indicatif::ProgressBar;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use topos_model::Hyperparameters;
-use topos_train::run::{CorpusSource, LedgerStatus, LogLine, Observer, Progress};
+use topos_train::run::{LedgerStatus, Observer, Progress};
 use topos_train::{DeviceChoice, DeviceOptions, RunConfig, Summary};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -21,10 +21,8 @@ pub struct Args {
     /// Output model file (default: the corpus path with the extension .tmod).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Sampler (see `topos algos`): cgs (sparse collapsed Gibbs, the reference; the default) or
-    /// esca (SaberLDA's ESCA: faster, but its model is worse on short documents). A --private
-    /// run defaults to esca, the only sampler private training supports.
-    #[arg(long, value_parser = algo_names())]
+    // The help is the registry's, so a new sampler needs no edit here.
+    #[arg(long, value_parser = algo_names(), help = algo_help())]
     pub algo: Option<String>,
     /// Worker threads (0 = all cores). The model does not depend on it.
     #[arg(long, default_value_t = 0)]
@@ -74,7 +72,8 @@ pub struct Args {
     /// iteration, which is the model. Only releases cost privacy, not iterations. The noise
     /// scale is the smaller of basic composition's L·R/ε (pure ε) and what Rényi DP at --delta
     /// needs (it wins for many releases); the model records which. The guarantee is shown by
-    /// topics, eval and infer. Requires --epsilon, --max-doc-tokens and --algo esca; refuses
+    /// topics, eval and infer. Requires --epsilon, --max-doc-tokens and a sampler that supports it
+    /// (`topos algos`; without --algo, the first that does); refuses
     /// --checkpoint-every, --resume and --doc-topics (they would write per-document private
     /// state). NOT reproducible: noise and the sampling key come from the operating system,
     /// and --seed is ignored. If the corpus has a privacy budget (`topos privacy budget`), ε is
@@ -125,6 +124,20 @@ pub struct Args {
     /// Stream the corpus through the GPU even when it fits (tests the streaming path).
     #[arg(long, hide = true)]
     pub gpu_stream: bool,
+}
+
+/// `--algo`'s help: every registered sampler's name and summary, and the defaults.
+pub fn algo_help() -> String {
+    let names: Vec<String> = topos_train::SAMPLERS
+        .iter()
+        .map(|s| format!("{}: {}", s.name(), s.summary()))
+        .collect();
+    format!(
+        "Sampler (see `topos algos`). {}. Default: {}; a --private run: {}",
+        names.join("; "),
+        topos_train::sampler::default_sampler().name(),
+        topos_train::sampler::default_private_sampler().name()
+    )
 }
 
 pub fn algo_names() -> clap::builder::PossibleValuesParser {
@@ -216,7 +229,6 @@ impl Args {
         let sampler = self.sampler()?;
         let hyper = Hyperparameters::new(self.topics, self.alpha, Some(self.beta))?;
         let mut c = RunConfig::new(self.corpus.clone(), self.output_path(), hyper);
-        c.corpus = CorpusSource::File(self.corpus.clone());
         c.sampler = sampler;
         c.iterations = self.iters;
         c.seed = self.seed;
@@ -301,8 +313,6 @@ impl Observer for TerminalObserver {
         bar.set_message(msg);
         bar.set_position(u64::from(p.iteration));
     }
-    fn evaluated(&mut self, _line: &LogLine) {}
-    fn checkpointed(&mut self, _path: &Path, _iteration: u32) {}
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {

@@ -93,3 +93,18 @@ pub fn kill_at_first_checkpoint(args: &[&str], checkpoint: &Path) {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// `docs` lines of `len` words: line i cycles through theme i % themes.len()'s words, starting
+/// `salt` words in (a deterministic corpus whose topics are obvious).
+pub fn themed_text(themes: &[&str], docs: usize, len: usize, salt: usize) -> String {
+    let mut text = String::new();
+    for i in 0..docs {
+        let words: Vec<&str> = themes[i % themes.len()].split(' ').collect();
+        let doc: Vec<&str> = (0..len)
+            .map(|j| words[(i * 7 + j * 5 + salt) % words.len()])
+            .collect();
+        text.push_str(&doc.join(" "));
+        text.push('\n');
+    }
+    text
+}

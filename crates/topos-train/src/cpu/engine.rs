@@ -120,7 +120,7 @@ impl Trainer {
                         view.num_tokens()
                     )));
                 }
-                (c.assignments, c.iteration)
+                (c.assignments, c.header.iteration)
             }
         };
         let (layout, word_topics) = pool.install(|| {

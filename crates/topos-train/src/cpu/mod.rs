@@ -21,7 +21,13 @@ impl Device for Cpu {
     fn usable(&self) -> Result<(), String> {
         Ok(())
     }
+    fn present(&self) -> bool {
+        true
+    }
     fn runs(&self, _sampler: &dyn Sampler) -> bool {
+        true
+    }
+    fn supports_private(&self) -> bool {
         true
     }
     fn open(

@@ -19,6 +19,9 @@ impl Device for Cuda {
     fn usable(&self) -> Result<(), String> {
         Err(NO_GPU.into())
     }
+    fn present(&self) -> bool {
+        false
+    }
     fn runs(&self, sampler: &dyn Sampler) -> bool {
         sampler.gpu().is_some()
     }

@@ -17,26 +17,6 @@ use topos_cuda::device::{self, DeviceInfo};
 use topos_cuda::tuning::Tuning;
 use topos_cuda::GpuError;
 
-/// Wall time of consecutive steps.
-pub(crate) struct Clock {
-    last: std::time::Instant,
-    pub laps: Vec<(&'static str, f64)>,
-}
-
-impl Clock {
-    pub fn new() -> Self {
-        Self {
-            last: std::time::Instant::now(),
-            laps: Vec::new(),
-        }
-    }
-    pub fn lap(&mut self, what: &'static str) {
-        let now = std::time::Instant::now();
-        self.laps.push((what, (now - self.last).as_secs_f64()));
-        self.last = now;
-    }
-}
-
 fn to_train(e: GpuError) -> TrainError {
     TrainError::Device(e.to_string())
 }
@@ -55,6 +35,9 @@ impl Device for Cuda {
             Ok(_) if !device::nvrtc_present() => Err(GpuError::NoNvrtc.to_string()),
             Ok(_) => Ok(()),
         }
+    }
+    fn present(&self) -> bool {
+        device::driver_present()
     }
     fn runs(&self, sampler: &dyn Sampler) -> bool {
         sampler.gpu().is_some()
@@ -98,7 +81,7 @@ impl CudaEngine {
                 setup.sampler.name()
             ))
         })?;
-        let mut clock = Clock::new();
+        let mut clock = engine::Clock::new();
         let ctx = device::open(ordinal)?;
         let info = device::info(&ctx)?;
         clock.lap("context");
@@ -150,7 +133,9 @@ impl CudaEngine {
         clock.lap("partitions");
         let (start_topics, iteration) = match &setup.start {
             crate::engine::Start::Fresh => (StartTopics::Fresh, 0),
-            crate::engine::Start::Resume(c) => (StartTopics::Given(&c.assignments), c.iteration),
+            crate::engine::Start::Resume(c) => {
+                (StartTopics::Given(&c.assignments), c.header.iteration)
+            }
         };
         let cfg = EngineConfig {
             exclude_own_assignment: kernel.exclude_own_assignment,

@@ -304,6 +304,26 @@ fn flatten(items: &[Item]) -> Vec<u32> {
     items.iter().flat_map(|i| i.iter().copied()).collect()
 }
 
+/// Wall time of consecutive steps.
+pub(crate) struct Clock {
+    last: std::time::Instant,
+    pub laps: Vec<(&'static str, f64)>,
+}
+
+impl Clock {
+    pub fn new() -> Self {
+        Self {
+            last: std::time::Instant::now(),
+            laps: Vec::new(),
+        }
+    }
+    pub fn lap(&mut self, what: &'static str) {
+        let now = std::time::Instant::now();
+        self.laps.push((what, (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+}
+
 /// Receives a piece of a partition's PDOW arrays: its first entry, positions, documents.
 type PutPiece<'a> = dyn FnMut(usize, &[u32], &[u32]) -> Result<(), GpuError> + 'a;
 
@@ -356,7 +376,7 @@ impl Engine {
         } = start;
         let (multiprocessors, max_shared_per_block) =
             (device.multiprocessors, device.max_shared_per_block);
-        let mut clock = super::enabled::Clock::new();
+        let mut clock = Clock::new();
         let smem_bytes = tree_floats(cfg.topics) * 4;
         let sample_threads = sample_block_threads(smem_bytes, device.shared_per_multiprocessor);
         let wide = cfg.wide_rows;

@@ -140,25 +140,7 @@ impl WordTopicLayout {
 /// Training tokens of every word. (Not the corpus file's `word_frequencies`: those include the
 /// held-out documents, and a GPU session sees only the training documents.)
 pub fn word_tokens(docs: topos_corpus::Docs<'_>, num_words: usize) -> Vec<u64> {
-    use rayon::prelude::*;
-    docs.tokens()
-        .par_chunks(1 << 20)
-        .fold(
-            || vec![0u64; num_words],
-            |mut acc, chunk| {
-                for &w in chunk {
-                    acc[w as usize] += 1;
-                }
-                acc
-            },
-        )
-        .reduce(
-            || vec![0u64; num_words],
-            |mut a, b| {
-                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-                a
-            },
-        )
+    crate::layout::word_counts(docs.tokens(), num_words)
 }
 
 #[cfg(test)]
