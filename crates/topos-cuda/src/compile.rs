@@ -117,8 +117,8 @@ mod tests {
             return;
         }
         let src = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }";
-        let (a, _) = compile_cached(src, vec![], "compute_70").unwrap();
-        let (b, again) = compile_cached(src, vec![], "compute_70").unwrap();
+        let (a, _) = compile_cached(src, vec![], "compute_90").unwrap();
+        let (b, again) = compile_cached(src, vec![], "compute_90").unwrap();
         assert_eq!(a.to_src(), b.to_src());
         if cache_dir().is_some() {
             assert_eq!(again, PtxOrigin::Cache);
