@@ -54,6 +54,21 @@ if [ "$mode" = phases ]; then
   run topos nyt 32768 30 --algo esca
   run topos pubmed 1000 20 --algo esca
   run topos pubmed 32768 20 --algo esca
+  # The PubMed command makes no held-out set: the same runs without its evaluation.
+  run topos pubmed 1000 20 --algo esca --skip-heldout
+  run topos pubmed 32768 20 --algo esca --skip-heldout
+fi
+
+if [ "$mode" = quick ]; then
+  # The phases of one NYTimes and the PubMed runs (corpora made by an earlier `phases`).
+  synth nyt --docs 303000 --vocab 100000 --topics 100 --doc-len 332 --holdout 0.01
+  synth pubmed --docs 8282000 --vocab 141043 --topics 100 --doc-len 90 --holdout 0.001
+  run topos nyt 1024 100 --algo esca   # fills the PTX cache
+  run topos nyt 1024 100 --algo esca
+  run topos nyt 32768 30 --algo esca
+  run topos pubmed 1000 20 --algo esca
+  run topos pubmed 1000 20 --algo esca --skip-heldout
+  run topos pubmed 32768 20 --algo esca --skip-heldout
 fi
 
 if [ "$mode" = table ]; then

@@ -87,8 +87,41 @@ pub fn device_count() -> Result<usize, GpuError> {
     Ok(n.max(0) as usize)
 }
 
+/// A context being opened in the background by [`prewarm`]: its ordinal and the thread.
+type Warming = (
+    usize,
+    std::thread::JoinHandle<Result<Arc<CudaContext>, GpuError>>,
+);
+static WARMING: std::sync::Mutex<Option<Warming>> = std::sync::Mutex::new(None);
+
+/// Starts opening device `ordinal` (`None`: the first) on a background thread, so that the
+/// driver's start (0.1–0.3 s for a context) overlaps the host's own (reading the corpus); the
+/// next [`open`] of that device takes the context. Errors wait for that [`open`], which reports
+/// them. A second call while one is pending does nothing.
+pub fn prewarm(ordinal: Option<usize>) {
+    let mut w = WARMING.lock().unwrap_or_else(|e| e.into_inner());
+    if w.is_none() {
+        let o = ordinal.unwrap_or(0);
+        *w = Some((o, std::thread::spawn(move || open_now(Some(o)))));
+    }
+}
+
 /// Opens the device `spec` names (`Cuda(None)` is device 0); checks driver, NVRTC and ordinal.
+/// Takes the context [`prewarm`] opened for the same device.
 pub fn open(ordinal: Option<usize>) -> Result<Arc<CudaContext>, GpuError> {
+    let warming = WARMING.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some((o, thread)) = warming {
+        let opened = thread.join();
+        if o == ordinal.unwrap_or(0) {
+            if let Ok(Ok(ctx)) = opened {
+                return Ok(ctx);
+            }
+        }
+    }
+    open_now(ordinal)
+}
+
+fn open_now(ordinal: Option<usize>) -> Result<Arc<CudaContext>, GpuError> {
     let count = device_count()?;
     if count == 0 {
         return Err(GpuError::NoDevice);

@@ -23,6 +23,9 @@ pub struct Tuning {
     pub knn_tile: Option<u32>,
     /// `TOPOS_KNN_WARPS` (1..=16): queries per block of the GPU k-NN.
     pub knn_warps: Option<u32>,
+    /// `TOPOS_GPU_HOST_PDOW`: build a resident corpus's PDOW arrays on the host, not the device
+    /// (the A/B of the device sort; the results are the same entries).
+    pub host_pdow: bool,
 }
 
 impl Tuning {
@@ -48,6 +51,7 @@ impl Tuning {
             nvrtc_cache: var("TOPOS_NVRTC_CACHE"),
             knn_tile: ranged("TOPOS_KNN_TILE", 256..=8192).filter(|t| t.is_power_of_two()),
             knn_warps: ranged("TOPOS_KNN_WARPS", 1..=16),
+            host_pdow: var("TOPOS_GPU_HOST_PDOW").is_some(),
         }
     }
 }

@@ -29,6 +29,14 @@ pub trait Device: Sync {
     fn supports_private(&self) -> bool {
         false
     }
+    /// Starts opening the `ordinal`-th device in the background, if that takes long (a GPU's
+    /// driver and context), so that it overlaps the host's reading of the corpus; [`open`]
+    /// takes what it prepared. The default does nothing.
+    ///
+    /// [`open`]: Device::open
+    fn prepare(&self, ordinal: Option<usize>) {
+        let _ = ordinal;
+    }
     /// Opens the `ordinal`-th device of this kind (`None`: the first) for a run.
     fn open(
         &self,

@@ -351,6 +351,21 @@ impl Run {
     /// everything that can refuse the run does so here, before any training.
     pub fn start(config: RunConfig, observer: &mut dyn Observer) -> Result<Run, RunError> {
         let started = Instant::now();
+        // The device's slow start (a GPU's driver and context) overlaps reading the corpus.
+        match config.device {
+            DeviceChoice::Named { device, ordinal } if device.runs(config.sampler) => {
+                device.prepare(ordinal)
+            }
+            DeviceChoice::Auto => {
+                let first = crate::device::DEVICES.iter().find(|d| {
+                    d.runs(config.sampler) && (config.private.is_none() || d.supports_private())
+                });
+                if let Some(d) = first {
+                    d.prepare(None);
+                }
+            }
+            _ => {}
+        }
         let (corpus, corpus_path) = match &config.corpus {
             CorpusSource::File(p) => (Arc::new(Corpus::open(p)?), Some(p.clone())),
             CorpusSource::Loaded { corpus, path } => (corpus.clone(), path.clone()),

@@ -447,3 +447,61 @@ fn runs_on_the_gpu_write_the_model_resume_after_a_kill_and_match_the_cpu() {
         assert!((sw.heldout_ll.unwrap() - sc.heldout_ll.unwrap()).abs() < 0.05);
     }
 }
+
+/// The device's radix sort builds each resident partition's PDOW arrays entry for entry as the
+/// host's stable counting sort does: one, two and three 9-bit passes (word ids below 2⁹, 2¹⁸
+/// and above), one partition and many, empty documents included.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_device_sort_builds_the_hosts_pdow_arrays() {
+    use topos_train::layout::Layout;
+    for (max_word, seed) in [(400u32, 1u64), (5_000, 2), (300_000, 3)] {
+        let mut state = seed;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as u32
+        };
+        let docs: Vec<Vec<u32>> = (0..3_000)
+            .map(|d| {
+                let len = if d % 97 == 0 { 0 } else { 5 + next() % 120 };
+                // A frequent word, then a spread over the whole range.
+                (0..len)
+                    .map(|_| {
+                        if next() % 4 == 0 {
+                            7
+                        } else {
+                            next() % max_word
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let owned: OwnedDocs = docs.iter().map(|d| d.as_slice()).collect();
+        let train = TrainDocs::from(owned);
+        for partition_tokens in [None, Some(20_000u64)] {
+            let mut g = gpu(
+                &train,
+                max_word as usize,
+                &Esca,
+                16,
+                DeviceOptions {
+                    partition_tokens,
+                    ..Default::default()
+                },
+            );
+            let device = g.pdow_arrays().unwrap().expect("a resident corpus");
+            let host = Layout::build(train.view(), device.len());
+            assert_eq!(host.partitions.len(), device.len());
+            for (i, (p, (src, doc))) in host.partitions.iter().zip(&device).enumerate() {
+                assert_eq!(*src, p.token_src, "V {max_word}, partition {i}: positions");
+                assert_eq!(*doc, p.token_doc, "V {max_word}, partition {i}: documents");
+            }
+            eprintln!(
+                "V {max_word}: {} partition(s) sorted on the device as on the host",
+                device.len()
+            );
+        }
+    }
+}

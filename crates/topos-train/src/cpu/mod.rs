@@ -44,7 +44,7 @@ impl Device for Cpu {
         Ok(Box::new(engine::open(setup)?))
     }
     /// The assignments (2 B a token), the PDOW layout (8 B a token, 8 B per word of each
-    /// partition), the sparse document-topic rows (6 B a non-zero, at most one a token) and
+    /// partition, and the sort's scratch for one partition), the sparse document-topic rows (6 B a non-zero, at most one a token) and
     /// word-topic rows (6 B a non-zero), the sampler's own working memory, and what every run
     /// holds ([`shared_items`]).
     fn host_memory(&self, shape: &RunShape, sampler: &dyn Sampler) -> MemoryEstimate {
@@ -53,8 +53,10 @@ impl Device for Cpu {
         let mut items = vec![
             ("assignments (2 B/token)", 2 * s.tokens),
             (
-                "PDOW layout (8 B/token)",
-                8 * s.tokens + 16 * s.words.min(s.tokens),
+                "PDOW layout (8 B/token; as much again while a partition is sorted)",
+                8 * s.tokens
+                    + 16 * s.words.min(s.tokens)
+                    + crate::layout::SORT_SCRATCH_BYTES * s.tokens,
             ),
             (
                 "doc-topic rows (6 B/non-zero)",

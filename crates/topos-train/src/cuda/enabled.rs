@@ -42,6 +42,11 @@ impl Device for Cuda {
     fn runs(&self, sampler: &dyn Sampler) -> bool {
         sampler.gpu().is_some()
     }
+    fn prepare(&self, ordinal: Option<usize>) {
+        if device::driver_present() {
+            device::prewarm(ordinal);
+        }
+    }
     fn open(
         &self,
         ordinal: Option<usize>,
@@ -175,6 +180,12 @@ impl CudaEngine {
     /// The memory plan in use.
     pub fn memory_plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// Each resident partition's PDOW arrays read back (tests; `None` when streamed).
+    #[doc(hidden)]
+    pub fn pdow_arrays(&mut self) -> Result<Option<Vec<engine::PdowArrays>>, GpuError> {
+        self.kernels.pdow_arrays()
     }
 
     /// The device.

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use topos_corpus::Docs;
 use topos_cuda::cudarc::driver::{
     sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaEvent, CudaFunction, CudaSlice,
-    CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg,
+    CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 use topos_cuda::pinned::{pinned_copy, pinned_zeroed};
 use topos_cuda::tuning::Tuning;
@@ -52,6 +52,11 @@ struct Kernels {
     init: CudaFunction,
     word_mass: CudaFunction,
     loglik: CudaFunction,
+    radix_count: CudaFunction,
+    radix_scan_tiles: CudaFunction,
+    radix_scan_totals: CudaFunction,
+    radix_scatter: CudaFunction,
+    docs_of_positions: CudaFunction,
 }
 
 /// A chunk's arrays on the device (also a streaming slot, sized for the largest chunk).
@@ -297,11 +302,193 @@ fn compile(
         init: f("init_assignments")?,
         word_mass: f("word_mass")?,
         loglik: f("loglik")?,
+        radix_count: f("radix_count")?,
+        radix_scan_tiles: f("radix_scan_tiles")?,
+        radix_scan_totals: f("radix_scan_totals")?,
+        radix_scatter: f("radix_scatter")?,
+        docs_of_positions: f("docs_of_positions")?,
     })
 }
 
 fn flatten(items: &[Item]) -> Vec<u32> {
     items.iter().flat_map(|i| i.iter().copied()).collect()
+}
+
+/// A partition's PDOW arrays read back: positions and documents.
+pub type PdowArrays = (Vec<u32>, Vec<u32>);
+
+/// Tokens per tile and digit bits of the device PDOW sort (`SORT_TILE`, `RADIX_BITS` in
+/// kernels.cu).
+const SORT_TILE: u32 = 4096;
+const RADIX_BITS: u32 = 9;
+
+/// Word ids copied to the device per staging buffer when the device sorts (64 MiB).
+const DEVICE_SORT_PIECE: usize = 1 << 24;
+
+/// The device's temporaries for sorting a partition of up to `capacity` tokens.
+struct DeviceSort {
+    keys: CudaSlice<u32>,
+    vals: CudaSlice<u32>,
+    hist: CudaSlice<u32>,
+    totals: CudaSlice<u32>,
+    base: CudaSlice<u32>,
+}
+
+impl DeviceSort {
+    /// Device bytes of [`DeviceSort::new`] for `capacity` tokens.
+    fn bytes(capacity: usize) -> usize {
+        8 * capacity + 4 * (capacity.div_ceil(SORT_TILE as usize) + 2) * (1 << RADIX_BITS)
+    }
+
+    /// `None` when the device has no room for them (the host then sorts).
+    fn new(main: &Arc<CudaStream>, capacity: usize) -> Option<Self> {
+        let tiles = capacity.div_ceil(SORT_TILE as usize).max(1);
+        let bins = 1usize << RADIX_BITS;
+        // SAFETY: every temporary is written by a kernel before it is read.
+        unsafe {
+            Some(Self {
+                keys: main.alloc::<u32>(capacity.max(1)).ok()?,
+                vals: main.alloc::<u32>(capacity.max(1)).ok()?,
+                hist: main.alloc::<u32>(tiles * bins).ok()?,
+                totals: main.alloc::<u32>(bins).ok()?,
+                base: main.alloc::<u32>(bins).ok()?,
+            })
+        }
+    }
+
+    /// Sorts a partition on the device: `token_doc` holds its `n` word ids in corpus order (the
+    /// largest `max_word`) and receives each entry's document, `token_src` receives each entry's
+    /// position. The host's [`crate::layout::PdowFiller`] gives the same arrays.
+    #[allow(clippy::too_many_arguments)]
+    fn sort(
+        &mut self,
+        main: &Arc<CudaStream>,
+        kernels: &Kernels,
+        token_doc: &mut CudaSlice<u32>,
+        token_src: &mut CudaSlice<u32>,
+        n: u32,
+        max_word: u32,
+        doc_off: &CudaSlice<u32>,
+        num_docs: u32,
+    ) -> Result<(), GpuError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let bits = (32 - max_word.leading_zeros()).max(1);
+        let passes = bits.div_ceil(RADIX_BITS);
+        let tiles = n.div_ceil(SORT_TILE);
+        let bins = 1u32 << RADIX_BITS;
+        // Raw pointers: the buffers a pass reads and writes change from pass to pass.
+        let ptr = |s: &CudaSlice<u32>| s.device_ptr(main).0;
+        let (doc_p, src_p, keys_p, vals_p) = (
+            ptr(token_doc),
+            ptr(token_src),
+            ptr(&self.keys),
+            ptr(&self.vals),
+        );
+        let launch = |what: &str, r: Result<(), _>| r.check(|| format!("launching {what}"));
+        for pass in 0..passes {
+            let shift = pass * RADIX_BITS;
+            let keys_in = if pass % 2 == 0 { doc_p } else { keys_p };
+            let keys_out = if pass % 2 == 0 { keys_p } else { doc_p };
+            // The last pass writes the positions into token_src.
+            let vals_out = if (passes - 1 - pass).is_multiple_of(2) {
+                src_p
+            } else {
+                vals_p
+            };
+            let vals_in = if (passes - 1 - pass).is_multiple_of(2) {
+                vals_p
+            } else {
+                src_p
+            };
+            let (iota, write_keys) = (i32::from(pass == 0), i32::from(pass + 1 < passes));
+            // SAFETY: argument types match the kernels of kernels.cu; every index stays below
+            // n, tiles and the bins.
+            unsafe {
+                launch(
+                    "radix_count",
+                    main.launch_builder(&kernels.radix_count)
+                        .arg(&keys_in)
+                        .arg(&n)
+                        .arg(&shift)
+                        .arg(&mut self.hist)
+                        .arg(&tiles)
+                        .launch(LaunchConfig {
+                            grid_dim: (tiles, 1, 1),
+                            block_dim: (256, 1, 1),
+                            shared_mem_bytes: 0,
+                        })
+                        .map(|_| ()),
+                )?;
+                launch(
+                    "radix_scan_tiles",
+                    main.launch_builder(&kernels.radix_scan_tiles)
+                        .arg(&mut self.hist)
+                        .arg(&tiles)
+                        .arg(&mut self.totals)
+                        .launch(LaunchConfig {
+                            grid_dim: (bins, 1, 1),
+                            block_dim: (1024, 1, 1),
+                            shared_mem_bytes: 0,
+                        })
+                        .map(|_| ()),
+                )?;
+                launch(
+                    "radix_scan_totals",
+                    main.launch_builder(&kernels.radix_scan_totals)
+                        .arg(&self.totals)
+                        .arg(&mut self.base)
+                        .launch(LaunchConfig {
+                            grid_dim: (1, 1, 1),
+                            block_dim: (bins, 1, 1),
+                            shared_mem_bytes: 0,
+                        })
+                        .map(|_| ()),
+                )?;
+                launch(
+                    "radix_scatter",
+                    main.launch_builder(&kernels.radix_scatter)
+                        .arg(&keys_in)
+                        .arg(&vals_in)
+                        .arg(&keys_out)
+                        .arg(&vals_out)
+                        .arg(&n)
+                        .arg(&shift)
+                        .arg(&self.hist)
+                        .arg(&tiles)
+                        .arg(&self.base)
+                        .arg(&iota)
+                        .arg(&write_keys)
+                        .launch(LaunchConfig {
+                            grid_dim: (tiles, 1, 1),
+                            block_dim: (256, 1, 1),
+                            shared_mem_bytes: 0,
+                        })
+                        .map(|_| ()),
+                )?;
+            }
+        }
+        let blocks = n.div_ceil(256).min(1 << 16);
+        // SAFETY: argument types match `docs_of_positions`; doc_off has num_docs + 1 entries.
+        unsafe {
+            launch(
+                "docs_of_positions",
+                main.launch_builder(&kernels.docs_of_positions)
+                    .arg(&src_p)
+                    .arg(&doc_p)
+                    .arg(&n)
+                    .arg(doc_off)
+                    .arg(&num_docs)
+                    .launch(LaunchConfig {
+                        grid_dim: (blocks, 1, 1),
+                        block_dim: (256, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+                    .map(|_| ()),
+            )
+        }
+    }
 }
 
 /// Wall time of consecutive steps.
@@ -323,9 +510,6 @@ impl Clock {
         self.last = now;
     }
 }
-
-/// Receives a piece of a partition's PDOW arrays: its first entry, positions, documents.
-type PutPiece<'a> = dyn FnMut(usize, &[u32], &[u32]) -> Result<(), GpuError> + 'a;
 
 /// Where the assignments start.
 #[derive(Clone, Copy)]
@@ -462,42 +646,70 @@ impl Engine {
                 })
             }
         };
-        // The PDOW arrays of a partition, built on the host a piece of words at a time and
-        // handed to `put` with the piece's first entry. Resident runs build each piece in one
-        // page-locked staging buffer (cached, not write-combined: the counting sort scatters its
-        // writes), so the copy to the device runs at DMA speed (pageable copies are staged by the
-        // driver at a fraction of it: 5.6 s for a 745M-token corpus).
-        let build_pieces = |p: &PartitionShape,
-                            put: &mut PutPiece<'_>,
-                            src_buf: &mut [u32],
-                            doc_buf: &mut [u32]|
-         -> Result<(), GpuError> {
-            let mut filler = p.filler(docs);
-            for piece in p.pieces(piece_tokens.max(1)) {
-                let first = p.word_starts[piece.start] as usize;
-                let len = p.word_starts[piece.end] as usize - first;
-                let (src, doc) = (&mut src_buf[..len], &mut doc_buf[..len]);
-                filler.fill(piece, src, doc);
-                put(first, src, doc)?;
-            }
-            Ok(())
-        };
         let seed = cfg.seed;
+        // Where the upload's time goes (reported with the open laps).
+        let mut upload_laps: Vec<(&'static str, f64)> = Vec::new();
         let storage = match plan.mode {
             Mode::Resident => {
-                let cap = shapes
-                    .iter()
-                    .map(|p| p.num_tokens)
-                    .max()
-                    .unwrap_or(0)
-                    .min(piece_tokens.max(1))
-                    .max(1);
-                let mut staging_src = pinned_zeroed::<u32>(&ctx, cap, false)?;
-                let mut staging_doc = pinned_zeroed::<u32>(&ctx, cap, false)?;
+                // The device sorts each partition from its word ids (4 bytes a token copied, not
+                // 8, and no host sort) where it has room for the sort's temporaries; otherwise
+                // the PDOW arrays are built on the host a piece of words at a time.
+                let largest = shapes.iter().map(|p| p.num_tokens).max().unwrap_or(0);
+                // Room: the sort's temporaries beside what the upload allocates after them (10
+                // bytes a token, the work items, offsets and rows), with 1 GiB to spare.
+                let total: usize = shapes.iter().map(|p| p.num_tokens).sum();
+                let after = 10 * total + 16 * (max_items + max_docs) + 8 * max_tokens;
+                let room = ctx.mem_get_info().map_or(0, |(free, _)| free);
+                let mut device_sort = if Tuning::get().host_pdow
+                    || room < DeviceSort::bytes(largest) + after + (1 << 30)
+                {
+                    None
+                } else {
+                    DeviceSort::new(&main, largest)
+                };
+                // Page-locked staging (cached, not write-combined: the host sort scatters its
+                // writes), so the copies run at DMA speed (pageable copies are staged by the
+                // driver at a fraction of it: 5.6 s for a 745M-token corpus). Two buffers taken
+                // in turn, one filled while the other's copy runs, where pieces are small: word
+                // ids in pieces of 2^24, or host-sorted pieces up to DOUBLE_STAGING_MAX_TOKENS
+                // (page-locking costs about 0.4 s a GiB, more than the copy it would hide).
+                let staging_started = std::time::Instant::now();
+                let (cap, num_pairs, with_docs) = if device_sort.is_some() {
+                    (largest.clamp(1, DEVICE_SORT_PIECE), 2, false)
+                } else {
+                    let cap = largest.min(piece_tokens.max(1)).max(1);
+                    (
+                        cap,
+                        if cap <= super::DOUBLE_STAGING_MAX_TOKENS {
+                            2
+                        } else {
+                            1
+                        },
+                        true,
+                    )
+                };
+                let mut pairs = Vec::with_capacity(num_pairs);
+                for _ in 0..num_pairs {
+                    pairs.push((
+                        pinned_zeroed::<u32>(&ctx, cap, false)?,
+                        pinned_zeroed::<u32>(&ctx, if with_docs { cap } else { 1 }, false)?,
+                    ));
+                }
                 let staging = "filling page-locked host memory";
-                let src_buf = staging_src.as_mut_slice().check(|| staging.into())?;
-                let doc_buf = staging_doc.as_mut_slice().check(|| staging.into())?;
+                let mut bufs = Vec::with_capacity(2);
+                for (s, d) in pairs.iter_mut() {
+                    bufs.push((
+                        s.as_mut_slice().check(|| staging.into())?,
+                        d.as_mut_slice().check(|| staging.into())?,
+                    ));
+                }
+                // The copy last issued from each pair.
+                let mut copied: [Option<CudaEvent>; 2] = [None, None];
+                let mut turn = 0usize;
+                let mut sort_scratch = Vec::new();
                 let mut chunks = Vec::with_capacity(shapes.len());
+                upload_laps.push(("upload: staging", staging_started.elapsed().as_secs_f64()));
+                let (mut sorting, mut waiting) = (0.0f64, 0.0f64);
                 for (p, it) in shapes.iter().zip(&items) {
                     let what = |x: &str| format!("uploading the corpus ({x})");
                     let n = p.num_tokens.max(1);
@@ -509,20 +721,81 @@ impl Engine {
                             main.alloc::<u16>(n).check(|| alloc("a partition", n * 2))?,
                         )
                     };
-                    build_pieces(
-                        p,
-                        &mut |first, src, doc| {
-                            let r = first..first + src.len();
-                            main.memcpy_htod(src, &mut token_src.slice_mut(r.clone()))
-                                .check(|| what("positions"))?;
-                            main.memcpy_htod(doc, &mut token_doc.slice_mut(r))
-                                .check(|| what("documents"))?;
-                            // The staging buffers are reused: the copies must be done.
-                            main.synchronize().check(|| what("a piece"))
-                        },
-                        &mut *src_buf,
-                        &mut *doc_buf,
-                    )?;
+                    let doc_off = main
+                        .clone_htod(&chunks::doc_offsets(docs, p))
+                        .check(|| what("document offsets"))?;
+                    if let Some(sorter) = device_sort.as_mut() {
+                        // The word ids, through the staging buffers, into token_doc.
+                        let local = &docs.tokens()[p.token_start as usize..][..p.num_tokens];
+                        for first in (0..p.num_tokens).step_by(cap) {
+                            let len = cap.min(p.num_tokens - first);
+                            let b = turn % num_pairs;
+                            turn += 1;
+                            let t = std::time::Instant::now();
+                            if let Some(e) = copied[b].take() {
+                                e.synchronize().check(|| what("a piece"))?;
+                            }
+                            waiting += t.elapsed().as_secs_f64();
+                            let buf = &mut bufs[b].0[..len];
+                            buf.par_chunks_mut(1 << 20)
+                                .zip(local[first..first + len].par_chunks(1 << 20))
+                                .for_each(|(d, s)| d.copy_from_slice(s));
+                            main.memcpy_htod(&*buf, &mut token_doc.slice_mut(first..first + len))
+                                .check(|| what("word ids"))?;
+                            copied[b] = Some(main.record_event(None).check(|| what("a piece"))?);
+                        }
+                        let t = std::time::Instant::now();
+                        sorter.sort(
+                            &main,
+                            &kernels,
+                            &mut token_doc,
+                            &mut token_src,
+                            p.num_tokens as u32,
+                            p.words.last().copied().unwrap_or(0),
+                            &doc_off,
+                            p.docs.len() as u32,
+                        )?;
+                        sorting += t.elapsed().as_secs_f64();
+                    }
+                    // Otherwise the host sorts, a piece of words at a time.
+                    let t = std::time::Instant::now();
+                    let mut filler = match device_sort {
+                        Some(_) => None,
+                        None => Some(p.filler_reusing(docs, std::mem::take(&mut sort_scratch))),
+                    };
+                    sorting += t.elapsed().as_secs_f64();
+                    let host_pieces = match filler {
+                        Some(_) => p.pieces(piece_tokens.max(1)),
+                        None => Vec::new(),
+                    };
+                    for piece in host_pieces {
+                        let first = p.word_starts[piece.start] as usize;
+                        let len = p.word_starts[piece.end] as usize - first;
+                        let b = turn % num_pairs;
+                        turn += 1;
+                        // The pair's previous copy must be done before it is refilled.
+                        let t = std::time::Instant::now();
+                        if let Some(e) = copied[b].take() {
+                            e.synchronize().check(|| what("a piece"))?;
+                        }
+                        waiting += t.elapsed().as_secs_f64();
+                        let (src_buf, doc_buf) = &mut bufs[b];
+                        let (src, doc) = (&mut src_buf[..len], &mut doc_buf[..len]);
+                        let t = std::time::Instant::now();
+                        if let Some(f) = filler.as_mut() {
+                            f.fill(piece, src, doc);
+                        }
+                        sorting += t.elapsed().as_secs_f64();
+                        let r = first..first + len;
+                        main.memcpy_htod(&*src, &mut token_src.slice_mut(r.clone()))
+                            .check(|| what("positions"))?;
+                        main.memcpy_htod(&*doc, &mut token_doc.slice_mut(r))
+                            .check(|| what("documents"))?;
+                        copied[b] = Some(main.record_event(None).check(|| what("a piece"))?);
+                    }
+                    if let Some(f) = filler {
+                        sort_scratch = f.into_scratch();
+                    }
                     match start_topics {
                         StartTopics::Given(all) => {
                             let zs = &all[p.token_start as usize..][..p.num_tokens];
@@ -556,18 +829,32 @@ impl Engine {
                         token_doc,
                         token_src,
                         items: main.clone_htod(&flatten(it)).check(|| what("work items"))?,
-                        doc_off: main
-                            .clone_htod(&chunks::doc_offsets(docs, p))
-                            .check(|| what("document offsets"))?,
+                        doc_off,
                         z,
                     });
                 }
+                // The staging pairs are freed here: their last copies must be done.
+                let t = std::time::Instant::now();
+                for e in copied.iter().flatten() {
+                    e.synchronize()
+                        .check(|| "uploading the corpus (a piece)".into())?;
+                }
+                waiting += t.elapsed().as_secs_f64();
+                // The sort's temporaries are freed here: its kernels must be done.
+                let t = std::time::Instant::now();
+                main.synchronize()
+                    .check(|| "sorting the corpus on the device".into())?;
+                sorting += t.elapsed().as_secs_f64();
+                drop(device_sort);
+                upload_laps.push(("upload: sort", sorting));
+                upload_laps.push(("upload: copy wait", waiting));
                 Storage::Resident {
                     chunks,
                     rows: new_rows(&main)?,
                 }
             }
             Mode::Streamed => {
+                let mut sort_scratch = Vec::new();
                 let mut host = Vec::with_capacity(shapes.len());
                 for (p, it) in shapes.iter().zip(&items) {
                     let n = p.num_tokens;
@@ -579,7 +866,7 @@ impl Engine {
                         let src_all = token_src.as_mut_slice().check(|| fill.into())?;
                         let doc_all = token_doc.as_mut_slice().check(|| fill.into())?;
                         // The whole chunk is page-locked already: pieces go straight there.
-                        let mut filler = p.filler(docs);
+                        let mut filler = p.filler_reusing(docs, std::mem::take(&mut sort_scratch));
                         for piece in p.pieces(piece_tokens.max(1)) {
                             let first = p.word_starts[piece.start] as usize;
                             let end = p.word_starts[piece.end] as usize;
@@ -642,6 +929,7 @@ impl Engine {
             l.synchronize().check(|| "allocating chunk slots".into())?;
         }
         clock.lap("upload");
+        clock.laps.extend(upload_laps);
         let inv_f64 = main
             .alloc_zeros::<f64>(k)
             .check(|| alloc("the normalizers", k * 8))?;
@@ -895,6 +1183,33 @@ impl Engine {
     }
 
     /// The topic totals n_k of the current counts.
+    /// Each resident partition's PDOW arrays (positions, documents), read back: for tests that
+    /// compare the device's sort with the host's. `None` for a streamed corpus.
+    #[doc(hidden)]
+    pub fn pdow_arrays(&mut self) -> Result<Option<Vec<PdowArrays>>, GpuError> {
+        let Storage::Resident { chunks, .. } = &self.storage else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(chunks.len());
+        for (c, m) in chunks.iter().zip(&self.meta) {
+            let mut src = self
+                .main
+                .clone_dtoh(&c.token_src)
+                .check(|| "reading back the PDOW arrays".into())?;
+            let mut doc = self
+                .main
+                .clone_dtoh(&c.token_doc)
+                .check(|| "reading back the PDOW arrays".into())?;
+            src.truncate(m.tokens);
+            doc.truncate(m.tokens);
+            out.push((src, doc));
+        }
+        self.main
+            .synchronize()
+            .check(|| "reading back the PDOW arrays".into())?;
+        Ok(Some(out))
+    }
+
     pub fn topic_totals(&mut self) -> Result<Vec<u64>, GpuError> {
         let n = self
             .main

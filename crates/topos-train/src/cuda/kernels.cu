@@ -864,10 +864,19 @@ extern "C" __global__ void __launch_bounds__(MASS_THREADS) word_mass(
 // Training log-likelihood of the chunk's tokens under the current counts (point estimates of θ
 // and φ, as topos-train's loglik.rs on the CPU):
 //   log( (sum_{k in row d} A_dk (B_wk + beta) inv[k] + alpha mass[w]) / (n_d + K alpha) )
-// in double, one block per work item. Each token's value is rounded to 2^-24 and summed as an
-// integer, so the total does not depend on the order the blocks run in.
+// in double, one block per work item. A warp takes a contiguous share of the item's tokens; its
+// lanes load 32 tokens' documents at once, then read each token's document row together (32
+// entries a load, coalesced) and add their terms in a fixed butterfly order. Adjacent tokens of
+// one document (the PDOW order keeps them together) reuse the value. Each token's value is
+// rounded to 2^-24 and summed as an integer, so the total does not depend on the order the
+// blocks run in.
 #define LL_THREADS 256
 #define LL_SCALE 16777216.0
+__device__ __forceinline__ double warp_sum_f64(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL, v, o);
+    return v;
+}
 extern "C" __global__ void __launch_bounds__(LL_THREADS) loglik(
     const uint4* __restrict__ items, const u32* __restrict__ token_doc, const u32* __restrict__ doc_off,
     const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz, const u32* __restrict__ B,
@@ -882,21 +891,189 @@ extern "C" __global__ void __launch_bounds__(LL_THREADS) loglik(
     u32 slots = word_slots[it.x];
     double smooth = alpha * mass[it.x];
     double k_alpha = (double)K * alpha;
-    long long local = 0;
-    for (u32 e = it.y + threadIdx.x; e < it.y + it.z; e += LL_THREADS) {
-        u32 d = token_doc[e];
-        u32 a = doc_off[d];
-        u32 nd = doc_off[d + 1] - a;
-        u32 nnz = row_nnz[d];
-        double s = 0.0;
-        for (u32 j = 0; j < nnz; j++) {
-            RowEntry r = rows[a + j];
-            u32 k = entry_topic(r);
-            s += (double)entry_count(r) * (((double)word_count(B, off, slots, K, k) + beta) * inv[k]);
+    u32 lane = lane_id(), warp = threadIdx.x >> 5;
+    const u32 warps = LL_THREADS / 32;
+    u32 per = (it.z + warps - 1) / warps;
+    u32 e0 = it.y + min(it.z, warp * per);
+    u32 e1 = it.y + min(it.z, (warp + 1) * per);
+    long long local = 0, value = 0;
+    u32 cached = 0xffffffffu;
+    for (u32 base = e0; base < e1; base += 32) {
+        u32 my_e = base + lane, my_doc = 0xffffffffu, my_a = 0, my_len = 0, my_nnz = 0;
+        if (my_e < e1) {
+            my_doc = token_doc[my_e];
+            my_a = doc_off[my_doc];
+            my_len = doc_off[my_doc + 1] - my_a;
+            my_nnz = row_nnz[my_doc];
         }
-        local += llrint(log((s + smooth) / ((double)nd + k_alpha)) * LL_SCALE);
+        u32 count = min(32u, e1 - base);
+        for (u32 j = 0; j < count; j++) {
+            u32 d = __shfl_sync(FULL, my_doc, j);
+            u32 a = __shfl_sync(FULL, my_a, j);
+            u32 len = __shfl_sync(FULL, my_len, j);
+            u32 nnz = __shfl_sync(FULL, my_nnz, j);
+            if (d != cached) {
+                double s = 0.0;
+                for (u32 i = lane; i < nnz; i += 32) {
+                    RowEntry r = rows[a + i];
+                    u32 k = entry_topic(r);
+                    s += (double)entry_count(r) * (((double)word_count(B, off, slots, K, k) + beta) * inv[k]);
+                }
+                s = warp_sum_f64(s);
+                value = llrint(log((s + smooth) / ((double)len + k_alpha)) * LL_SCALE);
+                cached = d;
+            }
+            local += value;
+        }
     }
-    atomicAdd(&block_sum, (unsigned long long)local);
+    if (lane == 0) atomicAdd(&block_sum, (unsigned long long)local);
     __syncthreads();
     if (threadIdx.x == 0) atomicAdd(acc, block_sum);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The PDOW arrays of a resident partition, built on the device: a stable least-significant-digit
+// radix sort of the partition's tokens by word id (RADIX_BITS a pass), the values their positions,
+// then each position's document by binary search in the document offsets. Stable at every pass,
+// so the result is the host's counting sort's (topos-train's layout.rs), entry for entry: within
+// a word, tokens in corpus order.
+//
+// A pass: `radix_count` counts each tile's digits; `radix_scan_tiles` (one block a digit) turns
+// them into the tile's first position among the digit's entries and the digit's total;
+// `radix_scan_totals` gives each digit's first position; `radix_scatter` writes every tile's
+// entries there, in order: each warp takes a contiguous share of its tile, its own offsets from
+// the counts of the warps before it, and 32 entries at a time ranked among lanes of the same digit
+// (__match_any_sync).
+#define RADIX_BITS 9
+#define RADIX_BINS (1u << RADIX_BITS)
+#define SORT_TILE 4096u
+#define SORT_THREADS 256
+#define SORT_WARPS (SORT_THREADS / 32)
+
+extern "C" __global__ void __launch_bounds__(SORT_THREADS) radix_count(
+    const u32* __restrict__ keys, u32 n, u32 shift, u32* __restrict__ hist, u32 tiles) {
+    __shared__ u32 c[RADIX_BINS];
+    for (u32 i = threadIdx.x; i < RADIX_BINS; i += SORT_THREADS) c[i] = 0;
+    __syncthreads();
+    u32 t = blockIdx.x;
+    u32 start = t * SORT_TILE, end = min(n, start + SORT_TILE);
+    for (u32 i = start + threadIdx.x; i < end; i += SORT_THREADS)
+        atomicAdd(&c[(keys[i] >> shift) & (RADIX_BINS - 1)], 1u);
+    __syncthreads();
+    for (u32 d = threadIdx.x; d < RADIX_BINS; d += SORT_THREADS) hist[(u64)d * tiles + t] = c[d];
+}
+
+#define SCAN_THREADS 1024
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) radix_scan_tiles(
+    u32* __restrict__ hist, u32 tiles, u32* __restrict__ totals) {
+    __shared__ u32 warp_sums[SCAN_THREADS / 32];
+    __shared__ u32 carry;
+    u32* row = hist + (u64)blockIdx.x * tiles;
+    u32 lane = lane_id(), w = threadIdx.x >> 5;
+    if (threadIdx.x == 0) carry = 0;
+    __syncthreads();
+    for (u32 base = 0; base < tiles; base += SCAN_THREADS) {
+        u32 i = base + threadIdx.x;
+        u32 v = i < tiles ? row[i] : 0u;
+        u32 x = v;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            u32 y = __shfl_up_sync(FULL, x, o);
+            if (lane >= (u32)o) x += y;
+        }
+        if (lane == 31) warp_sums[w] = x;
+        __syncthreads();
+        if (w == 0) {
+            u32 s = warp_sums[lane];
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                u32 y = __shfl_up_sync(FULL, s, o);
+                if (lane >= (u32)o) s += y;
+            }
+            warp_sums[lane] = s;
+        }
+        __syncthreads();
+        u32 incl = x + (w > 0 ? warp_sums[w - 1] : 0u);
+        u32 c = carry;
+        if (i < tiles) row[i] = c + incl - v;
+        __syncthreads();
+        if (threadIdx.x == SCAN_THREADS - 1) carry = c + incl;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) totals[blockIdx.x] = carry;
+}
+
+// Exclusive scan of the RADIX_BINS digit totals, one block of RADIX_BINS threads.
+extern "C" __global__ void __launch_bounds__(RADIX_BINS) radix_scan_totals(
+    const u32* __restrict__ totals, u32* __restrict__ base) {
+    __shared__ u32 warp_sums[RADIX_BINS / 32];
+    u32 lane = lane_id(), w = threadIdx.x >> 5;
+    u32 v = totals[threadIdx.x], x = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        u32 y = __shfl_up_sync(FULL, x, o);
+        if (lane >= (u32)o) x += y;
+    }
+    if (lane == 31) warp_sums[w] = x;
+    __syncthreads();
+    u32 before = 0;
+    for (u32 j = 0; j < w; j++) before += warp_sums[j];
+    base[threadIdx.x] = before + x - v;
+}
+
+// One pass's scatter. `vals_in` is ignored when `iota` (the first pass: the value is the position);
+// keys are written only when `write_keys` (not after the last pass).
+extern "C" __global__ void __launch_bounds__(SORT_THREADS) radix_scatter(
+    const u32* __restrict__ keys_in, const u32* __restrict__ vals_in, u32* __restrict__ keys_out,
+    u32* __restrict__ vals_out, u32 n, u32 shift, const u32* __restrict__ hist, u32 tiles,
+    const u32* __restrict__ base, int iota, int write_keys) {
+    __shared__ u32 at[SORT_WARPS][RADIX_BINS];
+    u32 t = blockIdx.x, lane = lane_id(), w = threadIdx.x >> 5;
+    for (u32 i = threadIdx.x; i < SORT_WARPS * RADIX_BINS; i += SORT_THREADS) (&at[0][0])[i] = 0;
+    __syncthreads();
+    const u32 per = SORT_TILE / SORT_WARPS;
+    u32 start = t * SORT_TILE, end = min(n, start + SORT_TILE);
+    u32 ws = min(end, start + w * per), we = min(end, start + (w + 1) * per);
+    for (u32 i = ws + lane; i < we; i += 32) atomicAdd(&at[w][(keys_in[i] >> shift) & (RADIX_BINS - 1)], 1u);
+    __syncthreads();
+    for (u32 d = threadIdx.x; d < RADIX_BINS; d += SORT_THREADS) {
+        u32 acc = base[d] + hist[(u64)d * tiles + t];
+        for (u32 j = 0; j < SORT_WARPS; j++) {
+            u32 c = at[j][d];
+            at[j][d] = acc;
+            acc += c;
+        }
+    }
+    __syncthreads();
+    for (u32 b = ws; b < we; b += 32) {
+        u32 i = b + lane;
+        bool active = i < we;
+        u32 mask = __ballot_sync(FULL, active);
+        if (active) {
+            u32 k = keys_in[i];
+            u32 d = (k >> shift) & (RADIX_BINS - 1);
+            u32 peers = __match_any_sync(mask, d);
+            u32 rank = __popc(peers & ((1u << lane) - 1u));
+            u32 pos = at[w][d] + rank;
+            if (write_keys) keys_out[pos] = k;
+            vals_out[pos] = iota ? i : vals_in[i];
+            __syncwarp(mask);
+            if (rank == 0) at[w][d] += __popc(peers);
+        }
+        __syncwarp();
+    }
+}
+
+// doc[i] = the document (relative to the partition) holding position src[i]: the largest d with
+// doc_off[d] <= src[i] (doc_off has num_docs + 1 entries, the last one past every position).
+extern "C" __global__ void docs_of_positions(const u32* __restrict__ src, u32* __restrict__ doc,
+                                             u32 n, const u32* __restrict__ doc_off, u32 num_docs) {
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        u32 p = src[i], lo = 0, hi = num_docs;
+        while (hi - lo > 1) {
+            u32 mid = (lo + hi) >> 1;
+            if (doc_off[mid] <= p) lo = mid; else hi = mid;
+        }
+        doc[i] = lo;
+    }
 }

@@ -42,13 +42,31 @@ pub fn default_partition_tokens(topics: u32) -> u64 {
     }
 }
 
-/// Most PDOW entries built on the host at once (8 bytes each: 2 GiB). Each piece is one pass
-/// over the partition's tokens, so larger pieces cost fewer passes (a 745M-token partition: 3).
-pub const PIECE_TOKENS: usize = 1 << 28;
+/// Most PDOW entries built on the host at once: 2²⁷, staged page-locked at 8 bytes an entry, plus
+/// the sort's 8 bytes of scratch (2 GiB in all). Each piece is one pass over the partition's
+/// tokens, so larger pieces cost fewer passes (a 745M-token partition: 6).
+pub const PIECE_TOKENS: usize = 1 << 27;
+
+/// Largest piece staged in two page-locked pairs, one sorted into while the other is copied to
+/// the device (many small partitions); larger pieces use one pair, since page-locking costs
+/// about 0.4 s a GiB, more than the copy it would hide.
+pub const DOUBLE_STAGING_MAX_TOKENS: usize = 1 << 25;
+
+/// Host bytes of the PDOW pieces being built, for pieces of `piece` entries: the staging pairs
+/// and the sort's scratch.
+pub fn piece_bytes(piece: u64) -> u64 {
+    let pairs = if piece <= DOUBLE_STAGING_MAX_TOKENS as u64 {
+        2
+    } else {
+        1
+    };
+    (8 * pairs + crate::layout::SORT_SCRATCH_BYTES) * piece
+}
 
 /// The host memory of a run on the GPU: what every run holds ([`crate::memory::shared_items`]),
-/// the word-topic row index and the training tokens of every word (20 B a word), the PDOW piece
-/// being built (8 B a token of it), the CUDA driver and context, and for a corpus streamed
+/// the word-topic row index and the training tokens of every word (20 B a word), the PDOW pieces
+/// being built ([`piece_bytes`]: page-locked staging and the sort's scratch, at most 2 GiB),
+/// the CUDA driver and context, and for a corpus streamed
 /// through the device its page-locked chunks (10 B a token and the work items); a resumed run
 /// also reads its checkpoint (2 B a token).
 pub fn host_memory(
@@ -60,8 +78,8 @@ pub fn host_memory(
     let mut items = crate::memory::shared_items(s);
     items.push(("word-topic row index (20 B/word)", 20 * s.words));
     items.push((
-        "PDOW piece being built, page-locked (8 B/token, at most 2 GiB)",
-        8 * s.tokens.min(PIECE_TOKENS as u64),
+        "PDOW pieces being built (16-24 B/token of a piece, at most 2 GiB)",
+        piece_bytes(s.tokens.min(PIECE_TOKENS as u64)),
     ));
     items.push(("CUDA driver and context", 512 << 20));
     if streamed {
