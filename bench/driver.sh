@@ -71,6 +71,12 @@ if [ "$mode" = quick ]; then
   run topos pubmed 32768 20 --algo esca --skip-heldout
 fi
 
+if [ "$mode" = nyt ]; then
+  synth nyt --docs 303000 --vocab 100000 --topics 100 --doc-len 332 --holdout 0.01
+  run topos nyt 1024 100 --algo esca   # fills the PTX cache
+  run topos nyt 1024 100 --algo esca
+fi
+
 if [ "$mode" = table ]; then
   synth nyt --docs 303000 --vocab 100000 --topics 100 --doc-len 332 --holdout 0.01
   synth pubmed --docs 8282000 --vocab 141043 --topics 100 --doc-len 90 --holdout 0.001

@@ -120,6 +120,56 @@ pub fn heldout_log_likelihood(
     Ok(result)
 }
 
+/// Document completion's result from the argument of every scored token's logarithm,
+/// `Σ_k Ā_dk φ_kw + α Σ_k φ_kw` in the notation above, computed elsewhere (on a GPU, by the same
+/// fold-in): `arguments` is indexed like `docs.tokens()` and read at the second halves of the
+/// documents with at least 2 tokens. The logarithms and sums are the ones
+/// [`heldout_log_likelihood`] takes, in its order, so equal arguments give the same bits.
+pub fn heldout_from_arguments(
+    hyper: &Hyperparameters,
+    docs: Docs,
+    arguments: &[f64],
+) -> Result<HeldOut, ModelError> {
+    assert_eq!(arguments.len() as u64, docs.num_tokens());
+    let k_alpha = hyper.k() as f64 * hyper.alpha;
+    let mut total = 0.0f64;
+    let mut result = HeldOut {
+        ll_per_token: 0.0,
+        perplexity: 0.0,
+        docs_scored: 0,
+        docs_skipped: 0,
+        tokens_observed: 0,
+        tokens_scored: 0,
+    };
+    for d in 0..docs.len() {
+        let n = docs.doc(d).len();
+        if n < 2 {
+            result.docs_skipped += 1;
+            continue;
+        }
+        let observed = n / 2;
+        let log_norm = (observed as f64 + k_alpha).ln();
+        let start = docs.doc_start(d) as usize;
+        let mut ll = 0.0f64;
+        for &x in &arguments[start + observed..start + n] {
+            ll += x.ln() - log_norm;
+        }
+        total += ll;
+        result.docs_scored += 1;
+        result.tokens_observed += observed as u64;
+        result.tokens_scored += (n - observed) as u64;
+    }
+    if result.tokens_scored == 0 {
+        return Err(ModelError::Mismatch(format!(
+            "none of the {} held-out documents has the 2 tokens document completion needs",
+            docs.len()
+        )));
+    }
+    result.ll_per_token = total / result.tokens_scored as f64;
+    result.perplexity = (-result.ll_per_token).exp();
+    Ok(result)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +203,41 @@ mod tests {
         let unknown: OwnedDocs = [&[1u32, 4][..]].into_iter().collect();
         let e = heldout_log_likelihood(&phi, &hyper, unknown.view(), &FoldInOptions::default());
         assert!(e.unwrap_err().to_string().contains("word id 4"));
+    }
+
+    /// The arguments of the logarithms, computed as the fold-in does, give the same bits.
+    #[test]
+    fn arguments_reproduce_the_evaluation() {
+        #[rustfmt::skip]
+        let phi = Phi::from_probabilities(4, 2, vec![
+            0.4, 0.1,
+            0.3, 0.2,
+            0.2, 0.3,
+            0.1, 0.4,
+        ]).unwrap();
+        let hyper = Hyperparameters::new(2, Some(0.3), None).unwrap();
+        let docs: OwnedDocs = [&[0u32, 1, 0, 3, 2][..], &[3], &[2, 3, 3, 1]]
+            .into_iter()
+            .collect();
+        let opts = FoldInOptions::default();
+        let want = heldout_log_likelihood(&phi, &hyper, docs.view(), &opts).unwrap();
+        let v = docs.view();
+        let sampler = FoldIn::new(&phi, &hyper, opts).unwrap();
+        let mut args = vec![0.0; v.num_tokens() as usize];
+        for d in 0..v.len() {
+            let words = v.doc(d);
+            if words.len() < 2 {
+                continue;
+            }
+            let (observed, scored) = words.split_at(words.len() / 2);
+            let f = sampler.fold_in(observed, v.doc_start(d), &mut sampler.scratch());
+            let start = v.doc_start(d) as usize + observed.len();
+            for (i, &w) in scored.iter().enumerate() {
+                let pairs = f.topics.iter().copied().zip(f.mean_counts.iter().copied());
+                args[start + i] = phi.weighted_sum(w, pairs) + hyper.alpha * phi.word_mass(w);
+            }
+        }
+        assert_eq!(heldout_from_arguments(&hyper, v, &args).unwrap(), want);
     }
 
     /// The score of one document equals a dense brute-force evaluation of

@@ -114,6 +114,18 @@ pub trait Engine: Send {
 
     /// Training log-likelihood per token of the current state.
     fn log_likelihood(&mut self) -> Result<f64, TrainError>;
+    /// Held-out document completion of `docs` with the current counts, done by the engine
+    /// itself: the argument of every scored token's logarithm, which
+    /// [`topos_model::heldout_from_arguments`] turns into [`topos_model::heldout_log_likelihood`]'s
+    /// numbers bit for bit. `None` (the default) leaves it to the host.
+    fn heldout_arguments(
+        &mut self,
+        docs: Docs<'_>,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, TrainError> {
+        let _ = (docs, opts);
+        Ok(None)
+    }
     /// Column sums n_k of the current word-topic counts.
     fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError>;
     /// The current word-topic counts of `words` as sparse rows (topics increasing), appended to

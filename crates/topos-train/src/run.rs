@@ -863,6 +863,11 @@ impl Run {
     }
 
     fn heldout_ll_inner(&mut self) -> Result<f64, RunError> {
+        if self.private.is_none() {
+            if let Some(ll) = self.heldout_on_engine()? {
+                return Ok(ll);
+            }
+        }
         let v = self.corpus.vocab().len();
         let h = self.config.hyper;
         let words = &self.heldout_words;
@@ -905,6 +910,24 @@ impl Run {
             }
         };
         self.evaluate_heldout(&builder.finish())
+    }
+
+    /// Document completion done by the engine (a GPU's), the host's numbers bit for bit; `None`
+    /// where the engine leaves it to the host.
+    fn heldout_on_engine(&mut self) -> Result<Option<f64>, RunError> {
+        let corpus = self.corpus.clone();
+        let opts = FoldInOptions {
+            seed: self.config.seed,
+            ..FoldInOptions::default()
+        };
+        match self.engine.heldout_arguments(corpus.heldout(), &opts)? {
+            Some(args) => {
+                let h = &self.config.hyper;
+                let r = topos_model::heldout_from_arguments(h, corpus.heldout(), &args)?;
+                Ok(Some(r.ll_per_token))
+            }
+            None => Ok(None),
+        }
     }
 
     /// Document completion on the held-out documents with `phi` (of their words at least).
@@ -955,6 +978,11 @@ impl Run {
             _ if self.has_heldout && self.private.is_some() => Some(self.heldout_ll()?),
             _ => None,
         };
+        if heldout_ll.is_none() && self.has_heldout && self.private.is_none() {
+            let t = Instant::now();
+            heldout_ll = self.heldout_on_engine()?;
+            self.phases.heldout += t.elapsed().as_secs_f64();
+        }
         let heldout_with_model = heldout_ll.is_none() && self.has_heldout;
 
         // The model, staged under a temporary name.

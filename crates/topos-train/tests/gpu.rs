@@ -505,3 +505,51 @@ fn the_device_sort_builds_the_hosts_pdow_arrays() {
         }
     }
 }
+
+/// Held-out document completion on the device gives the host's numbers bit for bit (φ, the
+/// fold-in's random numbers and arithmetic, the scored arguments), at K with one, two and three
+/// levels of the smoothing branch's sampling tree, resident and streamed.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn heldout_on_the_device_is_the_hosts_bit_for_bit() {
+    use topos_model::{heldout_from_arguments, heldout_log_likelihood, FoldInOptions, Phi};
+    let s = spec(5, 600);
+    let train = TrainDocs::from(generate(&s).docs);
+    let heldout = generate(&spec(6, 150)).docs;
+    for (k, streamed) in [(8u32, false), (1000, false), (2000, true)] {
+        let mut g = gpu(
+            &train,
+            s.num_words,
+            &Esca,
+            k,
+            DeviceOptions {
+                force_streaming: streamed,
+                ..Default::default()
+            },
+        );
+        step(&mut g, 5);
+        let opts = FoldInOptions {
+            seed: 9,
+            ..FoldInOptions::default()
+        };
+        let args = Engine::heldout_arguments(&mut g, heldout.view(), &opts)
+            .unwrap()
+            .expect("a dense φ is evaluated on the device");
+        let on_device = heldout_from_arguments(&hyper(k), heldout.view(), &args).unwrap();
+        // The host: φ of every word from the counts read back.
+        let rows = read_all_rows(&mut g, s.num_words).unwrap();
+        let words: Vec<u32> = (0..s.num_words as u32).collect();
+        let mut b = Phi::builder_for_words(s.num_words, 0.01, &rows.totals, &words, None).unwrap();
+        for w in 0..s.num_words as u32 {
+            let (t, c) = rows.row(w);
+            b.push_row(w, t, c);
+        }
+        let on_host =
+            heldout_log_likelihood(&b.finish(), &hyper(k), heldout.view(), &opts).unwrap();
+        eprintln!(
+            "K={k}: held-out {} on the device, {} on the host",
+            on_device.ll_per_token, on_host.ll_per_token
+        );
+        assert_eq!(on_device, on_host, "K={k} streamed={streamed}");
+    }
+}

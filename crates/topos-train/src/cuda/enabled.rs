@@ -243,6 +243,13 @@ impl Engine for CudaEngine {
     fn log_likelihood(&mut self) -> Result<f64, TrainError> {
         self.kernels.log_likelihood().map_err(to_train)
     }
+    fn heldout_arguments(
+        &mut self,
+        docs: topos_corpus::Docs<'_>,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, TrainError> {
+        self.kernels.heldout_arguments(docs, opts).map_err(to_train)
+    }
     fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
         self.kernels.topic_totals().map_err(to_train)
     }

@@ -57,6 +57,8 @@ struct Kernels {
     radix_scan_totals: CudaFunction,
     radix_scatter: CudaFunction,
     docs_of_positions: CudaFunction,
+    heldout_phi_rows: CudaFunction,
+    heldout_foldin: CudaFunction,
 }
 
 /// A chunk's arrays on the device (also a streaming slot, sized for the largest chunk).
@@ -307,6 +309,8 @@ fn compile(
         radix_scan_totals: f("radix_scan_totals")?,
         radix_scatter: f("radix_scatter")?,
         docs_of_positions: f("docs_of_positions")?,
+        heldout_phi_rows: f("heldout_phi_rows")?,
+        heldout_foldin: f("heldout_foldin")?,
     })
 }
 
@@ -1183,6 +1187,169 @@ impl Engine {
     }
 
     /// The topic totals n_k of the current counts.
+    /// Held-out document completion of `docs` on the device (topos-model's `heldout.rs`, a dense
+    /// φ only): the argument of every scored token's logarithm, indexed like `docs.tokens()`,
+    /// which [`topos_model::heldout_from_arguments`] turns into the host's numbers bit for bit.
+    /// `None` where φ would be sparse (the host's fold-in then runs: its buckets are another
+    /// algorithm) or the device has no room.
+    pub fn heldout_arguments(
+        &mut self,
+        docs: Docs<'_>,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, GpuError> {
+        let (k, v) = (self.cfg.topics as usize, self.cfg.words as usize);
+        if docs.is_empty() || !topos_model::phi::dense_phi(v, k) || opts.validate().is_err() {
+            return Ok(None);
+        }
+        // The held-out words (ascending) and each token's row among them.
+        let mut row_of = vec![u32::MAX; v];
+        let mut words = Vec::new();
+        for &w in docs.tokens() {
+            if row_of[w as usize] == u32::MAX {
+                row_of[w as usize] = 0;
+            }
+        }
+        for (w, r) in row_of.iter_mut().enumerate() {
+            if *r == 0 {
+                *r = words.len() as u32;
+                words.push(w as u32);
+            }
+        }
+        let token_row: Vec<u32> = docs.tokens().iter().map(|&w| row_of[w as usize]).collect();
+        drop(row_of);
+        let rows = words.len();
+        let tokens = docs.num_tokens() as usize;
+        // Documents per launch: the per-document scratch (26 bytes a topic) within 1 GiB.
+        let per_doc = 26 * k;
+        let batch = ((1usize << 30) / per_doc).clamp(1, docs.len());
+        let needed = 8 * rows * k + 8 * rows + 14 * tokens + batch * per_doc + (64 << 20);
+        let room = self.ctx.mem_get_info().map_or(0, |(free, _)| free);
+        if room < needed {
+            return Ok(None);
+        }
+        let n = self.topic_totals()?;
+        let v_beta = v as f64 * self.cfg.beta;
+        let inv: Vec<f64> = n.iter().map(|&c| 1.0 / (c as f64 + v_beta)).collect();
+        let main = self.main.clone();
+        let what = |x: &str| format!("evaluating the held-out documents ({x})");
+        let upload = |x: &str| what(x);
+        main.memcpy_htod(&inv, &mut self.inv_f64)
+            .check(|| upload("normalizers"))?;
+        let d_words = main.clone_htod(&words).check(|| upload("words"))?;
+        let d_rows = main.clone_htod(&token_row).check(|| upload("tokens"))?;
+        let d_off = main
+            .clone_htod(docs.offsets())
+            .check(|| upload("documents"))?;
+        // SAFETY: every array below is written by a kernel (or cleared) before it is read.
+        let (mut phi, mut bottom, mut smooth, mut z, mut out) = unsafe {
+            (
+                main.alloc::<f32>(rows * k).check(|| what("φ"))?,
+                main.alloc::<f32>(rows * k)
+                    .check(|| what("sampling trees"))?,
+                main.alloc::<f64>(rows.max(1))
+                    .check(|| what("word masses"))?,
+                main.alloc::<u16>(tokens.max(1))
+                    .check(|| what("assignments"))?,
+                main.alloc_zeros::<f64>(tokens.max(1))
+                    .check(|| what("results"))?,
+            )
+        };
+        let mut counts = main
+            .alloc_zeros::<u32>(batch * k)
+            .check(|| what("scratch"))?;
+        let mut slot = main
+            .alloc_zeros::<u32>(batch * k)
+            .check(|| what("scratch"))?;
+        let mut nonzero = main
+            .alloc_zeros::<u16>(batch * k)
+            .check(|| what("scratch"))?;
+        let mut cum = main
+            .alloc_zeros::<f64>(batch * k)
+            .check(|| what("scratch"))?;
+        let mut sum = main
+            .alloc_zeros::<u64>(batch * k)
+            .check(|| what("scratch"))?;
+        let (kk, beta, alpha) = (k as u32, self.cfg.beta, self.cfg.alpha);
+        if rows > 0 {
+            // SAFETY: argument types match `heldout_phi_rows`; one block per held-out word.
+            unsafe {
+                main.launch_builder(&self.kernels.heldout_phi_rows)
+                    .arg(&d_words)
+                    .arg(&self.b)
+                    .arg(&self.word_off)
+                    .arg(&self.word_slots)
+                    .arg(&kk)
+                    .arg(&self.inv_f64)
+                    .arg(&beta)
+                    .arg(&alpha)
+                    .arg(&mut phi)
+                    .arg(&mut bottom)
+                    .arg(&mut smooth)
+                    .launch(LaunchConfig {
+                        grid_dim: (rows as u32, 1, 1),
+                        block_dim: (256, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+            }
+            .check(|| "launching heldout_phi_rows".into())?;
+        }
+        let (seed_lo, seed_hi) = (opts.seed as u32, (opts.seed >> 32) as u32);
+        let base = 0u64;
+        for first in (0..docs.len()).step_by(batch) {
+            let count = batch.min(docs.len() - first) as u32;
+            let first = first as u32;
+            main.memset_zeros(&mut counts).check(|| what("scratch"))?;
+            main.memset_zeros(&mut sum).check(|| what("scratch"))?;
+            // The empty slot is all ones.
+            // SAFETY: plain bytes.
+            unsafe {
+                let (p, _g) = slot.device_ptr(&main);
+                topos_cuda::cudarc::driver::result::memset_d8_async(
+                    p,
+                    0xff,
+                    batch * k * 4,
+                    main.cu_stream(),
+                )
+            }
+            .check(|| what("scratch"))?;
+            // SAFETY: argument types match `heldout_foldin`; one thread per document.
+            unsafe {
+                main.launch_builder(&self.kernels.heldout_foldin)
+                    .arg(&d_off)
+                    .arg(&base)
+                    .arg(&d_rows)
+                    .arg(&first)
+                    .arg(&count)
+                    .arg(&phi)
+                    .arg(&bottom)
+                    .arg(&smooth)
+                    .arg(&kk)
+                    .arg(&seed_lo)
+                    .arg(&seed_hi)
+                    .arg(&opts.sweeps)
+                    .arg(&opts.burn_in)
+                    .arg(&mut counts)
+                    .arg(&mut slot)
+                    .arg(&mut nonzero)
+                    .arg(&mut cum)
+                    .arg(&mut sum)
+                    .arg(&mut z)
+                    .arg(&mut out)
+                    .launch(LaunchConfig {
+                        // One warp a document, four to a block.
+                        grid_dim: (count.div_ceil(4), 1, 1),
+                        block_dim: (128, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+            }
+            .check(|| "launching heldout_foldin".into())?;
+        }
+        let mut args = main.clone_dtoh(&out).check(|| what("results"))?;
+        main.synchronize().check(|| what("results"))?;
+        args.truncate(tokens);
+        Ok(Some(args))
+    }
+
     /// Each resident partition's PDOW arrays (positions, documents), read back: for tests that
     /// compare the device's sort with the host's. `None` for a streamed corpus.
     #[doc(hidden)]

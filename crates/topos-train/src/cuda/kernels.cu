@@ -1077,3 +1077,215 @@ extern "C" __global__ void docs_of_positions(const u32* __restrict__ src, u32* _
         doc[i] = lo;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Held-out document completion on the device (topos-model's heldout.rs and foldin.rs, for a dense
+// φ), bit for bit: the same φ values, the same Philox numbers, the same operations in the same
+// order (the __d*_rn intrinsics keep NVRTC from fusing a multiply and an add, which the host never
+// does). What the host still does: the logarithms (CUDA's log and the host's may differ in the
+// last bit) and the sum over documents.
+
+#define STREAM_INFER 3u
+#define NO_SLOT 0xffffffffu
+
+// Row r of φ for held-out word words[r]: phi = f32((B_wk + beta) inv[k]); bottom = its running f32
+// sum (WaryTree's bottom level); mass[r] = alpha * sum_k f64(phi) (the smoothing weight).
+extern "C" __global__ void __launch_bounds__(256) heldout_phi_rows(
+    const u32* __restrict__ words, const u32* __restrict__ B, const u64* __restrict__ word_off,
+    const u32* __restrict__ word_slots, u32 K, const double* __restrict__ inv, double beta,
+    double alpha, float* __restrict__ phi, float* __restrict__ bottom, double* __restrict__ smooth) {
+    u32 r = blockIdx.x, w = words[r];
+    u64 off = word_off[w];
+    u32 slots = word_slots[w];
+    float* row = phi + (u64)r * K;
+    for (u32 k = threadIdx.x; k < K; k += blockDim.x)
+        row[k] = __double2float_rn(__dmul_rn(__dadd_rn((double)word_count(B, off, slots, K, k), beta), inv[k]));
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float acc = 0.0f;
+        double mass = 0.0;
+        float* b = bottom + (u64)r * K;
+        for (u32 k = 0; k < K; k++) {
+            acc = __fadd_rn(acc, row[k]);
+            b[k] = acc;
+            mass = __dadd_rn(mass, (double)row[k]);
+        }
+        smooth[r] = __dmul_rn(alpha, mass);
+    }
+}
+
+struct InferRng {
+    uint4 buf;
+    u32 used;
+};
+
+__device__ __forceinline__ u32 infer_next(InferRng& g, u32 seed_lo, u32 seed_hi, uint4& ctr) {
+    if (g.used == 4) {
+        g.buf = philox(ctr, seed_lo, seed_hi);
+        ctr.w += 1;
+        g.used = 0;
+    }
+    u32 x = g.used == 0 ? g.buf.x : g.used == 1 ? g.buf.y : g.used == 2 ? g.buf.z : g.buf.w;
+    g.used++;
+    return x;
+}
+
+// One warp per held-out document (documents first_doc.., `count` of them; scratch row j of every
+// per-document array belongs to document first_doc + j). Folds in the first half (Gibbs fold-in
+// with φ fixed: sweep 0 assigns in order, sweeps 1..=sweeps resample, counts averaged after
+// burn_in), then writes, for every token of the second half, the argument of its logarithm: the
+// sum over the averaged topics (ascending) of mean_k phi_kw, plus alpha mass_w. The lanes load a
+// draw's 32 terms at once; lane 0 adds them in the host's order (shuffled to it one at a time),
+// and keeps the document's counts.
+__device__ __forceinline__ double ordered_prefix(double prod, u32 cnt, double& total) {
+    // The running sums of `prod` over lanes 0..cnt, in lane order: lane l gets the sum through l.
+    u32 lane = lane_id();
+    double mine = 0.0;
+    for (u32 l = 0; l < cnt; l++) {
+        double v = __shfl_sync(FULL, prod, l);
+        total = __dadd_rn(total, v);
+        if (lane == l) mine = total;
+    }
+    return mine;
+}
+
+extern "C" __global__ void __launch_bounds__(128) heldout_foldin(
+    const u64* __restrict__ doc_off, u64 base, const u32* __restrict__ token_row, u32 first_doc, u32 count,
+    const float* __restrict__ phi, const float* __restrict__ bottom, const double* __restrict__ smooth,
+    u32 K, u32 seed_lo, u32 seed_hi, u32 sweeps, u32 burn_in,
+    u32* __restrict__ counts, u32* __restrict__ slot, u16* __restrict__ nonzero,
+    double* __restrict__ cum, unsigned long long* __restrict__ sum, u16* __restrict__ z,
+    double* __restrict__ out) {
+    u32 j = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    u32 lane = lane_id();
+    if (j >= count) return;
+    u32 d = first_doc + j;
+    // doc_off: the documents' first tokens as the host's fold-in numbers them (its random
+    // streams); the arrays start at `base`.
+    u64 first = doc_off[d], a = first - base;
+    u32 n = (u32)(doc_off[d + 1] - first);
+    if (n < 2) return;
+    u32 nobs = n / 2;
+    u32* C = counts + (u64)j * K;
+    u32* S = slot + (u64)j * K;
+    u16* NZ = nonzero + (u64)j * K;
+    double* CU = cum + (u64)j * K;
+    unsigned long long* SUM = sum + (u64)j * K;
+    u32 nnz = 0;
+    for (u32 sweep = 0; sweep <= sweeps; sweep++) {
+        for (u32 i = 0; i < nobs; i++) {
+            if (sweep > 0) {
+                if (lane == 0) {
+                    // remove(z[i])
+                    u32 t = z[a + i];
+                    C[t] -= 1;
+                    if (C[t] == 0) {
+                        u32 p = S[t];
+                        S[t] = NO_SLOT;
+                        nnz -= 1;
+                        u16 last = NZ[nnz];
+                        if (last != t) {
+                            NZ[p] = last;
+                            S[last] = p;
+                        }
+                    }
+                }
+                nnz = __shfl_sync(FULL, nnz, 0);
+                __syncwarp();
+            }
+            u32 r = token_row[a + i];
+            const float* row = phi + (u64)r * K;
+            double sparse = 0.0;
+            for (u32 q0 = 0; q0 < nnz; q0 += 32) {
+                u32 q = q0 + lane;
+                double prod = 0.0;
+                if (q < nnz) {
+                    u32 k = NZ[q];
+                    prod = __dmul_rn((double)C[k], (double)row[k]);
+                }
+                double c = ordered_prefix(prod, min(32u, nnz - q0), sparse);
+                if (q < nnz) CU[q] = c;
+            }
+            __syncwarp();
+            u64 tok = first + i;
+            uint4 ctr = make_uint4((u32)tok, (u32)(tok >> 32), sweep, STREAM_INFER << 24);
+            InferRng g;
+            g.used = 4;
+            u32 hi = infer_next(g, seed_lo, seed_hi, ctr) >> 5;
+            u32 lo = infer_next(g, seed_lo, seed_hi, ctr) >> 6;
+            double unit = (double)(((u64)hi << 26) | (u64)lo) * (1.0 / 9007199254740992.0);
+            double u = __dmul_rn(unit, __dadd_rn(sparse, smooth[r]));
+            u32 k;
+            if (u < sparse) {
+                // The first running sum above u (the last if rounding left none).
+                u32 found = nnz - 1;
+                for (u32 q0 = 0; q0 < nnz; q0 += 32) {
+                    u32 q = q0 + lane;
+                    u32 hit = __ballot_sync(FULL, q < nnz && CU[q] > u);
+                    if (hit) {
+                        found = q0 + __ffs(hit) - 1;
+                        break;
+                    }
+                }
+                k = NZ[found];
+            } else {
+                const float* b = bottom + (u64)r * K;
+                float uf = (float)(infer_next(g, seed_lo, seed_hi, ctr) >> 8) * (1.0f / 16777216.0f);
+                float x = __fmul_rn(uf, b[K - 1]);
+                u32 found = K - 1;
+                for (u32 q0 = 0; q0 < K; q0 += 32) {
+                    u32 q = q0 + lane;
+                    u32 hit = __ballot_sync(FULL, q < K && b[q] > x);
+                    if (hit) {
+                        found = q0 + __ffs(hit) - 1;
+                        break;
+                    }
+                }
+                while (found > 0 && b[found] == b[found - 1]) found--;
+                k = found;
+            }
+            if (lane == 0) {
+                // add(k)
+                if (C[k] == 0) {
+                    S[k] = nnz;
+                    NZ[nnz] = (u16)k;
+                    nnz += 1;
+                }
+                C[k] += 1;
+                z[a + i] = (u16)k;
+            }
+            nnz = __shfl_sync(FULL, nnz, 0);
+            __syncwarp();
+        }
+        if (sweep > burn_in) {
+            for (u32 q = lane; q < nnz; q += 32) SUM[NZ[q]] += C[NZ[q]];
+            __syncwarp();
+        }
+    }
+    // The averaged topics, ascending, with their means (NZ and CU reused).
+    double samples = (double)(sweeps - burn_in);
+    u32 m = 0;
+    for (u32 k0 = 0; k0 < K; k0 += 32) {
+        u32 k = k0 + lane;
+        bool on = k < K && SUM[k] > 0;
+        u32 hits = __ballot_sync(FULL, on);
+        if (on) {
+            u32 at = m + __popc(hits & ((1u << lane) - 1u));
+            NZ[at] = (u16)k;
+            CU[at] = __ddiv_rn((double)SUM[k], samples);
+        }
+        m += __popc(hits);
+    }
+    __syncwarp();
+    for (u32 i = nobs; i < n; i++) {
+        u32 r = token_row[a + i];
+        const float* row = phi + (u64)r * K;
+        double s = 0.0;
+        for (u32 q0 = 0; q0 < m; q0 += 32) {
+            u32 q = q0 + lane;
+            double prod = q < m ? __dmul_rn(CU[q], (double)row[NZ[q]]) : 0.0;
+            ordered_prefix(prod, min(32u, m - q0), s);
+        }
+        if (lane == 0) out[a + i] = __dadd_rn(s, smooth[r]);
+    }
+}
