@@ -4,7 +4,10 @@
 # driver (.devbin/topos-old, built from the commit before the driver moved) and the new one.
 #
 #   here:            bash bench/gpu.sh build; cp <old build>/topos .devbin/topos-old
-#   device machine:  bash bench/driver.sh table      NYTimes- and PubMed-shaped corpora
+#   device machine:  bash bench/driver.sh table      NYTimes- and PubMed-shaped corpora, old and new
+#                    bash bench/driver.sh phases     the new binary's rows with their phases
+#                    bash bench/driver.sh quick      fewer rows (one NYTimes K = 32,768 run less)
+#                    bash bench/driver.sh nyt        the NYTimes K = 1,024 rows only
 #                    bash bench/driver.sh big        a >= 2-billion-token corpus at K = 1,000
 #
 # Rows: corpus, K, iterations, binary, loop seconds, wall seconds, wall/loop, peak host GiB,

@@ -8,10 +8,12 @@
 //!   [`crate::Engine`] over it. Without the feature, `disabled` says the build has no GPU support.
 //!
 //! What stays on the host in a run: the corpus file (memory-mapped), the word-topic row index
-//! (O(V)), one piece of PDOW arrays while they are built, and for a streamed corpus its
-//! page-locked chunks. The start (assignments drawn with the CPU's counter-based numbers), the
-//! training log-likelihood and the counts live on the device; the model file, checkpoints and
-//! document-topic counts are written from state copied back a piece at a time.
+//! (O(V)), the staging buffers the corpus is copied through (and, where the host sorts it, one
+//! piece of PDOW arrays while they are built), held-out evaluation with a sparse φ, and for a
+//! streamed corpus its page-locked chunks. The start (assignments drawn with the CPU's
+//! counter-based numbers), the PDOW sort of a resident corpus, the training log-likelihood,
+//! held-out document completion with a dense φ and the counts live on the device; the model file,
+//! checkpoints and document-topic counts are written from state copied back a piece at a time.
 
 pub mod chunks;
 pub mod plan;
