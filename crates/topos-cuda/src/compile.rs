@@ -31,6 +31,48 @@ pub fn nvrtc_version() -> Option<(i32, i32)> {
     (r == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((major, minor))
 }
 
+/// The virtual architectures this NVRTC compiles for (`compute_75` as 75), or `None` when NVRTC
+/// is missing or cannot say.
+pub fn supported_archs() -> Option<Vec<i32>> {
+    // The query exists from NVRTC 11.2 on (an older library lacks the symbol).
+    if nvrtc_version()? < (11, 2) {
+        return None;
+    }
+    use cudarc::nvrtc::sys::{nvrtcGetNumSupportedArchs, nvrtcGetSupportedArchs, nvrtcResult};
+    let mut n = 0;
+    // SAFETY: NVRTC loads (checked above); the first call writes one int, the second n ints.
+    unsafe {
+        if nvrtcGetNumSupportedArchs(&mut n) != nvrtcResult::NVRTC_SUCCESS || n <= 0 {
+            return None;
+        }
+        let mut archs = vec![0; n as usize];
+        (nvrtcGetSupportedArchs(archs.as_mut_ptr()) == nvrtcResult::NVRTC_SUCCESS).then_some(archs)
+    }
+}
+
+/// Refuses `arch` (`compute_XY`) when this NVRTC (`version`) does not compile for it: CUDA 13's
+/// NVRTC dropped compute 7.0 and 7.2, which a V100 needs; without this check the user would see
+/// NVRTC's own "invalid value for --gpu-architecture".
+pub fn check_arch(arch: &str, supported: &[i32], version: (i32, i32)) -> Result<(), GpuError> {
+    let Some(wanted) = arch
+        .strip_prefix("compute_")
+        .and_then(|x| x.parse::<i32>().ok())
+    else {
+        return Ok(());
+    };
+    if supported.is_empty() || supported.contains(&wanted) {
+        return Ok(());
+    }
+    let (lo, hi) = (
+        supported.iter().min().unwrap(),
+        supported.iter().max().unwrap(),
+    );
+    Err(GpuError::Unsupported(format!(
+        "this GPU needs {arch}, which the installed NVRTC {}.{} does not compile for (it covers compute_{lo} to compute_{hi}); install an NVRTC that does (CUDA 12's libnvrtc for compute 7.0), or use --device cpu",
+        version.0, version.1
+    )))
+}
+
 /// The cache directory, or `None` when caching is off or no home is known.
 pub fn cache_dir() -> Option<PathBuf> {
     match Tuning::get().nvrtc_cache.as_deref() {
@@ -72,6 +114,9 @@ pub fn compile_cached(
             return Ok((Ptx::from_src(ptx), PtxOrigin::Cache));
         }
     }
+    if let Some(supported) = supported_archs() {
+        check_arch(arch, &supported, version)?;
+    }
     let opts = CompileOptions {
         arch: Some(arch),
         options,
@@ -98,6 +143,23 @@ fn store(path: &std::path::Path, ptx: &str) -> Result<(), topos_io::FormatError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_architecture_nvrtc_dropped_is_refused_with_what_to_do() {
+        let cuda13 = [75, 80, 86, 87, 89, 90, 100, 120];
+        assert!(check_arch("compute_90", &cuda13, (13, 0)).is_ok());
+        let e = check_arch("compute_70", &cuda13, (13, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("compute_70") && e.contains("NVRTC 13.0"), "{e}");
+        assert!(
+            e.contains("compute_75 to compute_120") && e.contains("--device cpu"),
+            "{e}"
+        );
+        // Nothing known: no refusal (NVRTC itself then decides).
+        assert!(check_arch("compute_70", &[], (13, 0)).is_ok());
+        assert!(check_arch("sm_70", &cuda13, (13, 0)).is_ok());
+    }
 
     #[test]
     fn the_key_covers_source_options_arch_and_version() {
