@@ -50,18 +50,24 @@ pub fn supported_archs() -> Option<Vec<i32>> {
     }
 }
 
-/// Refuses `arch` (`compute_XY`) when this NVRTC (`version`) does not compile for it: CUDA 13's
-/// NVRTC dropped compute 7.0 and 7.2, which a V100 needs; without this check the user would see
-/// NVRTC's own "invalid value for --gpu-architecture".
-pub fn check_arch(arch: &str, supported: &[i32], version: (i32, i32)) -> Result<(), GpuError> {
+/// The architecture to compile for when the GPU needs `arch` (`compute_XY`) and this NVRTC
+/// (`version`) compiles for `supported`: `arch` itself; else the newest supported one below it
+/// (a GPU runs PTX of an older virtual architecture, compiled by the driver when loaded: a GPU
+/// newer than the NVRTC); else a one-line refusal with what to do (CUDA 13's NVRTC dropped
+/// compute 7.0 and 7.2, which a V100 needs: without this the user would see NVRTC's own
+/// "invalid value for --gpu-architecture").
+pub fn target_arch(arch: &str, supported: &[i32], version: (i32, i32)) -> Result<String, GpuError> {
     let Some(wanted) = arch
         .strip_prefix("compute_")
         .and_then(|x| x.parse::<i32>().ok())
     else {
-        return Ok(());
+        return Ok(arch.to_string());
     };
     if supported.is_empty() || supported.contains(&wanted) {
-        return Ok(());
+        return Ok(arch.to_string());
+    }
+    if let Some(older) = supported.iter().copied().filter(|&s| s < wanted).max() {
+        return Ok(format!("compute_{older}"));
     }
     let (lo, hi) = (
         supported.iter().min().unwrap(),
@@ -107,18 +113,24 @@ pub fn compile_cached(
     arch: &'static str,
 ) -> Result<(Ptx, PtxOrigin), GpuError> {
     let version = nvrtc_version().ok_or(GpuError::NoNvrtc)?;
-    let path =
-        cache_dir().map(|d| d.join(format!("{:016x}.ptx", key(source, &options, arch, version))));
+    let arch = match supported_archs() {
+        Some(supported) => target_arch(arch, &supported, version)?,
+        None => arch.to_string(),
+    };
+    let path = cache_dir().map(|d| {
+        d.join(format!(
+            "{:016x}.ptx",
+            key(source, &options, &arch, version)
+        ))
+    });
     if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
         if ptx.contains(".entry") {
             return Ok((Ptx::from_src(ptx), PtxOrigin::Cache));
         }
     }
-    if let Some(supported) = supported_archs() {
-        check_arch(arch, &supported, version)?;
-    }
+    let mut options = options;
+    options.push(format!("--gpu-architecture={arch}"));
     let opts = CompileOptions {
-        arch: Some(arch),
         options,
         ..Default::default()
     };
@@ -145,10 +157,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_architecture_nvrtc_dropped_is_refused_with_what_to_do() {
+    fn the_target_architecture_is_the_gpus_or_the_newest_older_one_nvrtc_knows() {
         let cuda13 = [75, 80, 86, 87, 89, 90, 100, 120];
-        assert!(check_arch("compute_90", &cuda13, (13, 0)).is_ok());
-        let e = check_arch("compute_70", &cuda13, (13, 0))
+        assert_eq!(
+            target_arch("compute_90", &cuda13, (13, 0)).unwrap(),
+            "compute_90"
+        );
+        // A GPU newer than this NVRTC: PTX of the newest older architecture.
+        assert_eq!(
+            target_arch("compute_121", &cuda13, (13, 0)).unwrap(),
+            "compute_120"
+        );
+        // One NVRTC dropped: refused with what to do.
+        let e = target_arch("compute_70", &cuda13, (13, 0))
             .unwrap_err()
             .to_string();
         assert!(e.contains("compute_70") && e.contains("NVRTC 13.0"), "{e}");
@@ -156,9 +177,12 @@ mod tests {
             e.contains("compute_75 to compute_120") && e.contains("--device cpu"),
             "{e}"
         );
-        // Nothing known: no refusal (NVRTC itself then decides).
-        assert!(check_arch("compute_70", &[], (13, 0)).is_ok());
-        assert!(check_arch("sm_70", &cuda13, (13, 0)).is_ok());
+        // Nothing known: as asked (NVRTC itself then decides).
+        assert_eq!(
+            target_arch("compute_70", &[], (13, 0)).unwrap(),
+            "compute_70"
+        );
+        assert_eq!(target_arch("sm_70", &cuda13, (13, 0)).unwrap(), "sm_70");
     }
 
     #[test]

@@ -106,6 +106,15 @@ pub fn prewarm(ordinal: Option<usize>) {
     }
 }
 
+/// Drops a context [`prewarm`] opened that no [`open`] took (the run went to another device or
+/// stopped before opening one), so it does not hold the GPU's memory until the process ends.
+pub fn abandon_prewarm() {
+    let warming = WARMING.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some((_, thread)) = warming {
+        let _ = thread.join();
+    }
+}
+
 /// Opens the device `spec` names (`Cuda(None)` is device 0); checks driver, NVRTC and ordinal.
 /// Takes the context [`prewarm`] opened for the same device.
 pub fn open(ordinal: Option<usize>) -> Result<Arc<CudaContext>, GpuError> {

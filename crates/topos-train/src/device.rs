@@ -37,6 +37,9 @@ pub trait Device: Sync {
     fn prepare(&self, ordinal: Option<usize>) {
         let _ = ordinal;
     }
+    /// Lets go of what [`Device::prepare`] started and [`Device::open`] did not take (the run
+    /// chose another device or stopped first). The default does nothing.
+    fn release_prepared(&self) {}
     /// Opens the `ordinal`-th device of this kind (`None`: the first) for a run.
     fn open(
         &self,

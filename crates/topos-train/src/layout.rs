@@ -49,13 +49,13 @@ pub const MAX_PARTITION_TOKENS: u64 = u32::MAX as u64;
 impl Layout {
     /// Cuts `docs` into `num_partitions` contiguous ranges of about equal token count (more if a
     /// partition would exceed [`MAX_PARTITION_TOKENS`]) and sorts each partition's tokens by word.
-    /// Partitions are built one after another (each sort is parallel inside), reusing one
-    /// sorting scratch: 8 bytes a token of the largest partition beside the layout.
+    /// Partitions are built in parallel (each sort is parallel inside too), each with its own
+    /// sorting scratch: at most 8 bytes a token beside the layout while it is built.
     pub fn build(docs: Docs<'_>, num_partitions: usize) -> Self {
-        let mut scratch = Vec::new();
+        use rayon::prelude::*;
         let partitions = partition_ranges(docs, num_partitions)
-            .into_iter()
-            .map(|r| build_partition(docs, r, &mut scratch))
+            .into_par_iter()
+            .map(|r| build_partition(docs, r, &mut Vec::new()))
             .collect();
         Self { partitions }
     }
@@ -382,7 +382,8 @@ impl<'a> PdowFiller<'a> {
         // bits) and its word's low bits.
         if self.scratch.len() < entries {
             // First touch in parallel: the pages are faulted in by every thread, not one.
-            self.scratch = Vec::with_capacity(entries);
+            self.scratch = Vec::new(); // the old one freed before the new one is taken
+            self.scratch.reserve_exact(entries);
             self.scratch
                 .par_extend(rayon::iter::repeat_n(0u64, entries));
         }
@@ -431,8 +432,13 @@ impl<'a> PdowFiller<'a> {
                 for i in words_of(b) {
                     cur[i & mask] = shape.word_starts[i] as usize - base;
                 }
-                let mut d = 0usize;
-                for &e in &scratch[bucket_start[n]..bucket_start[n + 1]] {
+                let entries = &scratch[bucket_start[n]..bucket_start[n + 1]];
+                // The document of the bucket's first token (not 0: that walk would cost every
+                // document once per bucket).
+                let mut d = entries.first().map_or(0, |&e| {
+                    offsets.partition_point(|&o| o <= token_start + (e >> 16)) - 1
+                });
+                for &e in entries {
                     let t = token_start + (e >> 16);
                     while offsets[d + 1] <= t {
                         d += 1;

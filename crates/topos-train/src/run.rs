@@ -351,7 +351,17 @@ impl Run {
     /// everything that can refuse the run does so here, before any training.
     pub fn start(config: RunConfig, observer: &mut dyn Observer) -> Result<Run, RunError> {
         let started = Instant::now();
-        // The device's slow start (a GPU's driver and context) overlaps reading the corpus.
+        // The device's slow start (a GPU's driver and context) overlaps reading the corpus;
+        // whatever the chosen device did not take is let go when `start` returns, whichever way.
+        struct ReleaseUnused;
+        impl Drop for ReleaseUnused {
+            fn drop(&mut self) {
+                for d in crate::device::DEVICES {
+                    d.release_prepared();
+                }
+            }
+        }
+        let _release_unused = ReleaseUnused;
         match config.device {
             DeviceChoice::Named { device, ordinal } if device.runs(config.sampler) => {
                 device.prepare(ordinal)

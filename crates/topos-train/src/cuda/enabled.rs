@@ -47,6 +47,9 @@ impl Device for Cuda {
             device::prewarm(ordinal);
         }
     }
+    fn release_prepared(&self) {
+        device::abandon_prewarm();
+    }
     fn open(
         &self,
         ordinal: Option<usize>,

@@ -339,6 +339,10 @@ struct DeviceSort {
 }
 
 impl DeviceSort {
+    /// Largest partition the kernels' 32-bit indices sort without wrapping (a tile's end and a
+    /// grid-stride step stay below 2³²).
+    const MAX_TOKENS: usize = (u32::MAX - (1 << 25)) as usize;
+
     /// Device bytes of [`DeviceSort::new`] for `capacity` tokens.
     fn bytes(capacity: usize) -> usize {
         8 * capacity + 4 * (capacity.div_ceil(SORT_TILE as usize) + 2) * (1 << RADIX_BITS)
@@ -665,6 +669,7 @@ impl Engine {
                 let after = 10 * total + 16 * (max_items + max_docs) + 8 * max_tokens;
                 let room = ctx.mem_get_info().map_or(0, |(free, _)| free);
                 let mut device_sort = if Tuning::get().host_pdow
+                    || largest > DeviceSort::MAX_TOKENS
                     || room < DeviceSort::bytes(largest) + after + (1 << 30)
                 {
                     None
@@ -681,7 +686,17 @@ impl Engine {
                 let (cap, num_pairs, with_docs) = if device_sort.is_some() {
                     (largest.clamp(1, DEVICE_SORT_PIECE), 2, false)
                 } else {
-                    let cap = largest.min(piece_tokens.max(1)).max(1);
+                    // The largest piece: at most piece_tokens, unless one word has more.
+                    let cap = shapes
+                        .iter()
+                        .flat_map(|p| {
+                            p.pieces(piece_tokens.max(1))
+                                .into_iter()
+                                .map(|r| (p.word_starts[r.end] - p.word_starts[r.start]) as usize)
+                        })
+                        .max()
+                        .unwrap_or(0)
+                        .max(1);
                     (
                         cap,
                         if cap <= super::DOUBLE_STAGING_MAX_TOKENS {
@@ -876,6 +891,7 @@ impl Engine {
                             let end = p.word_starts[piece.end] as usize;
                             filler.fill(piece, &mut src_all[first..end], &mut doc_all[first..end]);
                         }
+                        sort_scratch = filler.into_scratch();
                     }
                     // Read back every iteration: not write-combined.
                     let mut z = pinned_zeroed::<u16>(&ctx, n, false)?;
@@ -1186,7 +1202,6 @@ impl Engine {
         Ok(())
     }
 
-    /// The topic totals n_k of the current counts.
     /// Held-out document completion of `docs` on the device (topos-model's `heldout.rs`, a dense
     /// φ only): the argument of every scored token's logarithm, indexed like `docs.tokens()`,
     /// which [`topos_model::heldout_from_arguments`] turns into the host's numbers bit for bit.
@@ -1377,6 +1392,7 @@ impl Engine {
         Ok(Some(out))
     }
 
+    /// The topic totals n_k of the current counts.
     pub fn topic_totals(&mut self) -> Result<Vec<u64>, GpuError> {
         let n = self
             .main
