@@ -12,34 +12,18 @@ fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// A small corpus of two obvious themes, one document per line.
+/// A small corpus of three obvious themes, one document per line.
 fn write_text_corpus(dir: &Path) -> PathBuf {
     let themes = [
         "river water fish boat lake stream bank flood rain water river fish",
         "stock market price trade bank money invest profit share market price",
         "game team player score match season coach league win team game",
     ];
-    let text = themed_text(&themes, 300, 20, 0);
-    let p = dir.join("docs.txt");
-    std::fs::write(&p, text).unwrap();
-    p
+    write_themes(dir, "docs", &themes, 300, 20, 0)
 }
 
 fn prepare(dir: &Path) -> PathBuf {
-    let input = write_text_corpus(dir);
-    let corpus = dir.join("c.tcorp");
-    ok(&[
-        "prepare",
-        s(&input),
-        "-o",
-        s(&corpus),
-        "--holdout",
-        "0.2",
-        "--max-df",
-        "0.9",
-        "-q",
-    ]);
-    corpus
+    prepare_text(&write_text_corpus(dir), &dir.join("c.tcorp"), "0.2", &[])
 }
 
 #[test]
@@ -325,18 +309,7 @@ fn bad_inputs_get_one_line_errors_and_leave_nothing() {
     fails(&["topics", s(&mt)], "truncated");
     let other_dir = tempfile::tempdir().unwrap();
     let other_input = write_text_corpus(other_dir.path());
-    let other = other_dir.path().join("o.tcorp");
-    ok(&[
-        "prepare",
-        s(&other_input),
-        "-o",
-        s(&other),
-        "--holdout",
-        "0.3",
-        "--max-df",
-        "0.9",
-        "-q",
-    ]);
+    let other = prepare_text(&other_input, &other_dir.path().join("o.tcorp"), "0.3", &[]);
     fails(&["eval", s(&m), "--corpus", s(&other)], "not the corpus");
     let no_heldout = d.join("nh.tcorp");
     ok(&[

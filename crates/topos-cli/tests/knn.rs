@@ -15,22 +15,8 @@ const THEMES: [&str; 3] = [
 
 /// Document i (line i) is about theme i % 3.
 fn write_corpus(dir: &Path, name: &str, docs: usize, salt: usize) -> PathBuf {
-    let text = themed_text(&THEMES, docs, 15, salt);
-    let input = dir.join(format!("{name}.txt"));
-    std::fs::write(&input, text).unwrap();
-    let corpus = dir.join(format!("{name}.tcorp"));
-    ok(&[
-        "prepare",
-        s(&input),
-        "-o",
-        s(&corpus),
-        "--holdout",
-        "0.2",
-        "--max-df",
-        "0.9",
-        "-q",
-    ]);
-    corpus
+    let input = write_themes(dir, name, &THEMES, docs, 15, salt);
+    prepare_text(&input, &dir.join(format!("{name}.tcorp")), "0.2", &[])
 }
 
 fn jsonl(text: &str) -> Vec<serde_json::Value> {

@@ -15,22 +15,8 @@ fn corpus(dir: &Path) -> PathBuf {
         "stock market price trade bank money invest profit share",
         "game team player score match season coach league win",
     ];
-    let text = themed_text(&themes, 240, 16, 0);
-    let input = dir.join("docs.txt");
-    std::fs::write(&input, text).unwrap();
-    let c = dir.join("c.tcorp");
-    ok(&[
-        "prepare",
-        s(&input),
-        "-o",
-        s(&c),
-        "--holdout",
-        "0.2",
-        "--max-df",
-        "0.9",
-        "-q",
-    ]);
-    c
+    let input = write_themes(dir, "docs", &themes, 240, 16, 0);
+    prepare_text(&input, &dir.join("c.tcorp"), "0.2", &[])
 }
 
 fn train(c: &Path, out: &Path, extra: &[&str]) -> std::process::Output {

@@ -14,30 +14,13 @@ fn write_text_corpus(dir: &Path) -> PathBuf {
         "stock stocks market markets price pricing trading traded bank banking money",
         "game games team teams player players scoring match season coaching league",
     ];
-    let text = themed_text(&themes, 300, 20, 0);
-    let p = dir.join("docs.txt");
-    std::fs::write(&p, text).unwrap();
-    p
+    write_themes(dir, "docs", &themes, 300, 20, 0)
 }
 
 /// Prepares (with `extra` options) and trains a 3-topic model for a few iterations; returns
 /// (corpus, model).
 fn corpus_and_model(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf) {
-    let input = write_text_corpus(dir);
-    let corpus = dir.join("c.tcorp");
-    let mut args = vec![
-        "prepare",
-        s(&input),
-        "-o",
-        s(&corpus),
-        "--holdout",
-        "0.2",
-        "--max-df",
-        "0.9",
-        "-q",
-    ];
-    args.extend_from_slice(extra);
-    ok(&args);
+    let corpus = prepare_text(&write_text_corpus(dir), &dir.join("c.tcorp"), "0.2", extra);
     let model = dir.join("c.tmod");
     ok(&[
         "train",

@@ -58,7 +58,6 @@ pub fn heldout_log_likelihood(
     opts: &FoldInOptions,
 ) -> Result<HeldOut, ModelError> {
     let sampler = FoldIn::new(phi, hyper, *opts)?;
-    let k_alpha = hyper.k() as f64 * hyper.alpha;
     let scores: Vec<DocScore> = (0..docs.len())
         .into_par_iter()
         .map_init(
@@ -71,24 +70,60 @@ pub fn heldout_log_likelihood(
                 }
                 let (observed, scored) = words.split_at(words.len() / 2);
                 let folded = sampler.fold_in(observed, docs.doc_start(d), scratch);
-                let log_norm = (observed.len() as f64 + k_alpha).ln();
-                let mut ll = 0.0f64;
-                for &w in scored {
-                    let sparse = phi.weighted_sum(
-                        w,
-                        folded
-                            .topics
-                            .iter()
-                            .copied()
-                            .zip(folded.mean_counts.iter().copied()),
-                    );
-                    ll += (sparse + hyper.alpha * phi.word_mass(w)).ln() - log_norm;
-                }
-                Ok(Some((ll, observed.len() as u64, scored.len() as u64)))
+                let arguments = scored.iter().map(|&w| {
+                    let pairs = folded
+                        .topics
+                        .iter()
+                        .copied()
+                        .zip(folded.mean_counts.iter().copied());
+                    phi.weighted_sum(w, pairs) + hyper.alpha * phi.word_mass(w)
+                });
+                Ok(Some(doc_score(hyper, observed.len(), arguments)))
             },
         )
         .collect::<Result<_, ModelError>>()?;
+    combine(scores, docs.len())
+}
 
+/// Document completion's result from the argument of every scored token's logarithm,
+/// `Σ_k Ā_dk φ_kw + α Σ_k φ_kw` in the notation above, computed elsewhere (on a GPU, by the same
+/// fold-in): `arguments` is indexed like `docs.tokens()` and read at the second halves of the
+/// documents with at least 2 tokens. The logarithms and sums are [`heldout_log_likelihood`]'s
+/// (the same [`doc_score`] and [`combine`]), so equal arguments give the same bits.
+pub fn heldout_from_arguments(
+    hyper: &Hyperparameters,
+    docs: Docs,
+    arguments: &[f64],
+) -> Result<HeldOut, ModelError> {
+    assert_eq!(arguments.len() as u64, docs.num_tokens());
+    let scores = (0..docs.len()).map(|d| {
+        let n = docs.doc(d).len();
+        let start = docs.doc_start(d) as usize;
+        (n >= 2).then(|| {
+            let args = &arguments[start + n / 2..start + n];
+            doc_score(hyper, n / 2, args.iter().copied())
+        })
+    });
+    combine(scores, docs.len())
+}
+
+/// One document's score: Σ over its scored tokens of log(argument) − log(n_obs + Kα).
+fn doc_score(
+    hyper: &Hyperparameters,
+    observed: usize,
+    arguments: impl ExactSizeIterator<Item = f64>,
+) -> (f64, u64, u64) {
+    let log_norm = (observed as f64 + hyper.k() as f64 * hyper.alpha).ln();
+    let scored = arguments.len() as u64;
+    let ll = arguments.fold(0.0f64, |ll, x| ll + (x.ln() - log_norm));
+    (ll, observed as u64, scored)
+}
+
+/// The documents' scores (`None`: skipped), added in document order.
+fn combine(
+    scores: impl IntoIterator<Item = DocScore>,
+    num_docs: usize,
+) -> Result<HeldOut, ModelError> {
     let mut total = 0.0f64;
     let mut result = HeldOut {
         ll_per_token: 0.0,
@@ -111,58 +146,7 @@ pub fn heldout_log_likelihood(
     }
     if result.tokens_scored == 0 {
         return Err(ModelError::Mismatch(format!(
-            "none of the {} held-out documents has the 2 tokens document completion needs",
-            docs.len()
-        )));
-    }
-    result.ll_per_token = total / result.tokens_scored as f64;
-    result.perplexity = (-result.ll_per_token).exp();
-    Ok(result)
-}
-
-/// Document completion's result from the argument of every scored token's logarithm,
-/// `Σ_k Ā_dk φ_kw + α Σ_k φ_kw` in the notation above, computed elsewhere (on a GPU, by the same
-/// fold-in): `arguments` is indexed like `docs.tokens()` and read at the second halves of the
-/// documents with at least 2 tokens. The logarithms and sums are the ones
-/// [`heldout_log_likelihood`] takes, in its order, so equal arguments give the same bits.
-pub fn heldout_from_arguments(
-    hyper: &Hyperparameters,
-    docs: Docs,
-    arguments: &[f64],
-) -> Result<HeldOut, ModelError> {
-    assert_eq!(arguments.len() as u64, docs.num_tokens());
-    let k_alpha = hyper.k() as f64 * hyper.alpha;
-    let mut total = 0.0f64;
-    let mut result = HeldOut {
-        ll_per_token: 0.0,
-        perplexity: 0.0,
-        docs_scored: 0,
-        docs_skipped: 0,
-        tokens_observed: 0,
-        tokens_scored: 0,
-    };
-    for d in 0..docs.len() {
-        let n = docs.doc(d).len();
-        if n < 2 {
-            result.docs_skipped += 1;
-            continue;
-        }
-        let observed = n / 2;
-        let log_norm = (observed as f64 + k_alpha).ln();
-        let start = docs.doc_start(d) as usize;
-        let mut ll = 0.0f64;
-        for &x in &arguments[start + observed..start + n] {
-            ll += x.ln() - log_norm;
-        }
-        total += ll;
-        result.docs_scored += 1;
-        result.tokens_observed += observed as u64;
-        result.tokens_scored += (n - observed) as u64;
-    }
-    if result.tokens_scored == 0 {
-        return Err(ModelError::Mismatch(format!(
-            "none of the {} held-out documents has the 2 tokens document completion needs",
-            docs.len()
+            "none of the {num_docs} held-out documents has the 2 tokens document completion needs"
         )));
     }
     result.ll_per_token = total / result.tokens_scored as f64;

@@ -35,6 +35,17 @@ pub struct Phi {
 /// same value. At K = 32,768 over 100K words the dense matrix would be 13 GiB.
 pub const DENSE_MAX_CELLS: u64 = 1 << 28;
 
+/// The normalizers s_k = 1 / (n_k + Vβ) of Eq. (2) (SaberLDA), in `f64`: every computation of φ
+/// or of a likelihood from counts (host or device) takes them from here, so their values agree
+/// bit for bit.
+pub fn normalizers(topic_totals: &[u64], num_words: usize, beta: f64) -> Vec<f64> {
+    let v_beta = num_words as f64 * beta;
+    topic_totals
+        .iter()
+        .map(|&n| 1.0 / (n as f64 + v_beta))
+        .collect()
+}
+
 /// Whether φ over `num_words` × `num_topics` is kept dense.
 pub fn dense_phi(num_words: usize, num_topics: usize) -> bool {
     (num_words as u64).saturating_mul(num_topics as u64) <= DENSE_MAX_CELLS
@@ -201,13 +212,8 @@ impl Phi {
         let needed = Self::bytes_needed(v, k).unwrap_or(u64::MAX);
         check_budget("the topic-word matrix φ", needed, max_bytes, MEMORY_HINT)?;
         let beta = model.hyper.beta;
-        let v_beta = v as f64 * beta;
         // Eq. (2): one reciprocal per topic, then one multiply per cell.
-        let inv: Vec<f64> = model
-            .topic_totals
-            .iter()
-            .map(|&n| 1.0 / (n as f64 + v_beta))
-            .collect();
+        let inv = normalizers(&model.topic_totals, v, beta);
         let mut probs = vec![0f32; v * k];
         let mut word_mass = vec![0f64; v];
         probs
@@ -254,11 +260,7 @@ impl Phi {
                 rows += 1;
             }
         }
-        let v_beta = num_words as f64 * beta;
-        let inv: Vec<f64> = topic_totals
-            .iter()
-            .map(|&n| 1.0 / (n as f64 + v_beta))
-            .collect();
+        let inv = normalizers(topic_totals, num_words, beta);
         if !dense_phi(num_words, k) {
             return Ok(PhiBuilder {
                 phi: Phi {

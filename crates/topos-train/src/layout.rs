@@ -55,7 +55,7 @@ impl Layout {
         use rayon::prelude::*;
         let partitions = partition_ranges(docs, num_partitions)
             .into_par_iter()
-            .map(|r| build_partition(docs, r, &mut Vec::new()))
+            .map(|r| build_partition(docs, r))
             .collect();
         Self { partitions }
     }
@@ -104,17 +104,13 @@ pub fn balanced_ranges(docs: Docs<'_>, parts: usize) -> Vec<std::ops::Range<usiz
 }
 
 /// One partition of [`Layout::build`]: its shape, then every PDOW entry in one piece.
-fn build_partition(
-    docs: Docs<'_>,
-    range: std::ops::Range<usize>,
-    scratch: &mut Vec<u64>,
-) -> Partition {
+fn build_partition(docs: Docs<'_>, range: std::ops::Range<usize>) -> Partition {
     let shape = PartitionShape::new(docs, range);
     let mut token_src = vec![0u32; shape.num_tokens];
     let mut token_doc = vec![0u32; shape.num_tokens];
-    let mut filler = shape.filler_reusing(docs, std::mem::take(scratch));
-    filler.fill(0..shape.words.len(), &mut token_src, &mut token_doc);
-    *scratch = filler.into_scratch();
+    shape
+        .filler(docs)
+        .fill(0..shape.words.len(), &mut token_src, &mut token_doc);
     let PartitionShape {
         docs,
         token_start,
@@ -158,8 +154,8 @@ pub fn word_counts(tokens: &[u32], bound: usize) -> Vec<u64> {
 }
 
 /// A partition without its per-token arrays: what a device-resident run keeps on the host (the
-/// word index is O(V)), filling the PDOW arrays on the device a piece at a time
-/// ([`PartitionShape::fill`]) instead of holding 8 bytes a token.
+/// word index is O(V)) while the PDOW arrays are sorted on the device, or built on the host a
+/// piece at a time ([`PartitionShape::filler`]), instead of holding 8 bytes a token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionShape {
     pub docs: std::ops::Range<usize>,
@@ -244,19 +240,6 @@ impl PartitionShape {
         let mut f = self.filler(docs);
         f.scratch = scratch;
         f
-    }
-
-    /// The PDOW arrays of the words `piece` (distinct-word indices), exactly those of
-    /// [`Layout::build`]'s partition at entries `word_starts[piece.start]..word_starts[piece.end]`.
-    /// `token_src` and `token_doc` must be as long as the piece's entries.
-    pub fn fill(
-        &self,
-        docs: Docs<'_>,
-        piece: std::ops::Range<usize>,
-        token_src: &mut [u32],
-        token_doc: &mut [u32],
-    ) {
-        self.filler(docs).fill(piece, token_src, token_doc);
     }
 }
 

@@ -25,12 +25,7 @@ pub fn log_likelihood_per_token(
     beta: f64,
 ) -> f64 {
     let k = word_topics.num_topics as usize;
-    let v_beta = word_topics.num_words() as f64 * beta;
-    let inv: Vec<f64> = word_topics
-        .totals
-        .iter()
-        .map(|&n| 1.0 / (n as f64 + v_beta))
-        .collect();
+    let inv = topos_model::phi::normalizers(&word_topics.totals, word_topics.num_words(), beta);
     let smooth_sum: f64 = inv.iter().map(|&x| beta * x).sum();
     let k_alpha = k as f64 * alpha;
     // Tasks of a partition's consecutive words with about an equal share of its tokens, so that a

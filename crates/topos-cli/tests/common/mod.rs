@@ -2,7 +2,7 @@
 // Each test file compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the binary under test.
@@ -107,4 +107,36 @@ pub fn themed_text(themes: &[&str], docs: usize, len: usize, salt: usize) -> Str
         text.push('\n');
     }
     text
+}
+
+/// Writes `docs` documents of `len` words over `themes` ([`themed_text`]) to `dir/NAME.txt`.
+pub fn write_themes(
+    dir: &Path,
+    name: &str,
+    themes: &[&str],
+    docs: usize,
+    len: usize,
+    salt: usize,
+) -> PathBuf {
+    let p = dir.join(format!("{name}.txt"));
+    std::fs::write(&p, themed_text(themes, docs, len, salt)).unwrap();
+    p
+}
+
+/// `topos prepare INPUT -o OUT --holdout HOLDOUT --max-df 0.9 -q EXTRA...`; returns OUT.
+pub fn prepare_text(input: &Path, out: &Path, holdout: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec![
+        "prepare",
+        s(input),
+        "-o",
+        s(out),
+        "--holdout",
+        holdout,
+        "--max-df",
+        "0.9",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    ok(&args);
+    out.to_path_buf()
 }

@@ -422,11 +422,7 @@ impl DeviceSort {
                         .arg(&shift)
                         .arg(&mut self.hist)
                         .arg(&tiles)
-                        .launch(LaunchConfig {
-                            grid_dim: (tiles, 1, 1),
-                            block_dim: (256, 1, 1),
-                            shared_mem_bytes: 0,
-                        })
+                        .launch(grid(tiles, 256))
                         .map(|_| ()),
                 )?;
                 launch(
@@ -435,11 +431,7 @@ impl DeviceSort {
                         .arg(&mut self.hist)
                         .arg(&tiles)
                         .arg(&mut self.totals)
-                        .launch(LaunchConfig {
-                            grid_dim: (bins, 1, 1),
-                            block_dim: (1024, 1, 1),
-                            shared_mem_bytes: 0,
-                        })
+                        .launch(grid(bins, 1024))
                         .map(|_| ()),
                 )?;
                 launch(
@@ -447,11 +439,7 @@ impl DeviceSort {
                     main.launch_builder(&kernels.radix_scan_totals)
                         .arg(&self.totals)
                         .arg(&mut self.base)
-                        .launch(LaunchConfig {
-                            grid_dim: (1, 1, 1),
-                            block_dim: (bins, 1, 1),
-                            shared_mem_bytes: 0,
-                        })
+                        .launch(grid(1, bins))
                         .map(|_| ()),
                 )?;
                 launch(
@@ -468,11 +456,7 @@ impl DeviceSort {
                         .arg(&self.base)
                         .arg(&iota)
                         .arg(&write_keys)
-                        .launch(LaunchConfig {
-                            grid_dim: (tiles, 1, 1),
-                            block_dim: (256, 1, 1),
-                            shared_mem_bytes: 0,
-                        })
+                        .launch(grid(tiles, 256))
                         .map(|_| ()),
                 )?;
             }
@@ -488,14 +472,19 @@ impl DeviceSort {
                     .arg(&n)
                     .arg(doc_off)
                     .arg(&num_docs)
-                    .launch(LaunchConfig {
-                        grid_dim: (blocks, 1, 1),
-                        block_dim: (256, 1, 1),
-                        shared_mem_bytes: 0,
-                    })
+                    .launch(grid(blocks, 256))
                     .map(|_| ()),
             )
         }
+    }
+}
+
+/// A one-dimensional launch of `blocks` blocks of `threads` threads, no dynamic shared memory.
+fn grid(blocks: u32, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
     }
 }
 
@@ -537,7 +526,7 @@ pub struct Start<'a> {
     pub shapes: &'a [PartitionShape],
     pub topics: StartTopics<'a>,
     pub words: &'a WordTopicLayout,
-    /// Most PDOW entries built on the host at once (8 bytes each).
+    /// Most PDOW entries built on the host at once, where the host sorts ([`super::PIECE_TOKENS`]).
     pub piece_tokens: usize,
 }
 
@@ -834,11 +823,7 @@ impl Engine {
                                     .arg(&lo)
                                     .arg(&hi)
                                     .arg(&cfg.topics)
-                                    .launch(LaunchConfig {
-                                        grid_dim: (blocks, 1, 1),
-                                        block_dim: (BLOCK, 1, 1),
-                                        shared_mem_bytes: 0,
-                                    })
+                                    .launch(grid(blocks, BLOCK))
                             }
                             .check(|| "launching init_assignments".into())?;
                         }
@@ -1052,11 +1037,7 @@ impl Engine {
             let blocks = hashed
                 .div_ceil(u64::from(BLOCK))
                 .min(u64::from(self.multiprocessors.max(1)) * 8);
-            let cfg = LaunchConfig {
-                grid_dim: (blocks as u32, 1, 1),
-                block_dim: (BLOCK, 1, 1),
-                shared_mem_bytes: 0,
-            };
+            let cfg = grid(blocks as u32, BLOCK);
             // SAFETY: argument types match the kernel's signature; the hashed cells follow the
             // dense rows in `b`.
             unsafe {
@@ -1242,9 +1223,7 @@ impl Engine {
         if room < needed {
             return Ok(None);
         }
-        let n = self.topic_totals()?;
-        let v_beta = v as f64 * self.cfg.beta;
-        let inv: Vec<f64> = n.iter().map(|&c| 1.0 / (c as f64 + v_beta)).collect();
+        let inv = topos_model::phi::normalizers(&self.topic_totals()?, v, self.cfg.beta);
         let main = self.main.clone();
         let what = |x: &str| format!("evaluating the held-out documents ({x})");
         let upload = |x: &str| what(x);
@@ -1300,11 +1279,7 @@ impl Engine {
                     .arg(&mut phi)
                     .arg(&mut bottom)
                     .arg(&mut smooth)
-                    .launch(LaunchConfig {
-                        grid_dim: (rows as u32, 1, 1),
-                        block_dim: (256, 1, 1),
-                        shared_mem_bytes: 0,
-                    })
+                    .launch(grid(rows as u32, 256))
             }
             .check(|| "launching heldout_phi_rows".into())?;
         }
@@ -1350,12 +1325,8 @@ impl Engine {
                     .arg(&mut sum)
                     .arg(&mut z)
                     .arg(&mut out)
-                    .launch(LaunchConfig {
-                        // One warp a document, four to a block.
-                        grid_dim: (count.div_ceil(4), 1, 1),
-                        block_dim: (128, 1, 1),
-                        shared_mem_bytes: 0,
-                    })
+                    // One warp a document, four to a block.
+                    .launch(grid(count.div_ceil(4), 128))
             }
             .check(|| "launching heldout_foldin".into())?;
         }
@@ -1527,10 +1498,8 @@ impl Engine {
     /// doc-topic rows rebuilt from the assignments and every token's term (`loglik`), summed in
     /// fixed point.
     pub fn log_likelihood(&mut self) -> Result<f64, GpuError> {
-        let n = self.topic_totals()?;
         let (k, v) = (self.cfg.topics, self.cfg.words);
-        let v_beta = f64::from(v) * self.cfg.beta;
-        let inv: Vec<f64> = n.iter().map(|&c| 1.0 / (c as f64 + v_beta)).collect();
+        let inv = topos_model::phi::normalizers(&self.topic_totals()?, v as usize, self.cfg.beta);
         let beta_inv_sum: f64 = self.cfg.beta * inv.iter().sum::<f64>();
         let main = self.main.clone();
         main.memcpy_htod(&inv, &mut self.inv_f64)
@@ -1548,11 +1517,7 @@ impl Engine {
                     .arg(&self.inv_f64)
                     .arg(&beta_inv_sum)
                     .arg(&mut self.mass)
-                    .launch(LaunchConfig {
-                        grid_dim: (v, 1, 1),
-                        block_dim: (256, 1, 1),
-                        shared_mem_bytes: 0,
-                    })
+                    .launch(grid(v, 256))
             }
             .check(|| "launching word_mass".into())?;
         }
@@ -1596,11 +1561,7 @@ impl Engine {
                         .arg(&alpha)
                         .arg(&beta)
                         .arg(&mut *acc)
-                        .launch(LaunchConfig {
-                            grid_dim: (m.items as u32, 1, 1),
-                            block_dim: (256, 1, 1),
-                            shared_mem_bytes: 0,
-                        })
+                        .launch(grid(m.items as u32, 256))
                 }
                 .check(|| "launching loglik".into())?;
                 Ok(())
@@ -1697,11 +1658,7 @@ fn launch_count(
     if m.items == 0 {
         return Ok(());
     }
-    let cfg = LaunchConfig {
-        grid_dim: (m.items as u32, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = grid(m.items as u32, BLOCK);
     // SAFETY: argument types match the kernel's signature; items index only this chunk's arrays.
     unsafe {
         s.launch_builder(&k.count_words)
@@ -1746,11 +1703,7 @@ fn launch_rebuild(
     m: &ChunkMeta,
 ) -> Result<(), GpuError> {
     let docs = m.docs as u32;
-    let rebuild_cfg = LaunchConfig {
-        grid_dim: ((scratch_warps * 32).div_ceil(BLOCK).max(1), 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let rebuild_cfg = grid((scratch_warps * 32).div_ceil(BLOCK).max(1), BLOCK);
     // SAFETY: argument types match the kernel's signature; the grid has at most scratch_warps
     // warps, each with its own K-entry histogram inside `scratch`.
     unsafe {

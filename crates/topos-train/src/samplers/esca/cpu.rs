@@ -52,12 +52,11 @@ impl<'a> Frozen<'a> {
         alpha: f64,
         beta: f64,
     ) -> Self {
-        let v_beta = word_topics.num_words() as f64 * beta;
-        let inv_norm: Vec<f32> = word_topics
-            .totals
-            .iter()
-            .map(|&n| (1.0 / (n as f64 + v_beta)) as f32)
-            .collect();
+        let inv_norm: Vec<f32> =
+            topos_model::phi::normalizers(&word_topics.totals, word_topics.num_words(), beta)
+                .into_iter()
+                .map(|x| x as f32)
+                .collect();
         let beta32 = beta as f32;
         let smoothing =
             WaryTree::from_weights(&inv_norm.iter().map(|&x| x * beta32).collect::<Vec<_>>());
