@@ -126,6 +126,18 @@ pub trait Engine: Send {
         let _ = (docs, opts);
         Ok(None)
     }
+    /// [`Engine::heldout_arguments`] with a φ the host built (of the held-out words at least),
+    /// for an engine that cannot derive it itself (a GPU with a sparse φ). `None` (the default)
+    /// leaves the evaluation to the host.
+    fn heldout_arguments_with_phi(
+        &mut self,
+        docs: Docs<'_>,
+        phi: &topos_model::Phi,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, TrainError> {
+        let _ = (docs, phi, opts);
+        Ok(None)
+    }
     /// Column sums n_k of the current word-topic counts.
     fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError>;
     /// The current word-topic counts of `words` as sparse rows (topics increasing), appended to

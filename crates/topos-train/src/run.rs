@@ -919,7 +919,12 @@ impl Run {
                 builder
             }
         };
-        self.evaluate_heldout(&builder.finish())
+        let phi = builder.finish();
+        if self.private.is_some() {
+            return self.evaluate_heldout(&phi);
+        }
+        let corpus = self.corpus.clone();
+        evaluate_heldout_with(self.engine.as_mut(), &corpus, &self.config, &phi)
     }
 
     /// Document completion done by the engine (a GPU's), the host's numbers bit for bit; `None`
@@ -1078,12 +1083,13 @@ impl Run {
                     &[],
                 )?;
                 // The file is completed and synced while the held-out documents are folded in.
-                let run = &self;
+                let (corpus, config) = (self.corpus.clone(), &self.config);
+                let engine = self.engine.as_mut();
                 let (staged, evaluated) = std::thread::scope(|scope| {
                     let staging = scope.spawn(move || w.stage());
                     let evaluated = phi.map(|b| {
                         let t = Instant::now();
-                        run.evaluate_heldout(&b.finish())
+                        evaluate_heldout_with(engine, &corpus, config, &b.finish())
                             .map(|ll| (ll, t.elapsed().as_secs_f64()))
                     });
                     (
@@ -1296,6 +1302,27 @@ impl DocRowCounter {
             self.lengths.push((self.topics.len() - before) as u64);
         }
     }
+}
+
+/// Document completion on `corpus`'s held-out documents with `phi` (of their words at least)
+/// and the run's seed, by the engine when it takes a φ the host built (a GPU's, for a sparse φ),
+/// else on the host: the same numbers either way.
+fn evaluate_heldout_with(
+    engine: &mut dyn Engine,
+    corpus: &Corpus,
+    config: &RunConfig,
+    phi: &Phi,
+) -> Result<f64, RunError> {
+    let opts = FoldInOptions {
+        seed: config.seed,
+        ..FoldInOptions::default()
+    };
+    if let Some(args) = engine.heldout_arguments_with_phi(corpus.heldout(), phi, &opts)? {
+        let r = topos_model::heldout_from_arguments(&config.hyper, corpus.heldout(), &args)?;
+        return Ok(r.ll_per_token);
+    }
+    let r = topos_model::heldout_log_likelihood(phi, &config.hyper, corpus.heldout(), &opts)?;
+    Ok(r.ll_per_token)
 }
 
 /// The peak resident memory of this process (`VmHWM` in `/proc/self/status`), where the system

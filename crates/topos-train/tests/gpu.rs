@@ -553,3 +553,40 @@ fn heldout_on_the_device_is_the_hosts_bit_for_bit() {
         assert_eq!(on_device, on_host, "K={k} streamed={streamed}");
     }
 }
+
+/// With a sparse φ (the host's SparseLDA buckets, K x V above 2^28 in real runs; forced sparse
+/// here), held-out document completion on the device is the host's bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sparse_heldout_on_the_device_is_the_hosts_bit_for_bit() {
+    use topos_model::{heldout_from_arguments, heldout_log_likelihood, FoldInOptions, Phi};
+    let s = spec(7, 600);
+    let train = TrainDocs::from(generate(&s).docs);
+    let heldout = generate(&spec(8, 150)).docs;
+    for k in [8u32, 300, 2000] {
+        let mut g = gpu(&train, s.num_words, &Esca, k, DeviceOptions::default());
+        step(&mut g, 5);
+        let opts = FoldInOptions {
+            seed: 4,
+            ..FoldInOptions::default()
+        };
+        let rows = read_all_rows(&mut g, s.num_words).unwrap();
+        let words: Vec<u32> = (0..s.num_words as u32).collect();
+        let mut b = Phi::builder_for_words(s.num_words, 0.01, &rows.totals, &words, None).unwrap();
+        for w in 0..s.num_words as u32 {
+            let (t, c) = rows.row(w);
+            b.push_row(w, t, c);
+        }
+        let phi = b.finish_sparse_for_tests();
+        let args = Engine::heldout_arguments_with_phi(&mut g, heldout.view(), &phi, &opts)
+            .unwrap()
+            .expect("a sparse φ is evaluated on the device");
+        let on_device = heldout_from_arguments(&hyper(k), heldout.view(), &args).unwrap();
+        let on_host = heldout_log_likelihood(&phi, &hyper(k), heldout.view(), &opts).unwrap();
+        eprintln!(
+            "K={k}: sparse held-out {} on the device, {} on the host",
+            on_device.ll_per_token, on_host.ll_per_token
+        );
+        assert_eq!(on_device, on_host, "K={k}");
+    }
+}

@@ -253,6 +253,16 @@ impl Engine for CudaEngine {
     ) -> Result<Option<Vec<f64>>, TrainError> {
         self.kernels.heldout_arguments(docs, opts).map_err(to_train)
     }
+    fn heldout_arguments_with_phi(
+        &mut self,
+        docs: topos_corpus::Docs<'_>,
+        phi: &topos_model::Phi,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, TrainError> {
+        self.kernels
+            .heldout_arguments_sparse(docs, phi, opts)
+            .map_err(to_train)
+    }
     fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
         self.kernels.topic_totals().map_err(to_train)
     }

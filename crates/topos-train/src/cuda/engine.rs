@@ -59,6 +59,8 @@ struct Kernels {
     docs_of_positions: CudaFunction,
     heldout_phi_rows: CudaFunction,
     heldout_foldin: CudaFunction,
+    heldout_word_prefix: CudaFunction,
+    heldout_foldin_sparse: CudaFunction,
 }
 
 /// A chunk's arrays on the device (also a streaming slot, sized for the largest chunk).
@@ -311,7 +313,18 @@ fn compile(
         docs_of_positions: f("docs_of_positions")?,
         heldout_phi_rows: f("heldout_phi_rows")?,
         heldout_foldin: f("heldout_foldin")?,
+        heldout_word_prefix: f("heldout_word_prefix")?,
+        heldout_foldin_sparse: f("heldout_foldin_sparse")?,
     })
+}
+
+/// `v`, or one default element when empty (a device allocation needs at least one).
+fn pad<T: Clone + Default>(v: &[T]) -> Vec<T> {
+    if v.is_empty() {
+        vec![T::default()]
+    } else {
+        v.to_vec()
+    }
 }
 
 fn flatten(items: &[Item]) -> Vec<u32> {
@@ -1329,6 +1342,169 @@ impl Engine {
                     .launch(grid(count.div_ceil(4), 128))
             }
             .check(|| "launching heldout_foldin".into())?;
+        }
+        let mut args = main.clone_dtoh(&out).check(|| what("results"))?;
+        main.synchronize().check(|| what("results"))?;
+        args.truncate(tokens);
+        Ok(Some(args))
+    }
+
+    /// [`Engine::heldout_arguments`] with a sparse φ the host built (`phi`, of the held-out
+    /// words at least): the host's `FoldIn::draw_sparse` (SparseLDA's buckets) on the device, one
+    /// warp per document. `None` when `phi` is dense or the device has no room.
+    pub fn heldout_arguments_sparse(
+        &mut self,
+        docs: Docs<'_>,
+        phi: &topos_model::Phi,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, GpuError> {
+        let Some(sp) = phi.sparse() else {
+            return Ok(None);
+        };
+        let k = self.cfg.topics as usize;
+        if docs.is_empty() || opts.validate().is_err() || sp.inv.len() != k {
+            return Ok(None);
+        }
+        let alpha = self.cfg.alpha;
+        let rows = sp.offsets.len().saturating_sub(1);
+        let nnz = sp.topics.len();
+        let tokens = docs.num_tokens() as usize;
+        let per_doc = 26 * k;
+        let batch = ((1usize << 30) / per_doc).clamp(1, docs.len());
+        let needed = 14 * nnz + 8 * rows + 14 * tokens + 12 * k + batch * per_doc + (64 << 20);
+        let room = self.ctx.mem_get_info().map_or(0, |(free, _)| free);
+        if room < needed {
+            return Ok(None);
+        }
+        // What the host's sampler derives from φ, computed here as it does.
+        let token_row: Vec<u32> = docs
+            .tokens()
+            .iter()
+            .map(|&w| phi.stored_row(w) as u32)
+            .collect();
+        let mut smooth = vec![0.0f64; rows.max(1)];
+        for &w in docs.tokens() {
+            smooth[phi.stored_row(w)] = alpha * phi.word_mass(w);
+        }
+        let mut acc = 0.0f32;
+        let inv_bottom: Vec<f32> = sp
+            .inv
+            .iter()
+            .map(|&x| {
+                acc += x as f32;
+                acc
+            })
+            .collect();
+        let smoothing_mass = alpha * sp.beta * sp.inv.iter().sum::<f64>();
+        let main = self.main.clone();
+        let what = |x: &str| format!("evaluating the held-out documents ({x})");
+        let d_off = main
+            .clone_htod(docs.offsets())
+            .check(|| what("documents"))?;
+        let d_rows = main.clone_htod(&token_row).check(|| what("tokens"))?;
+        let row_off = main.clone_htod(&sp.offsets).check(|| what("φ"))?;
+        let row_topics = main.clone_htod(&pad(&sp.topics)).check(|| what("φ"))?;
+        let row_counts = main.clone_htod(&pad(&sp.counts)).check(|| what("φ"))?;
+        let inv = main.clone_htod(&sp.inv).check(|| what("φ"))?;
+        let d_bottom = main.clone_htod(&inv_bottom).check(|| what("φ"))?;
+        let d_smooth = main.clone_htod(&smooth).check(|| what("φ"))?;
+        // SAFETY: written by heldout_word_prefix before it is read.
+        let mut prefix = unsafe { main.alloc::<f64>(nnz.max(1)) }.check(|| what("φ"))?;
+        let mut z = main
+            .alloc_zeros::<u16>(tokens.max(1))
+            .check(|| what("assignments"))?;
+        let mut out = main
+            .alloc_zeros::<f64>(tokens.max(1))
+            .check(|| what("results"))?;
+        let mut counts = main
+            .alloc_zeros::<u32>(batch * k)
+            .check(|| what("scratch"))?;
+        let mut slot = main
+            .alloc_zeros::<u32>(batch * k)
+            .check(|| what("scratch"))?;
+        let mut nonzero = main
+            .alloc_zeros::<u16>(batch * k)
+            .check(|| what("scratch"))?;
+        let mut cum = main
+            .alloc_zeros::<f64>(batch * k)
+            .check(|| what("scratch"))?;
+        let mut sum = main
+            .alloc_zeros::<u64>(batch * k)
+            .check(|| what("scratch"))?;
+        let (rows32, kk, beta) = (rows as u32, k as u32, sp.beta);
+        if rows > 0 {
+            // SAFETY: argument types match `heldout_word_prefix`; one thread per row.
+            unsafe {
+                main.launch_builder(&self.kernels.heldout_word_prefix)
+                    .arg(&row_off)
+                    .arg(&rows32)
+                    .arg(&row_topics)
+                    .arg(&row_counts)
+                    .arg(&inv)
+                    .arg(&alpha)
+                    .arg(&mut prefix)
+                    .launch(LaunchConfig {
+                        grid_dim: (rows32.div_ceil(128), 1, 1),
+                        block_dim: (128, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+            }
+            .check(|| "launching heldout_word_prefix".into())?;
+        }
+        let (seed_lo, seed_hi) = (opts.seed as u32, (opts.seed >> 32) as u32);
+        let base = 0u64;
+        for first in (0..docs.len()).step_by(batch) {
+            let count = batch.min(docs.len() - first) as u32;
+            let first = first as u32;
+            main.memset_zeros(&mut counts).check(|| what("scratch"))?;
+            main.memset_zeros(&mut sum).check(|| what("scratch"))?;
+            // SAFETY: plain bytes; the empty slot is all ones.
+            unsafe {
+                let (p, _g) = slot.device_ptr(&main);
+                topos_cuda::cudarc::driver::result::memset_d8_async(
+                    p,
+                    0xff,
+                    batch * k * 4,
+                    main.cu_stream(),
+                )
+            }
+            .check(|| what("scratch"))?;
+            // SAFETY: argument types match `heldout_foldin_sparse`; one warp per document.
+            unsafe {
+                main.launch_builder(&self.kernels.heldout_foldin_sparse)
+                    .arg(&d_off)
+                    .arg(&base)
+                    .arg(&d_rows)
+                    .arg(&first)
+                    .arg(&count)
+                    .arg(&row_off)
+                    .arg(&row_topics)
+                    .arg(&row_counts)
+                    .arg(&prefix)
+                    .arg(&inv)
+                    .arg(&d_bottom)
+                    .arg(&d_smooth)
+                    .arg(&beta)
+                    .arg(&smoothing_mass)
+                    .arg(&kk)
+                    .arg(&seed_lo)
+                    .arg(&seed_hi)
+                    .arg(&opts.sweeps)
+                    .arg(&opts.burn_in)
+                    .arg(&mut counts)
+                    .arg(&mut slot)
+                    .arg(&mut nonzero)
+                    .arg(&mut cum)
+                    .arg(&mut sum)
+                    .arg(&mut z)
+                    .arg(&mut out)
+                    .launch(LaunchConfig {
+                        grid_dim: (count.div_ceil(4), 1, 1),
+                        block_dim: (128, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+            }
+            .check(|| "launching heldout_foldin_sparse".into())?;
         }
         let mut args = main.clone_dtoh(&out).check(|| what("results"))?;
         main.synchronize().check(|| what("results"))?;

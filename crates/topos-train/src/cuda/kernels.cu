@@ -1289,3 +1289,195 @@ extern "C" __global__ void __launch_bounds__(128) heldout_foldin(
         if (lane == 0) out[a + i] = __dadd_rn(s, smooth[r]);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Held-out document completion with a sparse φ (K x V above 2^28 cells), the host's
+// `FoldIn::draw_sparse` bit for bit (SparseLDA's buckets, Yao et al. 2009 §3):
+//   (A_k + α)(B_wk + β)s_k = A_k (B_wk + β) s_k   document bucket (B_wk by binary search)
+//                          + α B_wk s_k           word bucket (prefix sums over the word's row)
+//                          + α β s_k              smoothing bucket (one tree over s for all words)
+// φ arrives from the host as its sparse rows (topics ascending) with s = inv, the smoothing tree's
+// bottom level and each row's α·mass.
+
+// prefix[i] over row r: running sum of (alpha * c) * inv[t], the host's order.
+extern "C" __global__ void heldout_word_prefix(const u64* __restrict__ row_off, u32 rows,
+                                               const u16* __restrict__ topics, const u32* __restrict__ counts,
+                                               const double* __restrict__ inv, double alpha,
+                                               double* __restrict__ prefix) {
+    u32 r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    double acc = 0.0;
+    for (u64 i = row_off[r]; i < row_off[r + 1]; i++) {
+        acc = __dadd_rn(acc, __dmul_rn(__dmul_rn(alpha, (double)counts[i]), inv[topics[i]]));
+        prefix[i] = acc;
+    }
+}
+
+// B_wk of row [a, b) (topics ascending), 0 when absent: the host's binary search.
+__device__ __forceinline__ double row_count(const u16* __restrict__ topics, const u32* __restrict__ counts,
+                                            u64 a, u64 b, u32 k) {
+    u64 lo = a, hi = b;
+    while (lo < hi) {
+        u64 mid = lo + ((hi - lo) >> 1);
+        u32 t = topics[mid];
+        if (t == k) return (double)counts[mid];
+        if (t < k) lo = mid + 1; else hi = mid;
+    }
+    return 0.0;
+}
+
+extern "C" __global__ void __launch_bounds__(128) heldout_foldin_sparse(
+    const u64* __restrict__ doc_off, u64 base, const u32* __restrict__ token_row, u32 first_doc, u32 count,
+    const u64* __restrict__ row_off, const u16* __restrict__ row_topics, const u32* __restrict__ row_counts,
+    const double* __restrict__ word_prefix, const double* __restrict__ inv, const float* __restrict__ inv_bottom,
+    const double* __restrict__ smooth, double beta, double smoothing_mass,
+    u32 K, u32 seed_lo, u32 seed_hi, u32 sweeps, u32 burn_in,
+    u32* __restrict__ counts, u32* __restrict__ slot, u16* __restrict__ nonzero,
+    double* __restrict__ cum, unsigned long long* __restrict__ sum, u16* __restrict__ z,
+    double* __restrict__ out) {
+    u32 j = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    u32 lane = lane_id();
+    if (j >= count) return;
+    u32 d = first_doc + j;
+    u64 first = doc_off[d], a = first - base;
+    u32 n = (u32)(doc_off[d + 1] - first);
+    if (n < 2) return;
+    u32 nobs = n / 2;
+    u32* C = counts + (u64)j * K;
+    u32* S = slot + (u64)j * K;
+    u16* NZ = nonzero + (u64)j * K;
+    double* CU = cum + (u64)j * K;
+    unsigned long long* SUM = sum + (u64)j * K;
+    u32 nnz = 0;
+    for (u32 sweep = 0; sweep <= sweeps; sweep++) {
+        for (u32 i = 0; i < nobs; i++) {
+            if (sweep > 0) {
+                if (lane == 0) {
+                    u32 t = z[a + i];
+                    C[t] -= 1;
+                    if (C[t] == 0) {
+                        u32 p = S[t];
+                        S[t] = NO_SLOT;
+                        nnz -= 1;
+                        u16 last = NZ[nnz];
+                        if (last != t) {
+                            NZ[p] = last;
+                            S[last] = p;
+                        }
+                    }
+                }
+                nnz = __shfl_sync(FULL, nnz, 0);
+                __syncwarp();
+            }
+            u32 r = token_row[a + i];
+            u64 ra = row_off[r], rb = row_off[r + 1];
+            double w_mass = rb > ra ? word_prefix[rb - 1] : 0.0;
+            double dsum = 0.0;
+            for (u32 q0 = 0; q0 < nnz; q0 += 32) {
+                u32 q = q0 + lane;
+                double prod = 0.0;
+                if (q < nnz) {
+                    u32 k = NZ[q];
+                    double b = row_count(row_topics, row_counts, ra, rb, k);
+                    prod = __dmul_rn(__dmul_rn((double)C[k], __dadd_rn(b, beta)), inv[k]);
+                }
+                double c = ordered_prefix(prod, min(32u, nnz - q0), dsum);
+                if (q < nnz) CU[q] = c;
+            }
+            __syncwarp();
+            u64 tok = first + i;
+            uint4 ctr = make_uint4((u32)tok, (u32)(tok >> 32), sweep, STREAM_INFER << 24);
+            InferRng g;
+            g.used = 4;
+            u32 hi = infer_next(g, seed_lo, seed_hi, ctr) >> 5;
+            u32 lo = infer_next(g, seed_lo, seed_hi, ctr) >> 6;
+            double unit = (double)(((u64)hi << 26) | (u64)lo) * (1.0 / 9007199254740992.0);
+            double u = __dmul_rn(unit, __dadd_rn(__dadd_rn(dsum, w_mass), smoothing_mass));
+            u32 k;
+            if (u < dsum && nnz > 0) {
+                u32 found = nnz - 1;
+                for (u32 q0 = 0; q0 < nnz; q0 += 32) {
+                    u32 q = q0 + lane;
+                    u32 hit = __ballot_sync(FULL, q < nnz && CU[q] > u);
+                    if (hit) {
+                        found = q0 + __ffs(hit) - 1;
+                        break;
+                    }
+                }
+                k = NZ[found];
+            } else if (__dadd_rn(u, -dsum) < w_mass && rb > ra) {
+                // The word bucket: the first prefix above u - d (the last if rounding left none).
+                double x = __dadd_rn(u, -dsum);
+                u64 len = rb - ra, found = len - 1;
+                for (u64 q0 = 0; q0 < len; q0 += 32) {
+                    u64 q = q0 + lane;
+                    u32 hit = __ballot_sync(FULL, q < len && word_prefix[ra + q] > x);
+                    if (hit) {
+                        found = q0 + __ffs(hit) - 1;
+                        break;
+                    }
+                }
+                k = row_topics[ra + found];
+            } else {
+                float uf = (float)(infer_next(g, seed_lo, seed_hi, ctr) >> 8) * (1.0f / 16777216.0f);
+                float x = __fmul_rn(uf, inv_bottom[K - 1]);
+                u32 found = K - 1;
+                for (u32 q0 = 0; q0 < K; q0 += 32) {
+                    u32 q = q0 + lane;
+                    u32 hit = __ballot_sync(FULL, q < K && inv_bottom[q] > x);
+                    if (hit) {
+                        found = q0 + __ffs(hit) - 1;
+                        break;
+                    }
+                }
+                while (found > 0 && inv_bottom[found] == inv_bottom[found - 1]) found--;
+                k = found;
+            }
+            if (lane == 0) {
+                if (C[k] == 0) {
+                    S[k] = nnz;
+                    NZ[nnz] = (u16)k;
+                    nnz += 1;
+                }
+                C[k] += 1;
+                z[a + i] = (u16)k;
+            }
+            nnz = __shfl_sync(FULL, nnz, 0);
+            __syncwarp();
+        }
+        if (sweep > burn_in) {
+            for (u32 q = lane; q < nnz; q += 32) SUM[NZ[q]] += C[NZ[q]];
+            __syncwarp();
+        }
+    }
+    double samples = (double)(sweeps - burn_in);
+    u32 m = 0;
+    for (u32 k0 = 0; k0 < K; k0 += 32) {
+        u32 k = k0 + lane;
+        bool on = k < K && SUM[k] > 0;
+        u32 hits = __ballot_sync(FULL, on);
+        if (on) {
+            u32 at = m + __popc(hits & ((1u << lane) - 1u));
+            NZ[at] = (u16)k;
+            CU[at] = __ddiv_rn((double)SUM[k], samples);
+        }
+        m += __popc(hits);
+    }
+    __syncwarp();
+    for (u32 i = nobs; i < n; i++) {
+        u32 r = token_row[a + i];
+        u64 ra = row_off[r], rb = row_off[r + 1];
+        double s = 0.0;
+        for (u32 q0 = 0; q0 < m; q0 += 32) {
+            u32 q = q0 + lane;
+            double prod = 0.0;
+            if (q < m) {
+                u32 k = NZ[q];
+                double b = row_count(row_topics, row_counts, ra, rb, k);
+                prod = __dmul_rn(__dmul_rn(CU[q], __dadd_rn(b, beta)), inv[k]);
+            }
+            ordered_prefix(prod, min(32u, m - q0), s);
+        }
+        if (lane == 0) out[a + i] = __dadd_rn(s, smooth[r]);
+    }
+}
