@@ -84,9 +84,18 @@ fn main() {
         Command::Devices(a) => cmd::devices::run(a, ui),
     };
     if let Err(e) = result {
-        eprintln!("error: {}", one_line(&e));
+        match topos_train::transport::launched_by() {
+            // One process of several: name it, and end the others rather than leave them
+            // waiting for it in a collective.
+            Some((_, rank, size)) => {
+                eprintln!("error: process {rank} of {size}: {}", one_line(&e));
+                topos_train::transport::abort(1);
+            }
+            None => eprintln!("error: {}", one_line(&e)),
+        }
         std::process::exit(1);
     }
+    topos_train::transport::finish();
 }
 
 /// The error and its causes joined into one line, as anyhow's `{:#}` does, except that a cause

@@ -85,6 +85,47 @@ pub fn heldout_log_likelihood(
     combine(scores, docs.len())
 }
 
+/// The arguments [`heldout_from_arguments`] reads, for documents `range` of `docs`, computed on
+/// the host by [`heldout_log_likelihood`]'s own fold-in: indexed from `docs.doc_start(range.start)`,
+/// one per token, 0 where a token is not scored. A multi-process run computes each process's
+/// share of the held-out documents this way and concatenates them, for the single process's
+/// bits.
+pub fn heldout_arguments(
+    phi: &Phi,
+    hyper: &Hyperparameters,
+    docs: Docs,
+    opts: &FoldInOptions,
+    range: std::ops::Range<usize>,
+) -> Result<Vec<f64>, ModelError> {
+    let sampler = FoldIn::new(phi, hyper, *opts)?;
+    let per_doc: Vec<Vec<f64>> = range
+        .into_par_iter()
+        .map_init(
+            || sampler.scratch(),
+            |scratch, d| {
+                let words = docs.doc(d);
+                check_words(words, d, phi)?;
+                let mut out = vec![0.0; words.len()];
+                if words.len() < 2 {
+                    return Ok(out);
+                }
+                let (observed, scored) = words.split_at(words.len() / 2);
+                let folded = sampler.fold_in(observed, docs.doc_start(d), scratch);
+                for (slot, &w) in out[observed.len()..].iter_mut().zip(scored) {
+                    let pairs = folded
+                        .topics
+                        .iter()
+                        .copied()
+                        .zip(folded.mean_counts.iter().copied());
+                    *slot = phi.weighted_sum(w, pairs) + hyper.alpha * phi.word_mass(w);
+                }
+                Ok(out)
+            },
+        )
+        .collect::<Result<_, ModelError>>()?;
+    Ok(per_doc.concat())
+}
+
 /// Document completion's result from the argument of every scored token's logarithm,
 /// `Σ_k Ā_dk φ_kw + α Σ_k φ_kw` in the notation above, computed elsewhere (on a GPU, by the same
 /// fold-in): `arguments` is indexed like `docs.tokens()` and read at the second halves of the
@@ -180,6 +221,15 @@ mod tests {
         // A document that is pure topic 0 predicts its words with probability close to 1/2.
         assert!(r.ll_per_token < (0.5f64).ln() && r.ll_per_token > (0.45f64).ln());
         assert!((r.perplexity - (-r.ll_per_token).exp()).abs() < 1e-12);
+
+        // Arguments computed in shares and concatenated give the same bits.
+        let opts = FoldInOptions::default();
+        let mut args = heldout_arguments(&phi, &hyper, docs.view(), &opts, 0..1).unwrap();
+        args.extend(heldout_arguments(&phi, &hyper, docs.view(), &opts, 1..4).unwrap());
+        assert_eq!(
+            heldout_from_arguments(&hyper, docs.view(), &args).unwrap(),
+            r
+        );
 
         let short: OwnedDocs = [&[1u32][..]].into_iter().collect();
         let e = heldout_log_likelihood(&phi, &hyper, short.view(), &FoldInOptions::default());

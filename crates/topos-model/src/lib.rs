@@ -40,7 +40,7 @@ pub use error::ModelError;
 pub use eval::{evaluate, EvalOptions, Evaluation};
 pub use file::{doc_topics_path, DOC_TOPICS_KIND, MODEL_KIND, MODEL_VERSION};
 pub use foldin::{FoldIn, FoldInOptions, FoldedDoc};
-pub use heldout::{heldout_from_arguments, heldout_log_likelihood, HeldOut};
+pub use heldout::{heldout_arguments, heldout_from_arguments, heldout_log_likelihood, HeldOut};
 pub use infer::{doc_to_ids, infer, infer_dense, DocTheta, InferOptions, TopicWeight};
 pub use likelihood::log_likelihood_per_token;
 pub use model::privacy_line;

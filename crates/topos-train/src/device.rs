@@ -29,6 +29,11 @@ pub trait Device: Sync {
     fn supports_private(&self) -> bool {
         false
     }
+    /// Whether its engine can be one of several workers (processes under MPI), each sampling its
+    /// share of the documents and summing counts through the transport.
+    fn joins_workers(&self) -> bool {
+        false
+    }
     /// Starts opening the `ordinal`-th device in the background, if that takes long (a GPU's
     /// driver and context), so that it overlaps the host's reading of the corpus; [`open`]
     /// takes what it prepared. The default does nothing.

@@ -29,6 +29,13 @@ pub enum TrainDocs {
     Corpus(Arc<Corpus>),
     /// Documents built for the run (a private run's capped documents, tests).
     Owned(Arc<OwnedDocs>),
+    /// One process's share of a multi-process run ([`crate::shard::Shard::docs_of`]): the
+    /// documents of `parent` whose tokens are `tokens`, with their offsets rebased to 0.
+    Shard {
+        parent: Box<TrainDocs>,
+        offsets: Arc<[u64]>,
+        tokens: Range<usize>,
+    },
 }
 
 impl TrainDocs {
@@ -37,6 +44,11 @@ impl TrainDocs {
         match self {
             TrainDocs::Corpus(c) => c.train(),
             TrainDocs::Owned(d) => d.view(),
+            TrainDocs::Shard {
+                parent,
+                offsets,
+                tokens,
+            } => Docs::new(offsets, &parent.view().tokens()[tokens.clone()]),
         }
     }
 }
@@ -87,6 +99,9 @@ pub struct EngineSetup {
     pub partitions: Option<usize>,
     pub start: Start,
     pub device: DeviceOptions,
+    /// The run's workers: with several, this engine holds its share of the documents and sums
+    /// counts through it ([`crate::shard`]).
+    pub transport: Arc<dyn Transport>,
 }
 
 /// One device's side of a run.

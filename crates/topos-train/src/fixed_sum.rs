@@ -24,6 +24,16 @@ impl FixedSum {
         self.0 += other.0;
     }
 
+    /// The accumulator's bits, to send to another process.
+    pub fn to_le_bytes(self) -> [u8; 16] {
+        self.0.to_le_bytes()
+    }
+
+    /// An accumulator from [`FixedSum::to_le_bytes`].
+    pub fn from_le_bytes(bytes: [u8; 16]) -> Self {
+        FixedSum(i128::from_le_bytes(bytes))
+    }
+
     /// The sum.
     pub fn value(&self) -> f64 {
         self.0 as f64 / SCALE

@@ -19,6 +19,10 @@ pub struct Partition {
     pub token_start: u64,
     /// Number of tokens.
     pub num_tokens: usize,
+    /// Global index of the partition's first token in the whole corpus: what the samplers'
+    /// random numbers are keyed by (`token_start` counts from the first token of the documents
+    /// this process holds, which is a share of the corpus in a multi-process run).
+    pub first_key: u64,
     /// Distinct words of the partition, ascending.
     pub words: Vec<u32>,
     /// Tokens of `words[i]` are entries `word_starts[i]..word_starts[i+1]` of the arrays below.
@@ -52,10 +56,25 @@ impl Layout {
     /// Partitions are built in parallel (each sort is parallel inside too), each with its own
     /// sorting scratch: at most 8 bytes a token beside the layout while it is built.
     pub fn build(docs: Docs<'_>, num_partitions: usize) -> Self {
+        Self::build_ranges(docs, partition_ranges(docs, num_partitions), 0)
+    }
+
+    /// The partitions of the given document ranges (contiguous, covering `docs`), whose first
+    /// token is token `first_key` of the whole corpus: one process's share of a multi-process
+    /// run ([`crate::shard`]), keyed as the same partitions of a single process.
+    pub fn build_ranges(
+        docs: Docs<'_>,
+        ranges: Vec<std::ops::Range<usize>>,
+        first_key: u64,
+    ) -> Self {
         use rayon::prelude::*;
-        let partitions = partition_ranges(docs, num_partitions)
+        let partitions = ranges
             .into_par_iter()
-            .map(|r| build_partition(docs, r))
+            .map(|r| {
+                let mut p = build_partition(docs, r);
+                p.first_key = first_key + p.token_start;
+                p
+            })
             .collect();
         Self { partitions }
     }
@@ -122,6 +141,7 @@ fn build_partition(docs: Docs<'_>, range: std::ops::Range<usize>) -> Partition {
         docs,
         token_start,
         num_tokens,
+        first_key: token_start,
         words,
         word_starts,
         token_src,

@@ -9,7 +9,8 @@
 //! * [`device`] and [`engine`]: where a run executes (the registry: [`cpu`], and [`cuda`] with
 //!   the `cuda` feature or a disabled stub without it) and what a device does in a run (the
 //!   iteration, reading state back in pieces).
-//! * [`transport`]: how workers sum their counts (the registry: `local`).
+//! * [`transport`]: the collectives of a run's workers (the registry: `local`, `mpi`);
+//!   [`shard`]: one process's share of the documents in a multi-process run.
 //! * [`layout`]: the PDOW layout (partition by document, order by word), SaberLDA §3.1.4;
 //!   [`counts`]: the M-step, counts rebuilt from the assignments; [`loglik`]: training
 //!   log-likelihood.
@@ -32,6 +33,7 @@ pub mod private;
 pub mod run;
 pub mod sampler;
 pub mod samplers;
+pub mod shard;
 pub mod synthetic;
 pub mod transport;
 

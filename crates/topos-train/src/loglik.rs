@@ -24,6 +24,25 @@ pub fn log_likelihood_per_token(
     alpha: f64,
     beta: f64,
 ) -> f64 {
+    let total = log_likelihood_sum(docs, layout, doc_topics, word_topics, alpha, beta);
+    let n = docs.num_tokens();
+    if n == 0 {
+        0.0
+    } else {
+        total.value() / n as f64
+    }
+}
+
+/// The sum behind [`log_likelihood_per_token`], exact and order-free, so that the sums of the
+/// shares of a multi-process run add up to one process's bits.
+pub fn log_likelihood_sum(
+    docs: Docs<'_>,
+    layout: &Layout,
+    doc_topics: &DocTopics,
+    word_topics: &WordTopics,
+    alpha: f64,
+    beta: f64,
+) -> FixedSum {
     let k = word_topics.num_topics as usize;
     let inv = topos_model::phi::normalizers(&word_topics.totals, word_topics.num_words(), beta);
     let smooth_sum: f64 = inv.iter().map(|&x| beta * x).sum();
@@ -50,7 +69,7 @@ pub fn log_likelihood_per_token(
             out
         })
         .collect();
-    let total: FixedSum = tasks
+    tasks
         .par_iter()
         .map_init(
             || inv.iter().map(|&x| beta * x).collect::<Vec<f64>>(),
@@ -83,11 +102,5 @@ pub fn log_likelihood_per_token(
                 acc
             },
         )
-        .sum();
-    let n = docs.num_tokens();
-    if n == 0 {
-        0.0
-    } else {
-        total.value() / n as f64
-    }
+        .sum()
 }

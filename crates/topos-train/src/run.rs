@@ -168,6 +168,10 @@ pub struct LogLine {
     pub tokens_per_second: f64,
     pub train_ll: Option<f64>,
     pub heldout_ll: Option<f64>,
+    /// Of `seconds`, those this process spent in the transport's collectives (summing counts,
+    /// waiting for the slowest process): present in a run of several processes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub communication_seconds: Option<f64>,
 }
 
 /// Progress after an iteration, for progress bars.
@@ -184,6 +188,8 @@ pub struct Progress {
     pub train_ll: Option<f64>,
     /// The latest held-out log-likelihood per token computed.
     pub heldout_ll: Option<f64>,
+    /// Cumulative seconds in the transport's collectives (several processes only).
+    pub communication_seconds: Option<f64>,
 }
 
 /// Where a private run's ε was charged.
@@ -233,8 +239,15 @@ pub struct Summary {
     pub device: String,
     /// The device's memory plan (`null` on the CPU).
     pub gpu_plan: Option<serde_json::Value>,
-    /// The transport (`local`).
+    /// The transport (`local`, `mpi`).
     pub transport: String,
+    /// Processes of the run (1 but under MPI); the first one's summary is the run's.
+    pub workers: usize,
+    /// This process's index among them (not in the JSON: only the first reports).
+    #[serde(skip)]
+    pub rank: usize,
+    /// Bytes this process sent to the transport's collectives.
+    pub communicated_bytes: u64,
     /// The `.doctopics` file written, if any.
     pub doc_topics: Option<String>,
     /// Where the process's time went.
@@ -258,6 +271,8 @@ pub struct Phases {
     pub releases: f64,
     /// Writing the model and its side file.
     pub outputs: f64,
+    /// Of the sampling loop, the transport's collectives (several processes only).
+    pub communication: f64,
 }
 
 /// Told what a run does, as it does it. Every method has a default that ignores it.
@@ -297,7 +312,7 @@ pub struct Run {
     corpus_path: Option<PathBuf>,
     docs: TrainDocs,
     engine: Box<dyn Engine>,
-    transport: Box<dyn Transport>,
+    transport: Arc<dyn Transport>,
     private: Option<PrivateRun>,
     log: Option<std::io::BufWriter<std::fs::File>>,
     estimate: MemoryEstimate,
@@ -380,6 +395,35 @@ impl Run {
             CorpusSource::File(p) => (Arc::new(Corpus::open(p)?), Some(p.clone())),
             CorpusSource::Loaded { corpus, path } => (corpus.clone(), path.clone()),
         };
+        // The workers: with several, every one runs this same schedule, the first alone writes
+        // files and tells the observer.
+        let transport: Arc<dyn Transport> =
+            Arc::from(config.transport.connect().map_err(TrainError::from)?);
+        let workers = transport.workers();
+        let root = transport.is_root();
+        let mut silent = Silent;
+        let observer: &mut dyn Observer = if root { observer } else { &mut silent };
+        if workers > 1 {
+            if config.private.is_some() {
+                return Err(RunError::Invalid(format!(
+                    "--private runs in one process (its noise and ledger are one process's); this run has {workers}: run it without mpirun"
+                )));
+            }
+            if let DeviceChoice::Named { device, .. } = config.device {
+                if !device.joins_workers() {
+                    let able: Vec<&str> = crate::device::DEVICES
+                        .iter()
+                        .filter(|d| d.joins_workers())
+                        .map(|d| d.name())
+                        .collect();
+                    return Err(RunError::Invalid(format!(
+                        "--device {} runs in one process for now; {workers} processes train on --device {}",
+                        device.name(),
+                        able.join(" or ")
+                    )));
+                }
+            }
+        }
         let sampler = config.sampler;
         let h = config.hyper;
         let threads = if config.threads == 0 {
@@ -439,19 +483,22 @@ impl Run {
         };
         let view = docs.view();
 
-        // Outputs: every path the run will write, checked before any work.
-        check_writable(&config.output)?;
+        // Outputs: every path the run will write, checked before any work (by the worker that
+        // writes them).
         let doc_topics_path = topos_model::doc_topics_path(&config.output);
-        if config.doc_topics {
-            check_writable(&doc_topics_path)?;
-        }
         let ckpt_path = config.checkpoint_path();
-        if config.checkpoint_every > 0 {
-            check_writable(&ckpt_path)?;
+        if root {
+            check_writable(&config.output)?;
+            if config.doc_topics {
+                check_writable(&doc_topics_path)?;
+            }
+            if config.checkpoint_every > 0 {
+                check_writable(&ckpt_path)?;
+            }
         }
         let log = match &config.log {
-            Some(p) => Some(std::io::BufWriter::new(open_for_append(p)?)),
-            None => None,
+            Some(p) if root => Some(std::io::BufWriter::new(open_for_append(p)?)),
+            _ => None,
         };
 
         // Resume: the checkpoint must belong to this corpus and these settings.
@@ -522,7 +569,7 @@ impl Run {
             Vec::new()
         };
         observer.info(&format!(
-            "corpus: {} documents, {} tokens, {} words; K = {}, alpha = {}, beta = {}; {} on {} threads",
+            "corpus: {} documents, {} tokens, {} words; K = {}, alpha = {}, beta = {}; {} on {} threads{}",
             view.len(),
             view.num_tokens(),
             corpus.vocab().len(),
@@ -530,11 +577,18 @@ impl Run {
             h.alpha,
             h.beta,
             sampler.name(),
-            threads
+            threads,
+            if workers > 1 {
+                format!(" in each of {workers} processes ({} transport)", transport.name())
+            } else {
+                String::new()
+            }
         ));
+        // A process of several holds its share of the documents (the estimate's largest items).
+        let share = |n: u64| n.div_ceil(workers as u64);
         let shape = RunShape {
-            tokens: view.num_tokens(),
-            docs: view.len() as u64,
+            tokens: share(view.num_tokens()),
+            docs: share(view.len() as u64),
             words: corpus.vocab().len() as u64,
             topics: u64::from(h.num_topics),
             threads: threads as u64,
@@ -563,6 +617,7 @@ impl Run {
             partitions,
             start,
             device: config.device_options,
+            transport: transport.clone(),
         };
         let admit = |device: &dyn Device, observer: &mut dyn Observer| {
             let estimate = device.host_memory(&shape, sampler);
@@ -600,7 +655,11 @@ impl Run {
                 let candidates: Vec<&dyn Device> = crate::device::DEVICES
                     .iter()
                     .copied()
-                    .filter(|d| d.runs(sampler) && (releases.is_none() || d.supports_private()))
+                    .filter(|d| {
+                        d.runs(sampler)
+                            && (releases.is_none() || d.supports_private())
+                            && (workers == 1 || d.joins_workers())
+                    })
                     .collect();
                 let mut opened = None;
                 for (i, &device) in candidates.iter().enumerate() {
@@ -635,7 +694,6 @@ impl Run {
             ));
         }
         observer.info(&format!("training on {}", engine.describe()));
-        let transport = config.transport.connect().map_err(TrainError::from)?;
 
         let private = match releases {
             Some(r) => {
@@ -748,13 +806,24 @@ impl Run {
         if self.is_done() {
             return Ok(false);
         }
+        let mut silent = Silent;
+        let observer: &mut dyn Observer = if self.transport.is_root() {
+            observer
+        } else {
+            &mut silent
+        };
+        let communicated = self.transport.seconds();
         let t0 = Instant::now();
         self.first_step.get_or_insert(t0);
         self.engine.sample()?;
+        fault_if_asked(self.transport.rank(), self.engine.iteration() + 1)?;
         self.engine.exchange(self.transport.as_ref())?;
         self.engine.commit()?;
         let seconds = t0.elapsed().as_secs_f64();
         self.train_seconds += seconds;
+        self.phases.communication += self.transport.seconds() - communicated;
+        let communication_seconds =
+            (self.transport.workers() > 1).then_some(self.phases.communication);
         // A private run's release of this state: what the next iteration reads, or after the
         // last iteration the model.
         self.release_if_due()?;
@@ -793,6 +862,7 @@ impl Run {
                 tokens_per_second,
                 train_ll,
                 heldout_ll,
+                communication_seconds,
             };
             if let Some(w) = self.log.as_mut() {
                 let out = |e: std::io::Error| RunError::Output {
@@ -824,6 +894,7 @@ impl Run {
                 * f64::from(self.config.iterations - it),
             train_ll: self.last_train_ll.map(|x| x.1),
             heldout_ll: self.last_heldout_ll.map(|x| x.1),
+            communication_seconds,
         });
         if self.config.checkpoint_every > 0 && (due(self.config.checkpoint_every) || is_last) {
             let t = Instant::now();
@@ -849,17 +920,26 @@ impl Run {
             corpus_checksum: self.corpus.checksum(),
             iteration: self.engine.iteration(),
         };
-        let mut w = CheckpointWriter::create(path, &header, tokens)?;
+        // Every worker sends its assignments piece by piece; the first writes them.
+        let mut w = if self.transport.is_root() {
+            Some(CheckpointWriter::create(path, &header, tokens)?)
+        } else {
+            None
+        };
         let mut buf = Vec::new();
         let mut start = 0u64;
         while start < tokens {
             let n = TOKENS_PER_PIECE.min(tokens - start);
             buf.resize(n as usize, 0);
             self.engine.assignments(start, &mut buf)?;
-            w.push(&buf)?;
+            if let Some(w) = w.as_mut() {
+                w.push(&buf)?;
+            }
             start += n;
         }
-        w.stage()?.persist()?;
+        if let Some(w) = w {
+            w.stage()?.persist()?;
+        }
         Ok(())
     }
 
@@ -971,6 +1051,12 @@ impl Run {
                 self.config.iterations
             )));
         }
+        let mut silent = Silent;
+        let observer: &mut dyn Observer = if self.transport.is_root() {
+            observer
+        } else {
+            &mut silent
+        };
         self.release_if_due()?;
         let it = self.engine.iteration();
         let h = self.config.hyper;
@@ -999,6 +1085,17 @@ impl Run {
             self.phases.heldout += t.elapsed().as_secs_f64();
         }
         let heldout_with_model = heldout_ll.is_none() && self.has_heldout;
+        if !self.transport.is_root() {
+            // The first worker writes the files; the others send it their assignments for the
+            // side file, in its three passes, and report nothing.
+            if self.config.doc_topics {
+                let mut rows = DocRowCounter::new(h.num_topics as usize);
+                for _ in 0..3 {
+                    self.for_each_doc_piece(view, &mut rows, |_, _| Ok(()))?;
+                }
+            }
+            return Ok(self.summary(it, train_ll, heldout_ll, None, None, None));
+        }
 
         // The model, staged under a temporary name.
         let writing = Instant::now();
@@ -1174,8 +1271,34 @@ impl Run {
             p.outputs
         ));
 
-        Ok(Summary {
-            model: output.display().to_string(),
+        let doc_topics_written = self
+            .config
+            .doc_topics
+            .then(|| doc_topics_path.display().to_string());
+        Ok(self.summary(
+            it,
+            train_ll,
+            heldout_ll,
+            guarantee,
+            ledger,
+            doc_topics_written,
+        ))
+    }
+
+    /// The summary of a finished run.
+    fn summary(
+        &mut self,
+        it: u32,
+        train_ll: Option<f64>,
+        heldout_ll: Option<f64>,
+        guarantee: Option<topos_model::Guarantee>,
+        ledger: Option<LedgerStatus>,
+        doc_topics: Option<String>,
+    ) -> Summary {
+        let h = self.config.hyper;
+        let view = self.docs.view();
+        Summary {
+            model: self.config.output.display().to_string(),
             algorithm: self.config.sampler.name().to_string(),
             topics: h.num_topics,
             alpha: h.alpha,
@@ -1202,12 +1325,12 @@ impl Run {
             device: self.engine.describe(),
             gpu_plan: self.engine.plan(),
             transport: self.transport.name().to_string(),
-            doc_topics: self
-                .config
-                .doc_topics
-                .then(|| doc_topics_path.display().to_string()),
+            workers: self.transport.workers(),
+            rank: self.transport.rank(),
+            communicated_bytes: self.transport.bytes_sent(),
+            doc_topics,
             phases: self.phases.clone(),
-        })
+        }
     }
 
     /// The training documents' topic counts, streamed from the engine's assignments in three
@@ -1323,6 +1446,26 @@ fn evaluate_heldout_with(
     }
     let r = topos_model::heldout_log_likelihood(phi, &config.hyper, corpus.heldout(), &opts)?;
     Ok(r.ll_per_token)
+}
+
+/// The fault-injection switch of the multi-process tests: `TOPOS_FAULT=RANK:ITERATION` makes
+/// worker RANK fail while sampling iteration ITERATION, as a worker whose device errors would.
+fn fault_if_asked(rank: usize, iteration: u32) -> Result<(), RunError> {
+    let Ok(spec) = std::env::var("TOPOS_FAULT") else {
+        return Ok(());
+    };
+    let parsed = spec
+        .split_once(':')
+        .and_then(|(r, i)| Some((r.parse::<usize>().ok()?, i.parse::<u32>().ok()?)));
+    match parsed {
+        Some((r, i)) if (r, i) == (rank, iteration) => Err(RunError::Invalid(format!(
+            "injected fault (TOPOS_FAULT={spec}) at iteration {iteration}"
+        ))),
+        Some(_) => Ok(()),
+        None => Err(RunError::Invalid(format!(
+            "TOPOS_FAULT={spec:?}: expected RANK:ITERATION"
+        ))),
+    }
 }
 
 /// The peak resident memory of this process (`VmHWM` in `/proc/self/status`), where the system

@@ -52,6 +52,7 @@ fn setup(
         partitions: None,
         start: Start::Fresh,
         device,
+        transport: std::sync::Arc::new(Local),
     }
 }
 

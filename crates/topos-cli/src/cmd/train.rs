@@ -101,8 +101,9 @@ pub struct Args {
     /// cuda (the first GPU) or cuda:N.
     #[arg(long, default_value = "auto")]
     pub device: DeviceChoice,
-    /// How workers sum their counts (see `topos algos`): local, one process on one device.
-    #[arg(long, default_value = "local", value_parser = transport_names())]
+    /// How workers sum their counts (see `topos algos`): auto (mpi when started by mpirun or
+    /// srun with several processes, else local), local (one process), mpi.
+    #[arg(long, default_value = "auto", value_parser = transport_names())]
     pub transport: String,
     /// Device memory a GPU run may use, e.g. 20GiB (default: all that is free). A corpus that
     /// does not fit beside the model is streamed through the GPU in chunks.
@@ -146,9 +147,8 @@ pub fn algo_names() -> clap::builder::PossibleValuesParser {
 
 fn transport_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
-        topos_train::TRANSPORTS
-            .iter()
-            .map(|t| t.name())
+        std::iter::once("auto")
+            .chain(topos_train::TRANSPORTS.iter().map(|t| t.name()))
             .collect::<Vec<_>>(),
     )
 }
@@ -241,8 +241,8 @@ impl Args {
             force_streaming: self.gpu_stream,
             ..DeviceOptions::default()
         };
-        c.transport = topos_train::transport::transport_named(&self.transport)
-            .ok_or_else(|| anyhow::anyhow!("unknown transport {:?}", self.transport))?;
+        c.transport =
+            topos_train::transport::choose(&self.transport).map_err(anyhow::Error::msg)?;
         c.eval_every = self.eval_every;
         c.heldout_every = self.heldout_every;
         c.log = self.log.clone();
@@ -317,6 +317,10 @@ impl Observer for TerminalObserver {
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     let summary = train(&args, ui)?;
+    if summary.rank > 0 {
+        // One of several processes: the first reports.
+        return Ok(());
+    }
     ui.result(&summary, || print_summary(&summary))
 }
 
@@ -374,6 +378,6 @@ mod tests {
     fn defaults_parse() {
         let a = super::Args::for_corpus("x.tcorp".into());
         assert_eq!(a.sampler().unwrap().name(), "cgs");
-        assert_eq!(a.transport, "local");
+        assert_eq!(a.transport, "auto");
     }
 }

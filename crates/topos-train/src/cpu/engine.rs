@@ -6,7 +6,8 @@ use crate::counts::{count_doc_topics, count_word_topics, WordTopics};
 use crate::engine::{Engine, EngineSetup, Start, TrainDocs};
 use crate::layout::Layout;
 use crate::sampler::{Sampler, SweepInput};
-use crate::transport::Transport;
+use crate::shard::{even_ranges, Shard};
+use crate::transport::{Local, Transport};
 use crate::{loglik, TrainError};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -42,14 +43,21 @@ pub struct IterationStats {
 /// The topic of every token uniform at random, keyed by (seed, token): what every device
 /// starts from (the GPU draws the same numbers on the device).
 pub fn initial_assignments(num_tokens: u64, num_topics: u32, seed: u64) -> Vec<u16> {
-    (0..num_tokens)
+    initial_assignments_of(0..num_tokens, num_topics, seed)
+}
+
+/// [`initial_assignments`] of the tokens `tokens` (global indices) only: a process's share.
+pub fn initial_assignments_of(tokens: Range<u64>, num_topics: u32, seed: u64) -> Vec<u16> {
+    tokens
         .into_par_iter()
         .map(|t| CounterRng::new(seed, Stream::Init, 0, t).below(num_topics) as u16)
         .collect()
 }
 
-/// A training run on the CPU.
+/// A training run on the CPU: the whole corpus, or in a multi-process run this process's share of
+/// it ([`Shard`]), with the counts of the whole corpus summed through the transport.
 pub struct Trainer {
+    /// The documents this process samples (its share in a multi-process run).
     docs: TrainDocs,
     num_words: usize,
     sampler: &'static dyn Sampler,
@@ -68,6 +76,14 @@ pub struct Trainer {
     release: Option<Arc<WordTopics>>,
     /// Whether `z` was sampled and the counts not yet rebuilt.
     sampled: bool,
+    /// The run's workers (one: [`Local`]).
+    transport: Arc<dyn Transport>,
+    /// This process's share of a multi-process run (`None`: the whole corpus).
+    shard: Option<Shard>,
+    /// The summed counts of the last exchange, installed by the commit.
+    exchanged: Option<WordTopics>,
+    /// Training tokens of the whole run (every process's share).
+    global_tokens: u64,
 }
 
 impl Trainer {
@@ -87,10 +103,53 @@ impl Trainer {
         opts: TrainOptions,
         start: Start,
     ) -> Result<Self, TrainError> {
-        let view = docs.view();
-        if view.num_tokens() == 0 {
+        Self::open_with(docs, num_words, opts, start, Arc::new(Local))
+    }
+
+    /// [`Trainer::open`] as one of the workers of `transport`: with several, this process
+    /// samples its share of `docs` (whole partitions of the single-process layout) and the
+    /// counts are summed across the workers, so every worker holds the whole corpus's counts.
+    /// Collective: every worker opens at the same point of the run.
+    pub fn open_with(
+        all_docs: TrainDocs,
+        num_words: usize,
+        opts: TrainOptions,
+        start: Start,
+        transport: Arc<dyn Transport>,
+    ) -> Result<Self, TrainError> {
+        let whole = all_docs.view();
+        if whole.num_tokens() == 0 {
             return Err(TrainError::EmptyCorpus);
         }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.threads)
+            .build()
+            .map_err(|e| TrainError::ThreadPool(opts.threads, e.to_string()))?;
+        let threads = pool.current_num_threads();
+        let workers = transport.workers();
+        let partitions = opts.partitions.unwrap_or_else(|| {
+            use crate::sampler::Determinism;
+            match opts.sampler.determinism() {
+                // The model does not depend on it: each process keeps its threads busy.
+                Determinism::AnyThreadsAnyPartitions if workers > 1 => {
+                    workers
+                        * opts
+                            .sampler
+                            .default_partitions(whole.num_tokens() / workers as u64, threads)
+                }
+                _ => opts.sampler.default_partitions(whole.num_tokens(), threads),
+            }
+        });
+        let shard = if workers > 1 {
+            Some(Shard::of(whole, partitions, transport.rank(), workers)?)
+        } else {
+            None
+        };
+        let docs = match &shard {
+            Some(s) => s.docs_of(&all_docs),
+            None => all_docs.clone(),
+        };
+        let view = docs.view();
         let bound = view.max_word_id_bound();
         if bound as usize > num_words {
             return Err(TrainError::WordOutOfRange {
@@ -98,36 +157,39 @@ impl Trainer {
                 vocab: num_words,
             });
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(opts.threads)
-            .build()
-            .map_err(|e| TrainError::ThreadPool(opts.threads, e.to_string()))?;
-        let threads = pool.current_num_threads();
-        let partitions = opts
-            .partitions
-            .unwrap_or_else(|| opts.sampler.default_partitions(view.num_tokens(), threads));
         let k = opts.hyper.num_topics;
+        let tokens = shard
+            .as_ref()
+            .map_or(0..whole.num_tokens(), |s| s.tokens.clone());
         let (z, iteration) = match start {
             Start::Fresh => (
-                pool.install(|| initial_assignments(view.num_tokens(), k, opts.seed)),
+                pool.install(|| initial_assignments_of(tokens, k, opts.seed)),
                 0,
             ),
             Start::Resume(c) => {
-                if c.assignments.len() as u64 != view.num_tokens() {
+                if c.assignments.len() as u64 != whole.num_tokens() {
                     return Err(TrainError::CheckpointMismatch(format!(
                         "{} tokens in the checkpoint, {} in the corpus",
                         c.assignments.len(),
-                        view.num_tokens()
+                        whole.num_tokens()
                     )));
                 }
-                (c.assignments, c.header.iteration)
+                let z = match &shard {
+                    Some(_) => c.assignments[tokens.start as usize..tokens.end as usize].to_vec(),
+                    None => c.assignments,
+                };
+                (z, c.header.iteration)
             }
         };
-        let (layout, word_topics) = pool.install(|| {
-            let layout = Layout::build(view, partitions);
+        let (layout, local) = pool.install(|| {
+            let layout = match &shard {
+                Some(s) => Layout::build_ranges(view, s.partitions.clone(), s.tokens.start),
+                None => Layout::build(view, partitions),
+            };
             let b = count_word_topics(&layout, &z, num_words, k);
             (layout, b)
         });
+        let word_topics = crate::counts::sum_across_workers(local, transport.as_ref())?;
         Ok(Self {
             docs,
             num_words,
@@ -142,6 +204,10 @@ impl Trainer {
             pool,
             release: None,
             sampled: false,
+            transport,
+            shard,
+            exchanged: None,
+            global_tokens: whole.num_tokens(),
         })
     }
 
@@ -150,6 +216,9 @@ impl Trainer {
     pub fn step(&mut self) -> IterationStats {
         let start = Instant::now();
         self.sample_inner();
+        let transport = self.transport.clone();
+        self.exchange_inner(transport.as_ref())
+            .expect("a single-process trainer's exchange cannot fail");
         self.commit_inner();
         let seconds = start.elapsed().as_secs_f64();
         IterationStats {
@@ -198,17 +267,26 @@ impl Trainer {
         self.sampled = true;
     }
 
+    /// The M-step's counts: this process's, summed with every other worker's.
+    fn exchange_inner(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
+        let k = self.hyper.num_topics;
+        let local = self
+            .pool
+            .install(|| count_word_topics(&self.layout, &self.z, self.num_words, k));
+        self.exchanged = Some(crate::counts::sum_across_workers(local, transport)?);
+        Ok(())
+    }
+
     fn commit_inner(&mut self) {
         let k = self.hyper.num_topics;
         let Self {
             docs,
-            layout,
             z,
             doc_topics,
             word_topics,
             pool,
-            num_words,
             sampler,
+            exchanged,
             ..
         } = self;
         let docs = docs.view();
@@ -217,18 +295,30 @@ impl Trainer {
             if sampler.cpu().needs_doc_topics() {
                 let _ = doc_topics.set(count_doc_topics(docs, z, k));
             }
-            *word_topics = count_word_topics(layout, z, *num_words, k);
         });
+        *word_topics = exchanged
+            .take()
+            .expect("the exchange comes before the commit");
         self.iteration += 1;
         self.sampled = false;
     }
 
     /// Training log-likelihood per token under the current counts (the true ones: for a private
-    /// run this is not private, and `topos train --private` does not compute it).
+    /// run this is not private, and `topos train --private` does not compute it). Collective in
+    /// a multi-process run: each process sums its share exactly, and the sums are added.
+    ///
+    /// # Panics
+    /// If the transport fails (never with one process): use the [`Engine`] method instead.
     pub fn log_likelihood(&self) -> f64 {
+        self.try_log_likelihood()
+            .expect("the transport failed while summing the likelihood")
+    }
+
+    /// [`Trainer::log_likelihood`], with the transport's failure as an error.
+    pub fn try_log_likelihood(&self) -> Result<f64, TrainError> {
         let h = self.hyper;
-        self.pool.install(|| {
-            loglik::log_likelihood_per_token(
+        let mine = self.pool.install(|| {
+            loglik::log_likelihood_sum(
                 self.docs(),
                 &self.layout,
                 self.doc_topics(),
@@ -236,6 +326,19 @@ impl Trainer {
                 h.alpha,
                 h.beta,
             )
+        });
+        let mut total = crate::fixed_sum::FixedSum::default();
+        for bytes in self.transport.all_gather_bytes(&mine.to_le_bytes())? {
+            let bits: [u8; 16] = bytes.try_into().map_err(|_| {
+                TrainError::Unsupported("a worker sent a malformed likelihood".into())
+            })?;
+            total.merge(crate::fixed_sum::FixedSum::from_le_bytes(bits));
+        }
+        let n = self.global_tokens;
+        Ok(if n == 0 {
+            0.0
+        } else {
+            total.value() / n as f64
         })
     }
 
@@ -277,9 +380,11 @@ impl Trainer {
         })
     }
 
-    /// Number of partitions in use.
+    /// Number of partitions of the run (every process's, in a multi-process run).
     pub fn partitions(&self) -> usize {
-        self.layout.partitions.len()
+        self.shard
+            .as_ref()
+            .map_or(self.layout.partitions.len(), |s| s.total_partitions)
     }
 
     /// Number of worker threads.
@@ -310,7 +415,14 @@ impl Trainer {
 
 impl Engine for Trainer {
     fn describe(&self) -> String {
-        format!("cpu ({} threads)", self.threads())
+        match &self.shard {
+            Some(s) => format!(
+                "cpu ({} threads) in each of {} processes",
+                self.threads(),
+                s.workers
+            ),
+            None => format!("cpu ({} threads)", self.threads()),
+        }
     }
     fn threads(&self) -> usize {
         Trainer::threads(self)
@@ -326,13 +438,8 @@ impl Engine for Trainer {
         Ok(())
     }
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
-        // The counts are rebuilt from the assignments at commit; with one worker they are this
-        // worker's own. Several workers need a transport that sums sparse rows.
-        crate::engine::exchange_with_one_worker(
-            "CPU",
-            transport,
-            "multi-process training comes with the MPI transport",
-        )
+        crate::engine::check_sampled(self.sampled)?;
+        self.exchange_inner(transport)
     }
     fn commit(&mut self) -> Result<(), TrainError> {
         crate::engine::check_sampled(self.sampled)?;
@@ -340,7 +447,49 @@ impl Engine for Trainer {
         Ok(())
     }
     fn log_likelihood(&mut self) -> Result<f64, TrainError> {
-        Ok(Trainer::log_likelihood(self))
+        self.try_log_likelihood()
+    }
+    fn heldout_arguments(
+        &mut self,
+        docs: Docs<'_>,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, TrainError> {
+        // One process evaluates on the host as the run does; several split the documents, each
+        // folding in its share with φ of the whole corpus's counts, and concatenate.
+        let Some(shard) = &self.shard else {
+            return Ok(None);
+        };
+        let mine = even_ranges(docs.len(), shard.workers)[shard.rank].clone();
+        let mut words: Vec<u32> = docs.tokens().to_vec();
+        words.sort_unstable();
+        words.dedup();
+        let b = &self.word_topics;
+        let mut builder = topos_model::Phi::builder_for_words(
+            self.num_words,
+            self.hyper.beta,
+            &b.totals,
+            &words,
+            topos_model::mem::available_memory(),
+        )
+        .map_err(|e| TrainError::Unsupported(e.to_string()))?;
+        for &w in &words {
+            let (t, c) = b.row(w);
+            builder.push_row(w, t, c);
+        }
+        let phi = builder.finish();
+        let args = self
+            .pool
+            .install(|| topos_model::heldout_arguments(&phi, &self.hyper, docs, opts, mine))
+            .map_err(|e| TrainError::Unsupported(e.to_string()))?;
+        let bytes: Vec<u8> = args.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let mut all = Vec::with_capacity(docs.num_tokens() as usize);
+        for part in self.transport.all_gather_bytes(&bytes)? {
+            all.extend(
+                part.chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))),
+            );
+        }
+        Ok(Some(all))
     }
     fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
         Ok(self.word_topics.totals.clone())
@@ -350,8 +499,28 @@ impl Engine for Trainer {
         Ok(())
     }
     fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError> {
-        let s = start as usize;
-        out.copy_from_slice(&self.z[s..s + out.len()]);
+        let Some(shard) = &self.shard else {
+            let s = start as usize;
+            out.copy_from_slice(&self.z[s..s + out.len()]);
+            return Ok(());
+        };
+        // Collective: every process sends its part of the range to the first, which writes the
+        // files; the others' `out` is left as it was.
+        let mine = &self.z[shard.overlap(start, out.len() as u64)];
+        let bytes: Vec<u8> = mine.iter().flat_map(|z| z.to_le_bytes()).collect();
+        if let Some(parts) = self.transport.gather_bytes(&bytes)? {
+            let all = parts.concat();
+            if all.len() != 2 * out.len() {
+                return Err(TrainError::Unsupported(format!(
+                    "the workers sent {} assignments for a piece of {}",
+                    all.len() / 2,
+                    out.len()
+                )));
+            }
+            for (o, c) in out.iter_mut().zip(all.chunks_exact(2)) {
+                *o = u16::from_le_bytes([c[0], c[1]]);
+            }
+        }
         Ok(())
     }
     fn sample_from_release(&mut self, counts: Arc<WordTopics>) -> Result<(), TrainError> {
@@ -390,7 +559,7 @@ fn split_by_partition<'z>(mut z: &'z mut [u16], layout: &Layout) -> Vec<&'z mut 
 
 /// Opens a CPU engine for a run.
 pub(crate) fn open(setup: EngineSetup) -> Result<Trainer, TrainError> {
-    Trainer::open(
+    Trainer::open_with(
         setup.docs,
         setup.num_words,
         TrainOptions {
@@ -401,5 +570,6 @@ pub(crate) fn open(setup: EngineSetup) -> Result<Trainer, TrainError> {
             partitions: setup.partitions,
         },
         setup.start,
+        setup.transport,
     )
 }

@@ -340,7 +340,7 @@ fn sweep<const AVX2: bool>(
             &gen,
             Stream::Train,
             iteration,
-            p.token_start + a as u64,
+            p.first_key + a as u64,
             uniforms,
         );
 

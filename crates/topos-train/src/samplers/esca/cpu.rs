@@ -140,12 +140,8 @@ pub fn sweep_partition(
                     *slot = s;
                 }
             }
-            let mut rng = CounterRng::from_generator(
-                gen,
-                Stream::Train,
-                iteration,
-                p.token_start + src as u64,
-            );
+            let mut rng =
+                CounterRng::from_generator(gen, Stream::Train, iteration, p.first_key + src as u64);
             let x = rng.next_f32() * (s + q);
             // Alg. 2 line 8: choose the branch.
             let k = if x < s {
