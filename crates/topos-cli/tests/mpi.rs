@@ -26,8 +26,8 @@ fn mpirun(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().expect("run mpirun (Open MPI installed?)")
 }
 
-fn mpi_ok(np: usize, args: &[&str]) -> serde_json::Value {
-    let out = mpirun(np, args, &[]);
+fn mpi_ok(np: usize, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let out = mpirun(np, args, env);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -86,11 +86,18 @@ fn several_processes_train_the_model_of_one_byte_for_byte() {
         let a1 = args(&one);
         let single = json(&a1.iter().map(String::as_str).collect::<Vec<_>>()[..a1.len() - 1]);
         assert_eq!(single["workers"], 1);
-        for np in [2, 3] {
-            let many = dir.path().join(format!("{algo}-{np}.tmod"));
+        // Each way of exchanging the counts (chosen by the bytes it moves, or forced).
+        for (np, way) in [(2, "dense"), (2, "sparse"), (3, "auto")] {
+            let many = dir.path().join(format!("{algo}-{np}-{way}.tmod"));
             let a = args(&many);
-            let summary = mpi_ok(np, &a.iter().map(String::as_str).collect::<Vec<_>>());
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let summary = mpi_ok(np, &a, &[("TOPOS_EXCHANGE", way)]);
             assert_eq!(summary["workers"], np, "{summary}");
+            let exchange = &summary["exchange"];
+            if way != "auto" {
+                // The start's exchange and one an iteration.
+                assert_eq!(exchange[way], 9, "{exchange}");
+            }
             assert_eq!(summary["transport"], "mpi");
             assert_eq!(read(&one), read(&many), "{algo}: {np} processes");
             let side = |p: &Path| read(&topos_model::doc_topics_path(p));

@@ -6,7 +6,8 @@
 //! cargo build -p topos-train --features mpi --example mpi_collectives
 //! mpirun -np 3 target/debug/examples/mpi_collectives          # prints "ok rank R of N" per rank
 //! mpirun -np 2 target/debug/examples/mpi_collectives abort    # rank 1 aborts: mpirun exits 3
-//! mpirun -np 2 target/release/examples/mpi_collectives big    # > 2 GiB gathered (needs ~12 GiB)
+//! mpirun -np 2 target/release/examples/mpi_collectives big    # > 2 GiB moved (needs ~12 GiB)
+//! mpirun -np 3 target/release/examples/mpi_collectives big-all-to-all  # its all-to-all alone
 //! ```
 //!
 //! (As root, Open MPI also wants `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`.)
@@ -19,6 +20,56 @@ use topos_train::transport::{self, Transport};
 fn bytes_of(r: usize, salt: usize) -> Vec<u8> {
     let len = if r == 1 { 0 } else { r * 37 + salt };
     (0..len).map(|j| (r * 31 + j * 7 + salt) as u8).collect()
+}
+
+/// What rank `from` sends rank `to` in all-to-all number `k` (0..6): lengths that vary with both
+/// ranks, with some parts empty, and a content that says whose they are. `k` 0: rank 1 sends
+/// nothing; 1: rank 1 receives nothing; 2: nothing to self; 3: empty parts here and there; 4:
+/// nothing empty; 5: all empty.
+fn part_of(from: usize, to: usize, k: usize) -> Vec<u8> {
+    let empty = match k {
+        0 => from == 1,
+        1 => to == 1,
+        2 => from == to,
+        3 => (from * 2 + to) % 3 != 1,
+        4 => false,
+        _ => true,
+    };
+    let len = if empty {
+        0
+    } else {
+        from * 11 + to * 5 + k * 300 + 1
+    };
+    (0..len)
+        .map(|j| (from * 31 + to * 17 + j * 7 + k) as u8)
+        .collect()
+}
+
+fn check_all_to_all(t: &dyn Transport) {
+    let (rank, n) = (t.rank(), t.workers());
+    for k in 0..6 {
+        let parts: Vec<Vec<u8>> = (0..n).map(|to| part_of(rank, to, k)).collect();
+        let before = t.bytes_sent();
+        let got = t.all_to_all_bytes(&parts).unwrap();
+        assert_eq!(got.len(), n);
+        for (from, got) in got.iter().enumerate() {
+            assert_eq!(
+                *got,
+                part_of(from, rank, k),
+                "all_to_all_bytes {k} from rank {from}"
+            );
+        }
+        let sent: usize = parts.iter().map(Vec::len).sum();
+        assert!(t.bytes_sent() >= before + sent as u64);
+    }
+    // One part per worker, or an error (on every rank alike: nothing is exchanged).
+    let too_many = vec![vec![1u8]; n + 1];
+    assert!(t.all_to_all_bytes(&too_many).is_err());
+    assert!(t.all_to_all_bytes(&too_many[..n - 1]).is_err());
+    assert_eq!(
+        t.all_to_all_bytes(&vec![Vec::new(); n]).unwrap(),
+        vec![Vec::<u8>::new(); n]
+    );
 }
 
 fn check_collectives(t: &dyn Transport) {
@@ -73,12 +124,19 @@ fn check_collectives(t: &dyn Transport) {
     let none = t.gather_bytes(&[]).unwrap();
     assert_eq!(none, (rank == 0).then(|| vec![Vec::<u8>::new(); n]));
 
+    check_all_to_all(t);
+
     assert!(t.seconds() > 0.0);
     assert!(t.bytes_sent() >= (len * 4 + 1000 * 8) as u64);
 }
 
-/// More than `i32::MAX` bytes in all: the gathers take several rounds.
+/// More than `i32::MAX` bytes in all: the gathers and the all-to-all take several rounds.
 fn check_big(t: &dyn Transport) {
+    check_big_gathers(t);
+    check_big_all_to_all(t);
+}
+
+fn check_big_gathers(t: &dyn Transport) {
     let rank = t.rank();
     let len_of = |r: usize| 1_100_000_000 + r * 7;
     let byte = |r: usize, j: usize| (j * 7 + r * 13 + j / 1_000_003) as u8;
@@ -96,6 +154,35 @@ fn check_big(t: &dyn Transport) {
     check(&t.all_gather_bytes(&mine).unwrap());
     if let Some(all) = t.gather_bytes(&mine).unwrap() {
         check(&all);
+    }
+}
+
+/// Rank 0 sends more than `i32::MAX` bytes (to itself and to rank 1); every other part is small
+/// or empty, so that the other ranks cannot tell from their own lengths how many rounds it takes
+/// (rank 2 and up only ever see small lengths). About 7 GiB on rank 0, 2.5 GiB on rank 1.
+fn check_big_all_to_all(t: &dyn Transport) {
+    let (rank, n) = (t.rank(), t.workers());
+    let len_of = |from: usize, to: usize| match (from, to) {
+        (0, 0 | 1) => 1_100_000_000 + to * 7,
+        _ if from == to => 0,
+        _ => 1000 + from * 3 + to,
+    };
+    let byte =
+        |from: usize, to: usize, j: usize| (j * 7 + from * 13 + to * 5 + j / 1_000_003) as u8;
+    let parts: Vec<Vec<u8>> = (0..n)
+        .map(|to| (0..len_of(rank, to)).map(|j| byte(rank, to, j)).collect())
+        .collect();
+    let got = t.all_to_all_bytes(&parts).unwrap();
+    drop(parts);
+    assert_eq!(got.len(), n);
+    for (from, got) in got.iter().enumerate() {
+        assert_eq!(got.len(), len_of(from, rank));
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(j, &b)| b == byte(from, rank, j)),
+            "all_to_all_bytes from rank {from}"
+        );
     }
 }
 
@@ -133,7 +220,8 @@ fn main() {
             panic!("rank {rank} outlived rank 1's abort");
         }
         "big" => check_big(&*t),
-        other => panic!("unknown mode {other:?} (none, abort or big)"),
+        "big-all-to-all" => check_big_all_to_all(&*t),
+        other => panic!("unknown mode {other:?} (none, abort, big or big-all-to-all)"),
     }
 
     println!("ok rank {rank} of {n}");

@@ -229,62 +229,6 @@ pub fn count_word_topics(
     }
 }
 
-/// Word rows summed per collective in [`sum_across_workers`]: at most 2²² cells (16 MiB).
-const SUM_CELLS: usize = 1 << 22;
-
-/// The element-wise sum of every worker's word-topic counts (each holds the counts of its share
-/// of the documents), on every worker: the exchange of data-parallel LDA (AD-LDA; CuLDA_CGS
-/// §5.2 sums the replicas' counts every iteration). Dense blocks of rows are summed by the
-/// transport and made sparse again, so the result is exactly what one process would count.
-/// With one worker, `local` itself.
-pub fn sum_across_workers(
-    local: WordTopics,
-    transport: &dyn crate::transport::Transport,
-) -> Result<WordTopics, crate::transport::TransportError> {
-    if transport.workers() == 1 {
-        return Ok(local);
-    }
-    let k = local.num_topics as usize;
-    let v = local.num_words();
-    let mut totals = local.totals.clone();
-    transport.sum_u64(&mut totals)?;
-    let block = (SUM_CELLS / k.max(1)).max(1);
-    let mut dense = vec![0u32; block.min(v.max(1)) * k];
-    let mut out = WordTopics {
-        num_topics: local.num_topics,
-        offsets: Vec::with_capacity(v + 1),
-        topics: Vec::with_capacity(local.topics.len()),
-        counts: Vec::with_capacity(local.counts.len()),
-        totals,
-    };
-    out.offsets.push(0);
-    let mut w0 = 0usize;
-    while w0 < v {
-        let w1 = (w0 + block).min(v);
-        let cells = &mut dense[..(w1 - w0) * k];
-        cells.fill(0);
-        for w in w0..w1 {
-            let (t, c) = local.row(w as u32);
-            let row = &mut cells[(w - w0) * k..(w - w0 + 1) * k];
-            for (&t, &c) in t.iter().zip(c) {
-                row[t as usize] = c;
-            }
-        }
-        transport.sum_u32(cells)?;
-        for row in cells.chunks_exact(k) {
-            for (t, &c) in row.iter().enumerate() {
-                if c > 0 {
-                    out.topics.push(t as u16);
-                    out.counts.push(c);
-                }
-            }
-            out.offsets.push(out.topics.len() as u64);
-        }
-        w0 = w1;
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

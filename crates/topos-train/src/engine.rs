@@ -153,6 +153,10 @@ pub trait Engine: Send {
         let _ = (docs, phi, opts);
         Ok(None)
     }
+    /// How this engine's exchanges moved their bytes (`None`: it had nothing to exchange).
+    fn exchange_report(&self) -> Option<crate::exchange::ExchangeReport> {
+        None
+    }
     /// Column sums n_k of the current word-topic counts.
     fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError>;
     /// The current word-topic counts of `words` as sparse rows (topics increasing), appended to

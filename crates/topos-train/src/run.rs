@@ -248,6 +248,9 @@ pub struct Summary {
     pub rank: usize,
     /// Bytes this process sent to the transport's collectives.
     pub communicated_bytes: u64,
+    /// How the counts were exchanged between processes: iterations each way (dense blocks
+    /// all-reduced, or sparse rows scattered to their owners and gathered; `null` with one).
+    pub exchange: Option<crate::exchange::ExchangeReport>,
     /// The `.doctopics` file written, if any.
     pub doc_topics: Option<String>,
     /// Where the process's time went.
@@ -1259,6 +1262,17 @@ impl Run {
             remove_if_present(&self.config.checkpoint_path())?;
         }
         self.phases.outputs = writing.elapsed().as_secs_f64();
+        if let Some(x) = self.engine.exchange_report() {
+            observer.info(&format!(
+                "exchanged counts between {} processes: {} times as sparse rows, {} as dense blocks; {:.1} of {:.1} sampling seconds in communication, {} sent by this process",
+                self.transport.workers(),
+                x.sparse,
+                x.dense,
+                self.phases.communication,
+                self.train_seconds,
+                Bytes(self.transport.bytes_sent())
+            ));
+        }
         let p = &self.phases;
         observer.info(&format!(
             "wrote {}; seconds: start {:.2}, sampling {:.2}, training log-likelihood {:.2}, held-out {:.2}, checkpoints {:.2}, outputs {:.2}",
@@ -1328,6 +1342,7 @@ impl Run {
             workers: self.transport.workers(),
             rank: self.transport.rank(),
             communicated_bytes: self.transport.bytes_sent(),
+            exchange: self.engine.exchange_report(),
             doc_topics,
             phases: self.phases.clone(),
         }

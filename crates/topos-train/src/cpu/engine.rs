@@ -4,6 +4,7 @@
 
 use crate::counts::{count_doc_topics, count_word_topics, WordTopics};
 use crate::engine::{Engine, EngineSetup, Start, TrainDocs};
+use crate::exchange::ExchangeReport;
 use crate::layout::Layout;
 use crate::sampler::{Sampler, SweepInput};
 use crate::shard::{even_ranges, Shard};
@@ -84,6 +85,8 @@ pub struct Trainer {
     exchanged: Option<WordTopics>,
     /// Training tokens of the whole run (every process's share).
     global_tokens: u64,
+    /// How the exchanges moved their bytes.
+    exchanges: ExchangeReport,
 }
 
 impl Trainer {
@@ -189,7 +192,9 @@ impl Trainer {
             let b = count_word_topics(&layout, &z, num_words, k);
             (layout, b)
         });
-        let word_topics = crate::counts::sum_across_workers(local, transport.as_ref())?;
+        let mut exchanges = ExchangeReport::default();
+        let word_topics =
+            crate::exchange::sum_across_workers(local, None, transport.as_ref(), &mut exchanges)?;
         Ok(Self {
             docs,
             num_words,
@@ -208,6 +213,7 @@ impl Trainer {
             shard,
             exchanged: None,
             global_tokens: whole.num_tokens(),
+            exchanges,
         })
     }
 
@@ -273,7 +279,12 @@ impl Trainer {
         let local = self
             .pool
             .install(|| count_word_topics(&self.layout, &self.z, self.num_words, k));
-        self.exchanged = Some(crate::counts::sum_across_workers(local, transport)?);
+        self.exchanged = Some(crate::exchange::sum_across_workers(
+            local,
+            Some(&self.word_topics),
+            transport,
+            &mut self.exchanges,
+        )?);
         Ok(())
     }
 
@@ -493,6 +504,9 @@ impl Engine for Trainer {
     }
     fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
         Ok(self.word_topics.totals.clone())
+    }
+    fn exchange_report(&self) -> Option<ExchangeReport> {
+        self.shard.as_ref().map(|_| self.exchanges.clone())
     }
     fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError> {
         copy_rows(&self.word_topics, words, out);

@@ -39,6 +39,9 @@ pub trait Transport: Send + Sync {
     fn all_gather_bytes(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TransportError>;
     /// Every worker's `mine`, in rank order, on worker 0 (`None` elsewhere).
     fn gather_bytes(&self, mine: &[u8]) -> Result<Option<Vec<Vec<u8>>>, TransportError>;
+    /// `parts[i]` (one per worker) to worker i; returns what every worker sent this one, in
+    /// rank order (all-to-all of varying lengths: the reduce-scatter of a sparse exchange).
+    fn all_to_all_bytes(&self, parts: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, TransportError>;
     /// Seconds this worker has spent in collectives (waiting included).
     fn seconds(&self) -> f64;
     /// Bytes this worker has sent to collectives.
@@ -210,6 +213,9 @@ impl Transport for Local {
     }
     fn gather_bytes(&self, mine: &[u8]) -> Result<Option<Vec<Vec<u8>>>, TransportError> {
         Ok(Some(vec![mine.to_vec()]))
+    }
+    fn all_to_all_bytes(&self, parts: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, TransportError> {
+        Ok(parts.to_vec())
     }
     fn seconds(&self) -> f64 {
         0.0

@@ -22,7 +22,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use mpi::datatype::{Equivalence, PartitionMut};
+use mpi::datatype::{Equivalence, Partition, PartitionMut};
 use mpi::environment::{self, Threading, Universe};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
@@ -51,8 +51,8 @@ static CALLS: Mutex<()> = Mutex::new(());
 /// `u32`, 128 MiB of `u64`.
 const SUM_CHUNK: usize = 1 << 24;
 
-/// The most bytes one `MPI_Allgatherv`/`MPI_Gatherv` receives: counts and displacements are
-/// `int`.
+/// The most bytes one `MPI_Allgatherv`/`MPI_Gatherv` receives, or one `MPI_Alltoallv` sends or
+/// receives: counts and displacements are `int`.
 const MAX_ROUND_BYTES: usize = i32::MAX as usize;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -169,6 +169,47 @@ impl MpiTransport {
         world.all_gather_into(&[mine as u64][..], &mut lens[..]);
         lens.into_iter().map(|l| l as usize).collect()
     }
+
+    /// The all-to-all's lengths: sends every rank a [`Header`] (the length of its part, and this
+    /// rank's total and longest part); returns the length of what each rank sends this one, in
+    /// rank order, and the plan of rounds, the same on every rank.
+    fn all_to_all_lengths(
+        &self,
+        world: &SimpleCommunicator,
+        send_lens: &[usize],
+    ) -> (Vec<usize>, Rounds) {
+        let mut recv = vec![0u64; HEADER * self.size];
+        world.all_to_all_into(&headers(send_lens)[..], &mut recv[..]);
+        plan_all_to_all(&recv)
+    }
+}
+
+/// `u64`s per destination in the all-to-all's exchange of lengths: the length of the part for
+/// that destination, then the sender's total and its longest part (the same to every
+/// destination). Every rank thus learns every rank's total and longest part, which is what it
+/// needs to agree with the others on the number of rounds, without another collective.
+const HEADER: usize = 3;
+
+/// This rank's headers for the all-to-all, destination after destination.
+fn headers(send_lens: &[usize]) -> Vec<u64> {
+    let total = send_lens.iter().sum::<usize>() as u64;
+    let longest = send_lens.iter().copied().max().unwrap_or(0) as u64;
+    send_lens
+        .iter()
+        .flat_map(|&l| [l as u64, total, longest])
+        .collect()
+}
+
+/// From the headers every rank sent this one (rank after rank): the length of each rank's part
+/// for this one, and the plan of rounds. The plan depends only on the sum of the totals and the
+/// longest of the longest parts, which every rank receives alike, so every rank computes the
+/// same one.
+fn plan_all_to_all(recv: &[u64]) -> (Vec<usize>, Rounds) {
+    let from = recv.chunks_exact(HEADER);
+    let recv_lens = from.clone().map(|h| h[0] as usize).collect();
+    let total = from.clone().map(|h| h[1] as usize).sum();
+    let longest = from.clone().map(|h| h[2] as usize).max().unwrap_or(0);
+    (recv_lens, Rounds::of(total, longest, from.len()))
 }
 
 /// Element-wise sum over every rank, in place, `SUM_CHUNK` elements per `MPI_Allreduce`.
@@ -181,23 +222,32 @@ fn sum_in_place<T: Equivalence + Copy + Default>(world: &SimpleCommunicator, val
     }
 }
 
-/// How the variable-length gathers split their data into rounds whose receive buffer fits an
-/// MPI `int` count: all at once when the total does, else at most `MAX_ROUND_BYTES / ranks` of
-/// each rank's bytes per round. Every rank computes the same plan from the same lengths.
+/// How the variable-length collectives split their data into rounds whose buffers fit an MPI
+/// `int` count: all at once when the total over every rank does, else at most
+/// `MAX_ROUND_BYTES / ranks` bytes of each contribution (a gather's rank, an all-to-all's pair)
+/// per round, so that no rank sends or receives more than `MAX_ROUND_BYTES` in a round. Every
+/// rank computes the same plan from the same total and longest contribution.
 struct Rounds {
-    /// Bytes of each rank's contribution per round.
+    /// Bytes of each contribution per round.
     cap: usize,
     rounds: usize,
 }
 
 impl Rounds {
+    /// The plan of a gather of `lens` (one per rank).
     fn new(lens: &[usize]) -> Rounds {
         let total: usize = lens.iter().sum();
         let longest = lens.iter().copied().max().unwrap_or(0);
+        Rounds::of(total, longest, lens.len())
+    }
+
+    /// The plan for `total` bytes over every rank, the longest contribution `longest` bytes,
+    /// where a rank sends or receives at most one contribution from or to each of `ranks`.
+    fn of(total: usize, longest: usize, ranks: usize) -> Rounds {
         let cap = if total <= MAX_ROUND_BYTES {
             longest.max(1)
         } else {
-            MAX_ROUND_BYTES / lens.len()
+            MAX_ROUND_BYTES / ranks
         };
         Rounds {
             cap,
@@ -211,7 +261,8 @@ impl Rounds {
         start..(start + self.cap).min(len)
     }
 
-    /// Round `r`'s receive counts and displacements (each fits an `int` by construction).
+    /// Round `r`'s counts and displacements for contributions of `lens` bytes (each fits an
+    /// `int` by construction).
     fn partition(&self, r: usize, lens: &[usize]) -> (Vec<Count>, Vec<Count>) {
         let counts: Vec<Count> = lens
             .iter()
@@ -232,7 +283,8 @@ impl Rounds {
 /// `piece`, or an empty slice at a real address when `piece` is empty. An empty Rust slice
 /// points at its alignment (`0x1` for bytes), and Open MPI's `MPI_IN_PLACE` is `(void *) 1`:
 /// handed to `MPI_Gatherv` as is, an empty contribution reads as "in place" (refused on a
-/// non-root rank with MPI_ERR_ARG, which ends the job).
+/// non-root rank with MPI_ERR_ARG, which ends the job); to `MPI_Alltoallv`, an empty send buffer
+/// would make the call in place, reading what this rank sends from its receive buffer.
 fn send_buffer(piece: &[u8]) -> &[u8] {
     static SOMEWHERE: [u8; 1] = [0];
     if piece.is_empty() {
@@ -322,6 +374,47 @@ impl Transport for MpiTransport {
             Ok(Some(out))
         })
     }
+    /// Lengths first (one `MPI_Alltoall` of [`HEADER`] `u64`s per destination), then the bytes
+    /// (`MPI_Alltoallv`), in as many rounds as [`Rounds`] needs for every rank's send and
+    /// receive buffers to fit an `int` count; a rank with nothing left to move still takes part
+    /// in every round, with zero counts.
+    fn all_to_all_bytes(&self, parts: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, TransportError> {
+        if parts.len() != self.size {
+            return Err(error(format!(
+                "all_to_all_bytes takes one part per worker: {} parts for {} workers",
+                parts.len(),
+                self.size
+            )));
+        }
+        let send_lens: Vec<usize> = parts.iter().map(Vec::len).collect();
+        let sent: usize = send_lens.iter().sum();
+        self.collective(sent + 8 * HEADER * self.size, |world| {
+            let (recv_lens, plan) = self.all_to_all_lengths(world, &send_lens);
+            let mut out: Vec<Vec<u8>> = recv_lens.iter().map(|&l| Vec::with_capacity(l)).collect();
+            let mut send = Vec::with_capacity(sent.min(MAX_ROUND_BYTES));
+            for r in 0..plan.rounds {
+                let (send_counts, send_displs) = plan.partition(r, &send_lens);
+                let (recv_counts, recv_displs) = plan.partition(r, &recv_lens);
+                send.clear();
+                for part in parts {
+                    send.extend_from_slice(&part[plan.range(r, part.len())]);
+                }
+                // One byte when nothing comes: an empty Vec's pointer is `0x1`, MPI_IN_PLACE,
+                // which Open MPI refuses as a receive buffer (MPI_ERR_ARG, ending the job).
+                let received: usize = recv_counts.iter().map(|&c| c as usize).sum();
+                let mut recv = vec![0u8; received.max(1)];
+                {
+                    let from =
+                        Partition::new(send_buffer(&send), &send_counts[..], &send_displs[..]);
+                    let mut into =
+                        PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
+                    world.all_to_all_varcount_into(&from, &mut into);
+                }
+                scatter_round(&mut out, &recv, &recv_counts);
+            }
+            Ok(out)
+        })
+    }
     fn seconds(&self) -> f64 {
         self.meter.seconds()
     }
@@ -386,5 +479,60 @@ mod tests {
         }
         assert_eq!(seen, lens);
         assert_eq!(plan.range(2, 10), 10..10);
+    }
+
+    /// The headers rank `to` receives when rank i sends `matrix[i][j]` bytes to rank j.
+    fn received_headers(matrix: &[Vec<usize>], to: usize) -> Vec<u64> {
+        matrix
+            .iter()
+            .flat_map(|row| headers(row)[HEADER * to..HEADER * (to + 1)].to_vec())
+            .collect()
+    }
+
+    /// Every rank's plan of an all-to-all of `matrix`: the same on every rank, every round's
+    /// sends and receives fit an `int`, and everything is moved.
+    fn check_all_to_all_plan(matrix: &[Vec<usize>]) -> usize {
+        let n = matrix.len();
+        let plans: Vec<(Vec<usize>, Rounds)> = (0..n)
+            .map(|to| plan_all_to_all(&received_headers(matrix, to)))
+            .collect();
+        for (to, (recv_lens, plan)) in plans.iter().enumerate() {
+            let column: Vec<usize> = matrix.iter().map(|row| row[to]).collect();
+            assert_eq!(*recv_lens, column);
+            assert_eq!((plan.cap, plan.rounds), (plans[0].1.cap, plans[0].1.rounds));
+        }
+        let plan = &plans[0].1;
+        for rank in 0..n {
+            let column: Vec<usize> = matrix.iter().map(|row| row[rank]).collect();
+            for lens in [&matrix[rank], &column] {
+                let mut moved = vec![0usize; n];
+                for r in 0..plan.rounds {
+                    let (counts, displs) = plan.partition(r, lens);
+                    let total: usize = counts.iter().map(|&c| c as usize).sum();
+                    assert!(total <= MAX_ROUND_BYTES);
+                    assert!(displs.iter().all(|&d| d >= 0));
+                    for (m, &c) in moved.iter_mut().zip(&counts) {
+                        *m += c as usize;
+                    }
+                }
+                assert_eq!(moved, *lens);
+            }
+        }
+        plan.rounds
+    }
+
+    #[test]
+    fn all_to_all_plans_agree_and_fit_an_int() {
+        assert_eq!(check_all_to_all_plan(&[vec![0]]), 0);
+        assert_eq!(check_all_to_all_plan(&[vec![0, 0], vec![0, 0]]), 0);
+        assert_eq!(check_all_to_all_plan(&[vec![3, 0], vec![7, 1]]), 1);
+        // Ranks 0 and 1 exchange more than an int, rank 2 only a few bytes: rank 2 cannot tell
+        // from its own lengths, and still takes part in every round.
+        let big = 1_500_000_000;
+        let matrix = vec![vec![big, big + 1, 5], vec![big + 2, 0, 0], vec![0, 9, 0]];
+        assert_eq!(check_all_to_all_plan(&matrix), 3);
+        // Every send and receive fits, but not the total over every rank: split too.
+        let matrix = vec![vec![0, 1_200_000_000], vec![1_200_000_000, 0]];
+        assert!(check_all_to_all_plan(&matrix) >= 2);
     }
 }

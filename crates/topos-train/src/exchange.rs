@@ -1,0 +1,481 @@
+//! The exchange of data-parallel LDA: every worker's word-topic counts (of its share of the
+//! documents) summed, on every worker (AD-LDA; CuLDA_CGS §5.2 sums the replicas' counts every
+//! iteration). The sums are of integers, so the result is exactly what one process would count,
+//! whichever way the bytes travel; the way is chosen by the bytes it moves:
+//!
+//! * **dense**: blocks of up to 2²² cells of dense rows, each summed by an all-reduce and made
+//!   sparse again: about 2 · 4·V·K bytes through each worker (a ring all-reduce), whatever the
+//!   sparsity.
+//! * **sparse**: a reduce-scatter then an all-gather of sparse rows. The words are cut into one
+//!   contiguous range per worker (balanced by the previous counts' non-zeros); every worker sends
+//!   its rows of each range to that range's owner (all-to-all), the owner adds them, and the
+//!   owners' summed rows are gathered by everyone: 6 bytes a non-zero (a 2-byte topic, a 4-byte
+//!   count) plus 4 bytes a word of row lengths, each way.
+//!
+//! With S the sum of the workers' non-zeros (one 8-byte all-reduce finds it), the sparse way
+//! moves at most about 2 · (6·S + 4·V) bytes through a worker, so it is taken when that is less
+//! than the dense 2 · 4·V·K.
+
+use crate::counts::WordTopics;
+use crate::transport::{Transport, TransportError};
+use std::ops::Range;
+
+/// Word rows summed per collective of the dense way: at most 2²² cells (16 MiB).
+const DENSE_CELLS: usize = 1 << 22;
+
+/// How an exchange moved its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Way {
+    Dense,
+    Sparse,
+}
+
+/// The exchanges of a run, for its summary.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ExchangeReport {
+    /// Exchanges made each way.
+    pub dense: u32,
+    pub sparse: u32,
+    /// The way of the last one.
+    pub last: Option<Way>,
+}
+
+impl ExchangeReport {
+    fn count(&mut self, way: Way) {
+        match way {
+            Way::Dense => self.dense += 1,
+            Way::Sparse => self.sparse += 1,
+        }
+        self.last = Some(way);
+    }
+}
+
+/// The sum of every worker's `local` counts, on every worker (`local` itself with one worker).
+/// `previous`: the summed counts of the last exchange, the same on every worker (balances the
+/// sparse way's word ranges; `None`: equal numbers of words).
+pub fn sum_across_workers(
+    local: WordTopics,
+    previous: Option<&WordTopics>,
+    transport: &dyn Transport,
+    report: &mut ExchangeReport,
+) -> Result<WordTopics, TransportError> {
+    if transport.workers() == 1 {
+        return Ok(local);
+    }
+    let v = local.num_words() as u64;
+    let k = u64::from(local.num_topics);
+    let mut head = local.totals.clone();
+    head.push(local.topics.len() as u64);
+    transport.sum_u64(&mut head)?;
+    let nnz_sum = head.pop().expect("the non-zeros were appended");
+    let totals = head;
+    let way = match forced_way() {
+        Some(w) => w,
+        None if 6 * nnz_sum + 4 * v < 4 * v * k => Way::Sparse,
+        None => Way::Dense,
+    };
+    report.count(way);
+    let mut out = match way {
+        Way::Dense => sum_dense(&local, transport)?,
+        Way::Sparse => sum_sparse(&local, previous, transport)?,
+    };
+    out.totals = totals;
+    Ok(out)
+}
+
+/// `TOPOS_EXCHANGE=dense|sparse` forces a way (tests and benchmarks; read once).
+fn forced_way() -> Option<Way> {
+    static FORCED: std::sync::OnceLock<Option<Way>> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| match std::env::var("TOPOS_EXCHANGE").as_deref() {
+        Ok("dense") => Some(Way::Dense),
+        Ok("sparse") => Some(Way::Sparse),
+        _ => None,
+    })
+}
+
+fn empty_like(local: &WordTopics) -> WordTopics {
+    WordTopics {
+        num_topics: local.num_topics,
+        offsets: vec![0],
+        topics: Vec::new(),
+        counts: Vec::new(),
+        totals: Vec::new(),
+    }
+}
+
+fn sum_dense(local: &WordTopics, transport: &dyn Transport) -> Result<WordTopics, TransportError> {
+    let k = local.num_topics as usize;
+    let v = local.num_words();
+    let block = (DENSE_CELLS / k.max(1)).max(1);
+    let mut dense = vec![0u32; block.min(v.max(1)) * k];
+    let mut out = empty_like(local);
+    out.offsets.reserve(v);
+    let mut w0 = 0usize;
+    while w0 < v {
+        let w1 = (w0 + block).min(v);
+        let cells = &mut dense[..(w1 - w0) * k];
+        cells.fill(0);
+        for w in w0..w1 {
+            let (t, c) = local.row(w as u32);
+            let row = &mut cells[(w - w0) * k..(w - w0 + 1) * k];
+            for (&t, &c) in t.iter().zip(c) {
+                row[t as usize] = c;
+            }
+        }
+        transport.sum_u32(cells)?;
+        for row in cells.chunks_exact(k) {
+            for (t, &c) in row.iter().enumerate() {
+                if c > 0 {
+                    out.topics.push(t as u16);
+                    out.counts.push(c);
+                }
+            }
+            out.offsets.push(out.topics.len() as u64);
+        }
+        w0 = w1;
+    }
+    Ok(out)
+}
+
+/// One contiguous range of words per worker, balanced by `previous`'s non-zeros (plus one per
+/// word), or by words.
+pub fn owner_ranges(v: usize, workers: usize, previous: Option<&WordTopics>) -> Vec<Range<usize>> {
+    let Some(p) = previous.filter(|p| p.num_words() == v) else {
+        return crate::shard::even_ranges(v, workers);
+    };
+    let weight = |w: usize| p.offsets[w] + w as u64;
+    let total = weight(v);
+    let mut out = Vec::with_capacity(workers);
+    let mut start = 0usize;
+    for r in 1..=workers {
+        let end = if r == workers {
+            v
+        } else {
+            let target = total * r as u64 / workers as u64;
+            // First word boundary at or after `start` whose weight reaches the r-th share.
+            let (mut lo, mut hi) = (start, v);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if weight(mid) < target {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// Rows `words` of `rows` (whose row 0 is word `first`) as bytes: every row's length (u32), then
+/// every topic (u16), then every count (u32), little-endian.
+fn encode(rows: &WordTopics, first: usize, words: Range<usize>) -> Vec<u8> {
+    let (a, b) = (
+        rows.offsets[words.start - first] as usize,
+        rows.offsets[words.end - first] as usize,
+    );
+    let mut out = Vec::with_capacity(4 * words.len() + 6 * (b - a));
+    for w in words.clone() {
+        let len = rows.offsets[w + 1 - first] - rows.offsets[w - first];
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+    }
+    for t in &rows.topics[a..b] {
+        out.extend_from_slice(&t.to_le_bytes());
+    }
+    for c in &rows.counts[a..b] {
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+    out
+}
+
+/// Appends the `words` rows of `bytes` (from [`encode`]) to `out`.
+fn decode_into(bytes: &[u8], words: usize, out: &mut WordTopics) -> Result<(), TransportError> {
+    let bad = || TransportError {
+        transport: "exchange",
+        what: "a worker sent malformed rows".into(),
+    };
+    let lens = bytes.get(..4 * words).ok_or_else(bad)?;
+    let nnz: u64 = lens
+        .chunks_exact(4)
+        .map(|c| u64::from(u32::from_le_bytes(c.try_into().unwrap())))
+        .sum();
+    let n = nnz as usize;
+    if bytes.len() != 4 * words + 6 * n {
+        return Err(bad());
+    }
+    let mut at = *out.offsets.last().expect("offsets start with 0");
+    for c in lens.chunks_exact(4) {
+        at += u64::from(u32::from_le_bytes(c.try_into().unwrap()));
+        out.offsets.push(at);
+    }
+    let topics = &bytes[4 * words..4 * words + 2 * n];
+    out.topics.extend(
+        topics
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]])),
+    );
+    let counts = &bytes[4 * words + 2 * n..];
+    out.counts.extend(
+        counts
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap())),
+    );
+    Ok(())
+}
+
+fn sum_sparse(
+    local: &WordTopics,
+    previous: Option<&WordTopics>,
+    transport: &dyn Transport,
+) -> Result<WordTopics, TransportError> {
+    let v = local.num_words();
+    let k = local.num_topics as usize;
+    let ranges = owner_ranges(v, transport.workers(), previous);
+    let parts: Vec<Vec<u8>> = ranges.iter().map(|r| encode(local, 0, r.clone())).collect();
+    let received = transport.all_to_all_bytes(&parts)?;
+    drop(parts);
+    // The rows of this worker's words, from every worker, added.
+    let mine = ranges[transport.rank()].clone();
+    let mut theirs = Vec::with_capacity(received.len());
+    for bytes in &received {
+        let mut rows = empty_like(local);
+        decode_into(bytes, mine.len(), &mut rows)?;
+        theirs.push(rows);
+    }
+    drop(received);
+    let mut summed = empty_like(local);
+    let mut scratch = vec![0u32; k];
+    let mut touched: Vec<u16> = Vec::new();
+    for i in 0..mine.len() as u32 {
+        for rows in &theirs {
+            let (t, c) = rows.row(i);
+            for (&t, &c) in t.iter().zip(c) {
+                if scratch[t as usize] == 0 {
+                    touched.push(t);
+                }
+                scratch[t as usize] += c;
+            }
+        }
+        touched.sort_unstable();
+        for &t in &touched {
+            summed.topics.push(t);
+            summed.counts.push(std::mem::take(&mut scratch[t as usize]));
+        }
+        touched.clear();
+        summed.offsets.push(summed.topics.len() as u64);
+    }
+    drop(theirs);
+    let gathered = transport.all_gather_bytes(&encode(&summed, mine.start, mine.clone()))?;
+    let mut out = empty_like(local);
+    out.offsets.reserve(v);
+    for (bytes, r) in gathered.iter().zip(&ranges) {
+        decode_into(bytes, r.len(), &mut out)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(k: u32, dense: &[&[u32]]) -> WordTopics {
+        let mut w = WordTopics {
+            num_topics: k,
+            offsets: vec![0],
+            topics: Vec::new(),
+            counts: Vec::new(),
+            totals: vec![0; k as usize],
+        };
+        for row in dense {
+            for (t, &c) in row.iter().enumerate() {
+                if c > 0 {
+                    w.topics.push(t as u16);
+                    w.counts.push(c);
+                    w.totals[t] += u64::from(c);
+                }
+            }
+            w.offsets.push(w.topics.len() as u64);
+        }
+        w
+    }
+
+    /// Workers as threads of this process: each collective meets at a barrier, the data passing
+    /// through one shared mailbox.
+    struct Threads {
+        rank: usize,
+        n: usize,
+        barrier: std::sync::Arc<std::sync::Barrier>,
+        mail: std::sync::Arc<std::sync::Mutex<Vec<Vec<Vec<u8>>>>>,
+    }
+
+    impl Threads {
+        /// Every worker posts `out[j]` for worker j; returns what each posted for this one.
+        fn swap(&self, out: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+            self.mail.lock().unwrap()[self.rank] = out;
+            self.barrier.wait();
+            let got = (0..self.n)
+                .map(|i| self.mail.lock().unwrap()[i][self.rank].clone())
+                .collect();
+            self.barrier.wait();
+            got
+        }
+    }
+
+    impl Transport for Threads {
+        fn name(&self) -> &'static str {
+            "threads"
+        }
+        fn rank(&self) -> usize {
+            self.rank
+        }
+        fn workers(&self) -> usize {
+            self.n
+        }
+        fn sum_u32(&self, counts: &mut [u32]) -> Result<(), TransportError> {
+            let bytes: Vec<u8> = counts.iter().flat_map(|c| c.to_le_bytes()).collect();
+            let mut sum = vec![0u32; counts.len()];
+            for part in self.swap(vec![bytes; self.n]) {
+                let theirs = part
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().unwrap()));
+                sum.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
+            }
+            counts.copy_from_slice(&sum);
+            Ok(())
+        }
+        fn sum_u64(&self, values: &mut [u64]) -> Result<(), TransportError> {
+            let bytes: Vec<u8> = values.iter().flat_map(|c| c.to_le_bytes()).collect();
+            let mut sum = vec![0u64; values.len()];
+            for part in self.swap(vec![bytes; self.n]) {
+                let theirs = part
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()));
+                sum.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
+            }
+            values.copy_from_slice(&sum);
+            Ok(())
+        }
+        fn all_gather_bytes(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> {
+            Ok(self.swap(vec![mine.to_vec(); self.n]))
+        }
+        fn gather_bytes(&self, mine: &[u8]) -> Result<Option<Vec<Vec<u8>>>, TransportError> {
+            let all = self.all_gather_bytes(mine)?;
+            Ok((self.rank == 0).then_some(all))
+        }
+        fn all_to_all_bytes(&self, parts: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, TransportError> {
+            Ok(self.swap(parts.to_vec()))
+        }
+        fn seconds(&self) -> f64 {
+            0.0
+        }
+        fn bytes_sent(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn both_ways_give_the_exact_sum_on_every_worker() {
+        use topos_sampling::{CounterRng, Stream};
+        let (v, k) = (57usize, 9u32);
+        for n in [2usize, 3, 5] {
+            // Worker i's counts: sparse random rows, some words empty everywhere.
+            let local: Vec<WordTopics> = (0..n)
+                .map(|i| {
+                    let mut rng = CounterRng::new(7, Stream::Synthetic, i as u32, 0);
+                    let dense: Vec<Vec<u32>> = (0..v)
+                        .map(|w| {
+                            (0..k)
+                                .map(|_| {
+                                    if w % 7 == 3 || rng.below(3) > 0 {
+                                        0
+                                    } else {
+                                        1 + rng.below(50)
+                                    }
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    rows(k, &dense.iter().map(Vec::as_slice).collect::<Vec<_>>())
+                })
+                .collect();
+            let mut expected = vec![vec![0u32; k as usize]; v];
+            for l in &local {
+                for (w, row) in expected.iter_mut().enumerate() {
+                    let (t, c) = l.row(w as u32);
+                    t.iter().zip(c).for_each(|(&t, &c)| row[t as usize] += c);
+                }
+            }
+            let expected = rows(k, &expected.iter().map(Vec::as_slice).collect::<Vec<_>>());
+            for way in [Way::Dense, Way::Sparse] {
+                let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+                let mail = std::sync::Arc::new(std::sync::Mutex::new(vec![Vec::new(); n]));
+                let results: Vec<WordTopics> = std::thread::scope(|scope| {
+                    let handles: Vec<_> = local
+                        .iter()
+                        .enumerate()
+                        .map(|(rank, l)| {
+                            let t = Threads {
+                                rank,
+                                n,
+                                barrier: barrier.clone(),
+                                mail: mail.clone(),
+                            };
+                            let l = l.clone();
+                            let prev = expected.clone();
+                            scope.spawn(move || {
+                                let mut out = match way {
+                                    Way::Dense => sum_dense(&l, &t).unwrap(),
+                                    Way::Sparse => sum_sparse(&l, Some(&prev), &t).unwrap(),
+                                };
+                                let mut totals = l.totals.clone();
+                                t.sum_u64(&mut totals).unwrap();
+                                out.totals = totals;
+                                out
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                for r in &results {
+                    assert_eq!(
+                        (&r.offsets, &r.topics, &r.counts, &r.totals),
+                        (
+                            &expected.offsets,
+                            &expected.topics,
+                            &expected.counts,
+                            &expected.totals
+                        ),
+                        "{n} workers, {way:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_survive_encoding_and_owner_ranges_cover_the_words() {
+        let a = rows(3, &[&[1, 0, 2], &[0, 0, 0], &[0, 5, 0], &[7, 7, 7]]);
+        let mut out = empty_like(&a);
+        decode_into(&encode(&a, 0, 0..2), 2, &mut out).unwrap();
+        decode_into(&encode(&a, 0, 2..4), 2, &mut out).unwrap();
+        assert_eq!(
+            (out.offsets, out.topics, out.counts),
+            (a.offsets.clone(), a.topics.clone(), a.counts.clone())
+        );
+        for workers in 1..=5 {
+            for prev in [None, Some(&a)] {
+                let r = owner_ranges(4, workers, prev);
+                assert_eq!(r.len(), workers);
+                assert_eq!(r[0].start, 0);
+                assert_eq!(r[workers - 1].end, 4);
+                assert!(r.windows(2).all(|w| w[0].end == w[1].start));
+            }
+        }
+        // The heavy last word gets a worker of its own.
+        assert_eq!(owner_ranges(4, 2, Some(&a)), vec![0..3, 3..4]);
+    }
+}
