@@ -84,6 +84,53 @@ impl Shard {
     }
 }
 
+/// Tokens `start..start + out.len()` (global) of the run's assignments into `out` on the first
+/// worker, collective: every worker reads its part with `read(local start, buffer)` and sends it
+/// there (the others' `out` is left as it was).
+pub fn gather_assignments(
+    shard: &Shard,
+    transport: &dyn crate::transport::Transport,
+    start: u64,
+    out: &mut [u16],
+    read: impl FnOnce(u64, &mut [u16]) -> Result<(), TrainError>,
+) -> Result<(), TrainError> {
+    let mine = shard.overlap(start, out.len() as u64);
+    let mut part = vec![0u16; mine.len()];
+    if !part.is_empty() {
+        read(mine.start as u64, &mut part)?;
+    }
+    let bytes: Vec<u8> = part.iter().flat_map(|z| z.to_le_bytes()).collect();
+    if let Some(parts) = transport.gather_bytes(&bytes)? {
+        let all = parts.concat();
+        if all.len() != 2 * out.len() {
+            return Err(TrainError::Unsupported(format!(
+                "the workers sent {} assignments for a piece of {}",
+                all.len() / 2,
+                out.len()
+            )));
+        }
+        for (o, c) in out.iter_mut().zip(all.chunks_exact(2)) {
+            *o = u16::from_le_bytes([c[0], c[1]]);
+        }
+    }
+    Ok(())
+}
+
+/// The sum of every worker's share of a fixed-point sum (`i128` bits), collective.
+pub fn sum_fixed(
+    transport: &dyn crate::transport::Transport,
+    mine: i128,
+) -> Result<i128, TrainError> {
+    let mut total = 0i128;
+    for bytes in transport.all_gather_bytes(&mine.to_le_bytes())? {
+        let bits: [u8; 16] = bytes.try_into().map_err(|_| {
+            TrainError::Unsupported("a worker sent a malformed likelihood".into())
+        })?;
+        total += i128::from_le_bytes(bits);
+    }
+    Ok(total)
+}
+
 /// Contiguous ranges of `n` items, one per worker, balanced by count (the held-out documents'
 /// split for evaluation).
 pub fn even_ranges(n: usize, workers: usize) -> Vec<Range<usize>> {

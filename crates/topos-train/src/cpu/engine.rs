@@ -338,13 +338,13 @@ impl Trainer {
                 h.beta,
             )
         });
-        let mut total = crate::fixed_sum::FixedSum::default();
-        for bytes in self.transport.all_gather_bytes(&mine.to_le_bytes())? {
-            let bits: [u8; 16] = bytes.try_into().map_err(|_| {
-                TrainError::Unsupported("a worker sent a malformed likelihood".into())
-            })?;
-            total.merge(crate::fixed_sum::FixedSum::from_le_bytes(bits));
-        }
+        let total = crate::fixed_sum::FixedSum::from_le_bytes(
+            crate::shard::sum_fixed(
+                self.transport.as_ref(),
+                i128::from_le_bytes(mine.to_le_bytes()),
+            )?
+            .to_le_bytes(),
+        );
         let n = self.global_tokens;
         Ok(if n == 0 {
             0.0
@@ -518,24 +518,18 @@ impl Engine for Trainer {
             out.copy_from_slice(&self.z[s..s + out.len()]);
             return Ok(());
         };
-        // Collective: every process sends its part of the range to the first, which writes the
-        // files; the others' `out` is left as it was.
-        let mine = &self.z[shard.overlap(start, out.len() as u64)];
-        let bytes: Vec<u8> = mine.iter().flat_map(|z| z.to_le_bytes()).collect();
-        if let Some(parts) = self.transport.gather_bytes(&bytes)? {
-            let all = parts.concat();
-            if all.len() != 2 * out.len() {
-                return Err(TrainError::Unsupported(format!(
-                    "the workers sent {} assignments for a piece of {}",
-                    all.len() / 2,
-                    out.len()
-                )));
-            }
-            for (o, c) in out.iter_mut().zip(all.chunks_exact(2)) {
-                *o = u16::from_le_bytes([c[0], c[1]]);
-            }
-        }
-        Ok(())
+        let z = &self.z;
+        crate::shard::gather_assignments(
+            shard,
+            self.transport.as_ref(),
+            start,
+            out,
+            |local, part| {
+                let s = local as usize;
+                part.copy_from_slice(&z[s..s + part.len()]);
+                Ok(())
+            },
+        )
     }
     fn sample_from_release(&mut self, counts: Arc<WordTopics>) -> Result<(), TrainError> {
         self.release = Some(counts);

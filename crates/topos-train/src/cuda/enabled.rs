@@ -50,6 +50,9 @@ impl Device for Cuda {
     fn release_prepared(&self) {
         device::abandon_prewarm();
     }
+    fn joins_workers(&self) -> bool {
+        true
+    }
     fn open(
         &self,
         ordinal: Option<usize>,
@@ -77,6 +80,11 @@ pub struct CudaEngine {
     threads: usize,
     /// Set between `sample` and `commit`.
     sampled: bool,
+    /// This process's share of a multi-process run (`None`: the whole corpus).
+    shard: Option<crate::shard::Shard>,
+    transport: std::sync::Arc<dyn Transport>,
+    /// Training tokens of the whole run.
+    global_tokens: u64,
 }
 
 impl CudaEngine {
@@ -90,6 +98,31 @@ impl CudaEngine {
             ))
         })?;
         let mut clock = engine::Clock::new();
+        let workers = setup.transport.workers();
+        // Several processes: each takes an equal share of the tokens (the GPU samplers read
+        // only frozen counts, so the model does not depend on the split) and, unless told,
+        // the GPU of its rank on its machine.
+        let shard = if workers > 1 {
+            let whole = setup.docs.view();
+            Some(
+                crate::shard::Shard::of(whole, workers, setup.transport.rank(), workers)
+                    .map_err(|e| GpuError::Unsupported(e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        let ordinal = match (ordinal, &shard) {
+            (None, Some(_)) => {
+                let count = device::device_count()?;
+                crate::transport::local_rank().map(|r| r % count.max(1))
+            }
+            (o, _) => o,
+        };
+        let global_tokens = setup.docs.view().num_tokens();
+        let docs_owned = match &shard {
+            Some(s) => s.docs_of(&setup.docs),
+            None => setup.docs.clone(),
+        };
         let ctx = device::open(ordinal)?;
         let info = device::info(&ctx)?;
         clock.lap("context");
@@ -97,7 +130,7 @@ impl CudaEngine {
             .device
             .memory_budget
             .map_or(info.free_bytes, |b| b.min(info.free_bytes));
-        let docs = setup.docs.view();
+        let docs = docs_owned.view();
         let topics = setup.hyper.num_topics;
         let num_words = setup.num_words;
         let longest = super::chunks::longest_document(docs);
@@ -107,13 +140,22 @@ impl CudaEngine {
             .word_topics
             .map(str::to_string)
             .or_else(|| Tuning::get().word_topics.clone());
-        let format = match asked {
+        let mut format = match asked {
             Some(v) => Some(
                 v.parse::<WordTopicFormat>()
                     .map_err(|e| GpuError::Unsupported(format!("TOPOS_GPU_WORD_TOPICS: {e}")))?,
             ),
             None => None,
         };
+        if shard.is_some() {
+            // The exchange adds the processes' cells: only dense rows line up.
+            if format == Some(WordTopicFormat::Hybrid) {
+                return Err(GpuError::Unsupported(
+                    "several GPU processes need the dense word-topic format; unset TOPOS_GPU_WORD_TOPICS=hybrid".into(),
+                ));
+            }
+            format = Some(WordTopicFormat::Dense);
+        }
         let plan = plan::plan(&PlanInput {
             tokens: docs.num_tokens(),
             docs: docs.len() as u64,
@@ -142,7 +184,18 @@ impl CudaEngine {
         let (start_topics, iteration) = match &setup.start {
             crate::engine::Start::Fresh => (StartTopics::Fresh, 0),
             crate::engine::Start::Resume(c) => {
-                (StartTopics::Given(&c.assignments), c.header.iteration)
+                if c.assignments.len() as u64 != global_tokens {
+                    return Err(GpuError::Unsupported(format!(
+                        "checkpoint does not match this run: {} tokens in the checkpoint, {} in the corpus",
+                        c.assignments.len(),
+                        global_tokens
+                    )));
+                }
+                let mine = match &shard {
+                    Some(s) => &c.assignments[s.tokens.start as usize..s.tokens.end as usize],
+                    None => &c.assignments[..],
+                };
+                (StartTopics::Given(mine), c.header.iteration)
             }
         };
         let cfg = EngineConfig {
@@ -153,6 +206,7 @@ impl CudaEngine {
             beta: setup.hyper.beta,
             seed: setup.seed,
             wide_rows: setup.device.wide_rows || engine::wide_rows(longest),
+            key_base: shard.as_ref().map_or(0, |s| s.tokens.start),
         };
         let kernels = Kernels::new(
             ctx,
@@ -177,6 +231,9 @@ impl CudaEngine {
             iteration,
             threads: setup.threads,
             sampled: false,
+            shard,
+            transport: setup.transport,
+            global_tokens,
         })
     }
 
@@ -199,7 +256,13 @@ impl CudaEngine {
 
 impl Engine for CudaEngine {
     fn describe(&self) -> String {
-        format!("cuda:{} ({})", self.info.ordinal, self.info.name)
+        match &self.shard {
+            Some(s) => format!(
+                "cuda:{} ({}) in each of {} processes",
+                self.info.ordinal, self.info.name, s.workers
+            ),
+            None => format!("cuda:{} ({})", self.info.ordinal, self.info.name),
+        }
     }
     fn threads(&self) -> usize {
         self.threads
@@ -230,11 +293,11 @@ impl Engine for CudaEngine {
         Ok(())
     }
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
-        crate::engine::exchange_with_one_worker(
-            "CUDA",
-            transport,
-            "multi-GPU training comes with the NCCL transport",
-        )
+        if transport.workers() == 1 {
+            return Ok(());
+        }
+        crate::engine::check_sampled(self.sampled)?;
+        self.kernels.exchange_counts(transport).map_err(to_train)
     }
     fn commit(&mut self) -> Result<(), TrainError> {
         crate::engine::check_sampled(self.sampled)?;
@@ -244,7 +307,12 @@ impl Engine for CudaEngine {
         Ok(())
     }
     fn log_likelihood(&mut self) -> Result<f64, TrainError> {
-        self.kernels.log_likelihood().map_err(to_train)
+        if self.shard.is_none() {
+            return self.kernels.log_likelihood().map_err(to_train);
+        }
+        let (sum, _) = self.kernels.log_likelihood_sum().map_err(to_train)?;
+        let total = crate::shard::sum_fixed(self.transport.as_ref(), i128::from(sum))?;
+        Ok(total as f64 / 16_777_216.0 / self.global_tokens.max(1) as f64)
     }
     fn heldout_arguments(
         &mut self,
@@ -270,6 +338,23 @@ impl Engine for CudaEngine {
         self.kernels.download_rows(words, out).map_err(to_train)
     }
     fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError> {
+        if let Some(shard) = self.shard.clone() {
+            let transport = self.transport.clone();
+            return crate::shard::gather_assignments(
+                &shard,
+                transport.as_ref(),
+                start,
+                out,
+                |local, part| self.checked_topics(local, part),
+            );
+        }
+        self.checked_topics(start, out)
+    }
+}
+
+impl CudaEngine {
+    /// The topics of this engine's tokens `start..start + out.len()`, checked.
+    fn checked_topics(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError> {
         self.kernels.download_topics(start, out).map_err(to_train)?;
         let k = self.kernels.topics();
         // A topic out of range would be a kernel bug: refuse it rather than write it.

@@ -40,6 +40,9 @@ pub struct EngineConfig {
     pub seed: u64,
     /// 64-bit doc-topic row entries ([`wide_rows`] of the longest document, or forced by tests).
     pub wide_rows: bool,
+    /// Global index of this engine's first token: what the random numbers are keyed by (0, but
+    /// for one process's share of a multi-process run, `crate::shard`).
+    pub key_base: u64,
 }
 
 struct Kernels {
@@ -832,7 +835,7 @@ impl Engine {
                                 main.launch_builder(&kernels.init)
                                     .arg(&mut z)
                                     .arg(&n)
-                                    .arg(&p.token_start)
+                                    .arg(&(p.token_start + cfg.key_base))
                                     .arg(&lo)
                                     .arg(&hi)
                                     .arg(&cfg.topics)
@@ -902,7 +905,7 @@ impl Engine {
                                 zs.copy_from_slice(&all[p.token_start as usize..][..n])
                             }
                             StartTopics::Fresh => {
-                                initial_topics(zs, p.token_start, cfg.topics, seed)
+                                initial_topics(zs, p.token_start + cfg.key_base, cfg.topics, seed)
                             }
                         }
                     }
@@ -1674,6 +1677,13 @@ impl Engine {
     /// doc-topic rows rebuilt from the assignments and every token's term (`loglik`), summed in
     /// fixed point.
     pub fn log_likelihood(&mut self) -> Result<f64, GpuError> {
+        let (sum, tokens) = self.log_likelihood_sum()?;
+        Ok(sum as f64 / 16_777_216.0 / tokens.max(1) as f64)
+    }
+
+    /// The fixed-point sum behind [`Engine::log_likelihood`] (units of 2⁻²⁴, order-free) and the
+    /// tokens it covers, so that the shares of a multi-process run add up to one device's bits.
+    pub fn log_likelihood_sum(&mut self) -> Result<(i64, u64), GpuError> {
         let (k, v) = (self.cfg.topics, self.cfg.words);
         let inv = topos_model::phi::normalizers(&self.topic_totals()?, v as usize, self.cfg.beta);
         let beta_inv_sum: f64 = self.cfg.beta * inv.iter().sum::<f64>();
@@ -1765,7 +1775,51 @@ impl Engine {
         main.synchronize()
             .check(|| "computing the log-likelihood".into())?;
         let tokens: u64 = meta.iter().map(|m| m.tokens as u64).sum();
-        Ok(total[0] as i64 as f64 / 16_777_216.0 / tokens.max(1) as f64)
+        Ok((total[0] as i64, tokens))
+    }
+
+    /// The exchange of a multi-process run, staged through the host: the new word-topic counts
+    /// this device built from its share (dense rows, V × K) are summed with every other
+    /// process's block by block (4·V·K bytes each way over PCIe and through the transport), so
+    /// that the commit's B is the whole corpus's, exactly.
+    pub fn exchange_counts(
+        &mut self,
+        transport: &dyn crate::transport::Transport,
+    ) -> Result<(), GpuError> {
+        // Every row dense, in word order (offset w·K): the only layout whose cells add up.
+        if self.host_word_slots.iter().any(|&s| s != self.cfg.topics) {
+            return Err(GpuError::Unsupported(
+                "several processes need the dense word-topic format on the GPU".into(),
+            ));
+        }
+        self.main
+            .synchronize()
+            .check(|| "finishing the sweep".into())?;
+        for l in &self.lanes {
+            l.synchronize().check(|| "finishing the sweep".into())?;
+        }
+        let cells = self.bn.len();
+        let block = (1usize << 22).min(cells.max(1));
+        let mut host = vec![0u32; block];
+        let main = self.main.clone();
+        let mut a = 0usize;
+        while a < cells {
+            let b = (a + block).min(cells);
+            let buf = &mut host[..b - a];
+            main.memcpy_dtoh(&self.bn.slice(a..b), buf)
+                .check(|| "copying the counts for the exchange".into())?;
+            main.synchronize()
+                .check(|| "copying the counts for the exchange".into())?;
+            transport
+                .sum_u32(buf)
+                .map_err(|e| GpuError::Unsupported(e.to_string()))?;
+            main.memcpy_htod(&*buf, &mut self.bn.slice_mut(a..b))
+                .check(|| "copying the summed counts back".into())?;
+            main.synchronize()
+                .check(|| "copying the summed counts back".into())?;
+            a = b;
+        }
+        Ok(())
     }
 }
 
@@ -1946,7 +2000,7 @@ fn sweep_view(
             .arg(&v_beta)
             .arg(&mut c.z)
             .arg(bn)
-            .arg(&m.token_start)
+            .arg(&(m.token_start + model.cfg.key_base))
             .arg(&seed_lo)
             .arg(&seed_hi)
             .arg(&model.iteration)

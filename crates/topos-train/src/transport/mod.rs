@@ -110,6 +110,19 @@ pub fn launched_by() -> Option<(&'static str, usize, usize)> {
         })
 }
 
+/// This process's index among the processes of its machine, from the launcher's variables
+/// (Open MPI, MPICH, Slurm): a GPU process takes that GPU of its machine.
+pub fn local_rank() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "PMI_LOCAL_RANK",
+        "SLURM_LOCALID",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok().and_then(|v| v.parse().ok()))
+}
+
 /// The transport for `name` (`auto`: `mpi` when launched by an MPI launcher with several
 /// processes, else `local`), refused with what to do when it cannot work here.
 pub fn choose(name: &str) -> Result<&'static dyn TransportKind, String> {
