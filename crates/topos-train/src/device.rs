@@ -34,6 +34,10 @@ pub trait Device: Sync {
     fn joins_workers(&self) -> bool {
         false
     }
+    /// How many devices of this kind the machine has (`--device NAME:all` opens them all).
+    fn count(&self) -> Result<usize, String> {
+        Ok(1)
+    }
     /// Starts opening the `ordinal`-th device in the background, if that takes long (a GPU's
     /// driver and context), so that it overlaps the host's reading of the corpus; [`open`]
     /// takes what it prepared. The default does nothing.
@@ -77,6 +81,9 @@ pub enum DeviceChoice {
         device: &'static dyn Device,
         ordinal: Option<usize>,
     },
+    /// Every device of this kind on the machine, one share of the documents each, in one process
+    /// (`cuda:all`).
+    Every { device: &'static dyn Device },
 }
 
 impl DeviceChoice {
@@ -107,6 +114,7 @@ impl fmt::Display for DeviceChoice {
                 device,
                 ordinal: Some(n),
             } => write!(f, "{}:{n}", device.name()),
+            DeviceChoice::Every { device } => write!(f, "{}:all", device.name()),
         }
     }
 }
@@ -119,12 +127,16 @@ impl FromStr for DeviceChoice {
         let last = names.last().copied().unwrap_or("cpu");
         let unknown = || {
             format!(
-                "unknown device {s:?}: use auto, {} or {last}:N",
+                "unknown device {s:?}: use auto, {}, {last}:N or {last}:all",
                 names.join(", ")
             )
         };
         if s == "auto" {
             return Ok(DeviceChoice::Auto);
+        }
+        if let Some(name) = s.strip_suffix(":all") {
+            let device = device_named(name).ok_or_else(unknown)?;
+            return Ok(DeviceChoice::Every { device });
         }
         let (name, ordinal) = match s.split_once(':') {
             None => (if s == "gpu" { "cuda" } else { s }, None),
@@ -141,13 +153,13 @@ mod tests {
 
     #[test]
     fn choices_parse_and_print() {
-        for s in ["auto", "cpu", "cuda", "cuda:3"] {
+        for s in ["auto", "cpu", "cuda", "cuda:3", "cuda:all"] {
             assert_eq!(s.parse::<DeviceChoice>().unwrap().to_string(), s);
         }
         assert_eq!("gpu".parse::<DeviceChoice>().unwrap().to_string(), "cuda");
         for bad in ["cuda:", "cuda:x", "tpu", "cuda:-1", ""] {
             let e = bad.parse::<DeviceChoice>().unwrap_err();
-            assert!(e.contains("auto, cpu, cuda or cuda:N"), "{e}");
+            assert!(e.contains("auto, cpu, cuda, cuda:N or cuda:all"), "{e}");
         }
     }
 }

@@ -303,80 +303,6 @@ mod tests {
         w
     }
 
-    /// Workers as threads of this process: each collective meets at a barrier, the data passing
-    /// through one shared mailbox.
-    struct Threads {
-        rank: usize,
-        n: usize,
-        barrier: std::sync::Arc<std::sync::Barrier>,
-        mail: std::sync::Arc<std::sync::Mutex<Vec<Vec<Vec<u8>>>>>,
-    }
-
-    impl Threads {
-        /// Every worker posts `out[j]` for worker j; returns what each posted for this one.
-        fn swap(&self, out: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-            self.mail.lock().unwrap()[self.rank] = out;
-            self.barrier.wait();
-            let got = (0..self.n)
-                .map(|i| self.mail.lock().unwrap()[i][self.rank].clone())
-                .collect();
-            self.barrier.wait();
-            got
-        }
-    }
-
-    impl Transport for Threads {
-        fn name(&self) -> &'static str {
-            "threads"
-        }
-        fn rank(&self) -> usize {
-            self.rank
-        }
-        fn workers(&self) -> usize {
-            self.n
-        }
-        fn sum_u32(&self, counts: &mut [u32]) -> Result<(), TransportError> {
-            let bytes: Vec<u8> = counts.iter().flat_map(|c| c.to_le_bytes()).collect();
-            let mut sum = vec![0u32; counts.len()];
-            for part in self.swap(vec![bytes; self.n]) {
-                let theirs = part
-                    .chunks_exact(4)
-                    .map(|c| u32::from_le_bytes(c.try_into().unwrap()));
-                sum.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
-            }
-            counts.copy_from_slice(&sum);
-            Ok(())
-        }
-        fn sum_u64(&self, values: &mut [u64]) -> Result<(), TransportError> {
-            let bytes: Vec<u8> = values.iter().flat_map(|c| c.to_le_bytes()).collect();
-            let mut sum = vec![0u64; values.len()];
-            for part in self.swap(vec![bytes; self.n]) {
-                let theirs = part
-                    .chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()));
-                sum.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
-            }
-            values.copy_from_slice(&sum);
-            Ok(())
-        }
-        fn all_gather_bytes(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> {
-            Ok(self.swap(vec![mine.to_vec(); self.n]))
-        }
-        fn gather_bytes(&self, mine: &[u8]) -> Result<Option<Vec<Vec<u8>>>, TransportError> {
-            let all = self.all_gather_bytes(mine)?;
-            Ok((self.rank == 0).then_some(all))
-        }
-        fn all_to_all_bytes(&self, parts: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, TransportError> {
-            Ok(self.swap(parts.to_vec()))
-        }
-        fn seconds(&self) -> f64 {
-            0.0
-        }
-        fn bytes_sent(&self) -> u64 {
-            0
-        }
-    }
-
     #[test]
     fn both_ways_give_the_exact_sum_on_every_worker() {
         use topos_sampling::{CounterRng, Stream};
@@ -411,19 +337,12 @@ mod tests {
             }
             let expected = rows(k, &expected.iter().map(Vec::as_slice).collect::<Vec<_>>());
             for way in [Way::Dense, Way::Sparse] {
-                let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
-                let mail = std::sync::Arc::new(std::sync::Mutex::new(vec![Vec::new(); n]));
+                let group = crate::transport::InProcess::group(n);
                 let results: Vec<WordTopics> = std::thread::scope(|scope| {
                     let handles: Vec<_> = local
                         .iter()
-                        .enumerate()
-                        .map(|(rank, l)| {
-                            let t = Threads {
-                                rank,
-                                n,
-                                barrier: barrier.clone(),
-                                mail: mail.clone(),
-                            };
+                        .zip(group)
+                        .map(|(l, t)| {
                             let l = l.clone();
                             let prev = expected.clone();
                             scope.spawn(move || {

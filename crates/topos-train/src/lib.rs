@@ -25,6 +25,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod engine;
+pub mod engine_group;
 pub mod exchange;
 pub mod fixed_sum;
 pub mod layout;

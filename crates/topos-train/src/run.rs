@@ -412,6 +412,13 @@ impl Run {
                     "--private runs in one process (its noise and ledger are one process's); this run has {workers}: run it without mpirun"
                 )));
             }
+            if let DeviceChoice::Every { device } = config.device {
+                return Err(RunError::Invalid(format!(
+                    "--device {}:all trains on every device of one process; under mpirun use --device {} (each process takes the device of its rank on its machine)",
+                    device.name(),
+                    device.name()
+                )));
+            }
             if let DeviceChoice::Named { device, .. } = config.device {
                 if !device.joins_workers() {
                     let able: Vec<&str> = crate::device::DEVICES
@@ -652,6 +659,27 @@ impl Run {
                 device.usable().map_err(RunError::Invalid)?;
                 let estimate = admit(device, observer)?;
                 (device.open(ordinal, setup)?, estimate)
+            }
+            DeviceChoice::Every { device } => {
+                if !device.runs(sampler)
+                    || !device.joins_workers()
+                    || (releases.is_some() && !device.supports_private())
+                {
+                    return Err(RunError::Invalid(format!(
+                        "--device {}:all cannot run {}{}: see `topos algos`",
+                        device.name(),
+                        sampler.name(),
+                        if releases.is_some() { " privately" } else { "" }
+                    )));
+                }
+                device.usable().map_err(RunError::Invalid)?;
+                let n = device.count().map_err(RunError::Invalid)?;
+                let estimate = admit(device, observer)?;
+                observer.info(&format!(
+                    "{n} devices of {}: one share of the documents each, counts summed in this process",
+                    device.name()
+                ));
+                (open_group(device, n, &setup)?, estimate)
             }
             DeviceChoice::Auto => {
                 // The devices in order; the last is the fallback, whose refusal is the run's.
@@ -1461,6 +1489,49 @@ fn evaluate_heldout_with(
     }
     let r = topos_model::heldout_log_likelihood(phi, &config.hyper, corpus.heldout(), &opts)?;
     Ok(r.ll_per_token)
+}
+
+/// Every one of `n` devices of `device` opened at once (an engine each, with its share of the
+/// documents), as one engine.
+fn open_group(
+    device: &'static dyn Device,
+    n: usize,
+    setup: &EngineSetup,
+) -> Result<Box<dyn Engine>, RunError> {
+    use crate::transport::InProcess;
+    let transports: Vec<Arc<InProcess>> = InProcess::group(n).into_iter().map(Arc::new).collect();
+    let opened: Vec<Result<Box<dyn Engine>, TrainError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = transports
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut member = setup.clone();
+                member.transport = t.clone();
+                s.spawn(move || {
+                    let r = device.open(Some(i), member);
+                    if r.is_err() {
+                        t.fail();
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(TrainError::Unsupported("opening a device panicked".into()))
+                })
+            })
+            .collect()
+    });
+    let mut members = Vec::with_capacity(n);
+    for (i, r) in opened.into_iter().enumerate() {
+        members.push(r.map_err(|e| RunError::Invalid(format!("{}:{i}: {e}", device.name())))?);
+    }
+    Ok(Box::new(crate::engine_group::EngineGroup::new(
+        members, transports,
+    )))
 }
 
 /// The fault-injection switch of the multi-process tests: `TOPOS_FAULT=RANK:ITERATION` makes

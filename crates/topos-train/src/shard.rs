@@ -123,9 +123,9 @@ pub fn sum_fixed(
 ) -> Result<i128, TrainError> {
     let mut total = 0i128;
     for bytes in transport.all_gather_bytes(&mine.to_le_bytes())? {
-        let bits: [u8; 16] = bytes.try_into().map_err(|_| {
-            TrainError::Unsupported("a worker sent a malformed likelihood".into())
-        })?;
+        let bits: [u8; 16] = bytes
+            .try_into()
+            .map_err(|_| TrainError::Unsupported("a worker sent a malformed likelihood".into()))?;
         total += i128::from_le_bytes(bits);
     }
     Ok(total)

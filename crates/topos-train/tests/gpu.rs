@@ -591,3 +591,62 @@ fn sparse_heldout_on_the_device_is_the_hosts_bit_for_bit() {
         assert_eq!(on_device, on_host, "K={k}");
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_engines_sharing_the_documents_train_one_engines_model() {
+    use std::sync::Arc;
+    use topos_train::engine_group::EngineGroup;
+    use topos_train::transport::{InProcess, Transport};
+    let s = spec(9, 2000);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    let tokens = docs.view().num_tokens();
+    let count = topos_cuda::device::device_count().unwrap();
+    for algo in SAMPLERS {
+        let mut one = gpu(&docs, s.num_words, algo, 12, DeviceOptions::default());
+        step(&mut one, 6);
+        for n in [2usize, 3] {
+            // Members on every GPU of the machine in turn (all on one where there is one), one
+            // streamed, so each path of the engine takes part.
+            let transports: Vec<Arc<InProcess>> =
+                InProcess::group(n).into_iter().map(Arc::new).collect();
+            let members: Vec<Box<dyn Engine>> = transports
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let mut st = setup(
+                        &docs,
+                        s.num_words,
+                        algo,
+                        12,
+                        DeviceOptions {
+                            force_streaming: i == 1,
+                            ..Default::default()
+                        },
+                    );
+                    st.transport = t.clone() as Arc<dyn Transport>;
+                    Box::new(CudaEngine::open(Some(i % count), st).unwrap()) as Box<dyn Engine>
+                })
+                .collect();
+            let mut group = EngineGroup::new(members, transports);
+            step(&mut group, 6);
+            let (a, b) = (topics(&mut one, tokens), topics(&mut group, tokens));
+            let (la, lb) = (
+                one.log_likelihood().unwrap(),
+                group.log_likelihood().unwrap(),
+            );
+            eprintln!("{algo:?}: {n} engines on {count} GPU(s): LL {lb} (one engine {la})");
+            assert!(a == b, "{algo:?}: {n} engines changed the assignments");
+            assert_eq!(la.to_bits(), lb.to_bits());
+            let (ra, rb) = (
+                read_all_rows(&mut one, s.num_words).unwrap(),
+                read_all_rows(&mut group, s.num_words).unwrap(),
+            );
+            assert_eq!(
+                (ra.offsets, ra.topics, ra.counts),
+                (rb.offsets, rb.topics, rb.counts)
+            );
+        }
+    }
+}

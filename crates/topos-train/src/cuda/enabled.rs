@@ -53,6 +53,9 @@ impl Device for Cuda {
     fn joins_workers(&self) -> bool {
         true
     }
+    fn count(&self) -> Result<usize, String> {
+        device::device_count().map_err(|e| e.to_string())
+    }
     fn open(
         &self,
         ordinal: Option<usize>,

@@ -14,12 +14,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+mod in_process;
 #[cfg(feature = "mpi")]
 mod mpi;
 #[cfg(not(feature = "mpi"))]
 #[path = "mpi_disabled.rs"]
 mod mpi;
 
+pub use in_process::InProcess;
 pub use mpi::Mpi;
 
 /// The collectives of a run's workers. Each call is made by every worker, with buffers of the
@@ -165,13 +167,11 @@ pub fn finish() {
 
 /// Time and bytes of a transport's collectives.
 #[derive(Default)]
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) struct Meter {
     nanos: AtomicU64,
     bytes: AtomicU64,
 }
 
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 impl Meter {
     /// Runs `f`, counting its time and `bytes`.
     pub(crate) fn time<T>(&self, bytes: usize, f: impl FnOnce() -> T) -> T {

@@ -1,0 +1,251 @@
+//! Several engines of one process as one engine: `--device cuda:all`, one GPU engine per device,
+//! each with its share of the documents, summing counts through an in-process transport
+//! (multi-device by composition, as faiss's `IndexShards`).
+//!
+//! Every call goes to every member at once, on a thread each, because the members' calls are
+//! collectives that meet (the exchange, the likelihood's sum, the gather of assignments); the
+//! first member's answer is the group's (all hold the whole corpus's counts). A member that fails
+//! breaks the group's collectives ([`InProcess::fail`]), so the others return instead of waiting
+//! for it, and its error is the group's.
+
+use crate::counts::WordTopics;
+use crate::engine::Engine;
+use crate::exchange::ExchangeReport;
+use crate::transport::{InProcess, Transport};
+use crate::TrainError;
+use std::ops::Range;
+use std::sync::Arc;
+use topos_corpus::Docs;
+
+/// Engines that share a run's documents within one process.
+pub struct EngineGroup {
+    members: Vec<Box<dyn Engine>>,
+    transports: Vec<Arc<InProcess>>,
+}
+
+impl EngineGroup {
+    /// Member i sums through `transports[i]` (one group from [`InProcess::group`]).
+    pub fn new(members: Vec<Box<dyn Engine>>, transports: Vec<Arc<InProcess>>) -> Self {
+        assert_eq!(members.len(), transports.len());
+        assert!(!members.is_empty());
+        EngineGroup {
+            members,
+            transports,
+        }
+    }
+
+    /// Runs `f` on every member at once; the first member's result, or the first error that is
+    /// not another member's failure seen through a broken collective.
+    fn all<T: Send>(
+        &mut self,
+        f: impl Fn(usize, &mut dyn Engine, &dyn Transport) -> Result<T, TrainError> + Sync,
+    ) -> Result<T, TrainError> {
+        let f = &f;
+        let mut results: Vec<Result<T, TrainError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .members
+                .iter_mut()
+                .zip(&self.transports)
+                .enumerate()
+                .map(|(i, (m, t))| {
+                    s.spawn(move || {
+                        let r = f(i, m.as_mut(), t.as_ref());
+                        if r.is_err() {
+                            t.fail();
+                        }
+                        r
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(TrainError::Unsupported(
+                            "an engine of the group panicked".into(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+        let broken =
+            |e: &TrainError| matches!(e, TrainError::Transport(t) if t.transport == "in-process");
+        if let Some(i) = results
+            .iter()
+            .position(|r| matches!(r, Err(e) if !broken(e)))
+            .or_else(|| results.iter().position(Result::is_err))
+        {
+            return results.swap_remove(i);
+        }
+        results.swap_remove(0)
+    }
+}
+
+impl Engine for EngineGroup {
+    fn describe(&self) -> String {
+        format!(
+            "{} and {} more, one share each",
+            self.members[0].describe(),
+            self.members.len() - 1
+        )
+    }
+    fn threads(&self) -> usize {
+        self.members[0].threads()
+    }
+    fn partitions(&self) -> usize {
+        // A member of several reports the run's partitions (the CPU's) or its own chunks (a GPU's).
+        self.members[0].partitions()
+    }
+    fn iteration(&self) -> u32 {
+        self.members[0].iteration()
+    }
+    fn plan(&self) -> Option<serde_json::Value> {
+        let mut plan = self.members[0].plan()?;
+        if let Some(o) = plan.as_object_mut() {
+            o.insert("devices".into(), self.members.len().into());
+        }
+        Some(plan)
+    }
+    fn sample(&mut self) -> Result<(), TrainError> {
+        self.all(|_, m, _| m.sample())
+    }
+    fn exchange(&mut self, _transport: &dyn Transport) -> Result<(), TrainError> {
+        // The run's transport is this process's; the members sum among themselves.
+        self.all(|_, m, t| m.exchange(t))
+    }
+    fn commit(&mut self) -> Result<(), TrainError> {
+        self.all(|_, m, _| m.commit())
+    }
+    fn log_likelihood(&mut self) -> Result<f64, TrainError> {
+        self.all(|_, m, _| m.log_likelihood())
+    }
+    fn heldout_arguments(
+        &mut self,
+        docs: Docs<'_>,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, TrainError> {
+        self.all(|_, m, _| m.heldout_arguments(docs, opts))
+    }
+    fn heldout_arguments_with_phi(
+        &mut self,
+        docs: Docs<'_>,
+        phi: &topos_model::Phi,
+        opts: &topos_model::FoldInOptions,
+    ) -> Result<Option<Vec<f64>>, TrainError> {
+        self.all(|_, m, _| m.heldout_arguments_with_phi(docs, phi, opts))
+    }
+    fn exchange_report(&self) -> Option<ExchangeReport> {
+        self.members[0].exchange_report()
+    }
+    fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
+        self.members[0].topic_totals()
+    }
+    fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError> {
+        self.members[0].word_topics(words, out)
+    }
+    fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError> {
+        let n = out.len();
+        let first = self.all(|i, m, _| {
+            // Every member takes part in the gather; the first one's buffer is the answer.
+            let mut buf = vec![0u16; if i == 0 { n } else { 0 }];
+            if i == 0 {
+                m.assignments(start, &mut buf)?;
+            } else {
+                let mut scratch = vec![0u16; n];
+                m.assignments(start, &mut scratch)?;
+            }
+            Ok(buf)
+        })?;
+        out.copy_from_slice(&first);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{DeviceOptions, EngineSetup, Start, TrainDocs};
+    use crate::synthetic::{generate, SyntheticSpec};
+
+    fn setup(docs: &TrainDocs, v: usize, transport: Arc<dyn Transport>) -> EngineSetup {
+        EngineSetup {
+            docs: docs.clone(),
+            num_words: v,
+            sampler: crate::sampler::sampler_named("cgs").unwrap(),
+            hyper: topos_model::Hyperparameters::new(7, None, None).unwrap(),
+            seed: 5,
+            threads: 1,
+            partitions: Some(6),
+            start: Start::Fresh,
+            device: DeviceOptions::default(),
+            transport,
+        }
+    }
+
+    fn state(e: &mut dyn Engine, v: usize, tokens: u64) -> (Vec<u16>, Vec<u64>, Vec<u16>, f64) {
+        let mut z = vec![0u16; tokens as usize];
+        e.assignments(0, &mut z).unwrap();
+        let b = crate::engine::read_all_rows(e, v).unwrap();
+        (z, b.offsets, b.topics, e.log_likelihood().unwrap())
+    }
+
+    #[test]
+    fn a_group_of_cpu_engines_is_one_engine_and_a_failing_member_ends_it() {
+        let spec = SyntheticSpec {
+            num_docs: 120,
+            num_words: 60,
+            num_topics: 4,
+            mean_doc_len: 25,
+            alpha: 0.3,
+            shape: crate::synthetic::TopicShape::Dirichlet { beta: 0.1 },
+            seed: 3,
+        };
+        let docs = TrainDocs::from(generate(&spec).docs);
+        let tokens = docs.view().num_tokens();
+        let v = spec.num_words;
+        let mut one =
+            crate::cpu::engine::open(setup(&docs, v, Arc::new(crate::transport::Local))).unwrap();
+        for n in [2usize, 3] {
+            let transports: Vec<Arc<InProcess>> =
+                InProcess::group(n).into_iter().map(Arc::new).collect();
+            let members: Vec<Box<dyn Engine>> = std::thread::scope(|s| {
+                let handles: Vec<_> = transports
+                    .iter()
+                    .map(|t| {
+                        let t: Arc<dyn Transport> = t.clone();
+                        let d = docs.clone();
+                        s.spawn(move || {
+                            Box::new(crate::cpu::engine::open(setup(&d, v, t)).unwrap())
+                                as Box<dyn Engine>
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let mut group = EngineGroup::new(members, transports.clone());
+            assert_eq!(group.partitions(), 6);
+            for _ in 0..3 {
+                group.sample().unwrap();
+                group.exchange(&crate::transport::Local).unwrap();
+                group.commit().unwrap();
+            }
+            if n == 2 {
+                for _ in 0..3 {
+                    one.sample().unwrap();
+                    one.exchange(&crate::transport::Local).unwrap();
+                    one.commit().unwrap();
+                }
+            }
+            assert_eq!(
+                state(&mut group, v, tokens),
+                state(&mut one, v, tokens),
+                "{n} members"
+            );
+            // A member whose partners are gone: the group returns an error instead of waiting.
+            transports[n - 1].fail();
+            group.sample().unwrap();
+            let e = group.exchange(&crate::transport::Local).unwrap_err();
+            assert!(e.to_string().contains("another worker"), "{e}");
+        }
+    }
+}
