@@ -5,6 +5,7 @@
 //! * [`error`]: [`GpuError`], every driver call's result with what was being done.
 //! * [`compile`]: NVRTC compilation with an on-disk cache of the PTX.
 //! * [`pinned`]: page-locked host memory for streaming.
+//! * [`nccl`]: sums of device buffers over the GPUs of a run (NCCL, loaded at run time).
 //! * [`tuning`]: the `TOPOS_GPU_*` knobs, read once.
 //!
 //! Nothing here links CUDA at build time: cudarc loads `libcuda` and `libnvrtc` when first asked,
@@ -14,6 +15,7 @@
 pub mod compile;
 pub mod device;
 pub mod error;
+pub mod nccl;
 pub mod pinned;
 pub mod tuning;
 

@@ -29,6 +29,8 @@ const DENSE_CELLS: usize = 1 << 22;
 pub enum Way {
     Dense,
     Sparse,
+    /// Summed on the GPUs by NCCL, no copy through the host.
+    Nccl,
 }
 
 /// The exchanges of a run, for its summary.
@@ -37,15 +39,18 @@ pub struct ExchangeReport {
     /// Exchanges made each way.
     pub dense: u32,
     pub sparse: u32,
+    pub nccl: u32,
     /// The way of the last one.
     pub last: Option<Way>,
 }
 
 impl ExchangeReport {
-    fn count(&mut self, way: Way) {
+    /// Counts one exchange made `way`.
+    pub fn count(&mut self, way: Way) {
         match way {
             Way::Dense => self.dense += 1,
             Way::Sparse => self.sparse += 1,
+            Way::Nccl => self.nccl += 1,
         }
         self.last = Some(way);
     }
@@ -77,8 +82,8 @@ pub fn sum_across_workers(
     };
     report.count(way);
     let mut out = match way {
-        Way::Dense => sum_dense(&local, transport)?,
         Way::Sparse => sum_sparse(&local, previous, transport)?,
+        Way::Dense | Way::Nccl => sum_dense(&local, transport)?,
     };
     out.totals = totals;
     Ok(out)
@@ -90,6 +95,7 @@ fn forced_way() -> Option<Way> {
     *FORCED.get_or_init(|| match std::env::var("TOPOS_EXCHANGE").as_deref() {
         Ok("dense") => Some(Way::Dense),
         Ok("sparse") => Some(Way::Sparse),
+        Ok("nccl") => Some(Way::Nccl),
         _ => None,
     })
 }
@@ -347,8 +353,8 @@ mod tests {
                             let prev = expected.clone();
                             scope.spawn(move || {
                                 let mut out = match way {
-                                    Way::Dense => sum_dense(&l, &t).unwrap(),
                                     Way::Sparse => sum_sparse(&l, Some(&prev), &t).unwrap(),
+                                    Way::Dense | Way::Nccl => sum_dense(&l, &t).unwrap(),
                                 };
                                 let mut totals = l.totals.clone();
                                 t.sum_u64(&mut totals).unwrap();

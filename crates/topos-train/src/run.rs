@@ -276,6 +276,9 @@ pub struct Phases {
     pub outputs: f64,
     /// Of the sampling loop, the transport's collectives (several processes only).
     pub communication: f64,
+    /// Of the sampling loop, the engine's exchange: summing the workers' counts, however it is
+    /// done (through the transport, or on the GPUs by NCCL); 0 with one worker.
+    pub exchange: f64,
 }
 
 /// Told what a run does, as it does it. Every method has a default that ignores it.
@@ -848,7 +851,11 @@ impl Run {
         self.first_step.get_or_insert(t0);
         self.engine.sample()?;
         fault_if_asked(self.transport.rank(), self.engine.iteration() + 1)?;
+        let exchanging = Instant::now();
         self.engine.exchange(self.transport.as_ref())?;
+        if self.engine.exchange_report().is_some() {
+            self.phases.exchange += exchanging.elapsed().as_secs_f64();
+        }
         self.engine.commit()?;
         let seconds = t0.elapsed().as_secs_f64();
         self.train_seconds += seconds;

@@ -611,24 +611,31 @@ fn gpu_engines_sharing_the_documents_train_one_engines_model() {
             // streamed, so each path of the engine takes part.
             let transports: Vec<Arc<InProcess>> =
                 InProcess::group(n).into_iter().map(Arc::new).collect();
-            let members: Vec<Box<dyn Engine>> = transports
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let mut st = setup(
-                        &docs,
-                        s.num_words,
-                        algo,
-                        12,
-                        DeviceOptions {
-                            force_streaming: i == 1,
-                            ..Default::default()
-                        },
-                    );
-                    st.transport = t.clone() as Arc<dyn Transport>;
-                    Box::new(CudaEngine::open(Some(i % count), st).unwrap()) as Box<dyn Engine>
-                })
-                .collect();
+            // Opened at once: joining the group (and NCCL) is collective.
+            let members: Vec<Box<dyn Engine>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = transports
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let mut st = setup(
+                            &docs,
+                            s.num_words,
+                            algo,
+                            12,
+                            DeviceOptions {
+                                force_streaming: i == 1,
+                                ..Default::default()
+                            },
+                        );
+                        st.transport = t.clone() as Arc<dyn Transport>;
+                        scope.spawn(move || {
+                            Box::new(CudaEngine::open(Some(i % count), st).unwrap())
+                                as Box<dyn Engine>
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
             let mut group = EngineGroup::new(members, transports);
             step(&mut group, 6);
             let (a, b) = (topics(&mut one, tokens), topics(&mut group, tokens));
@@ -636,7 +643,11 @@ fn gpu_engines_sharing_the_documents_train_one_engines_model() {
                 one.log_likelihood().unwrap(),
                 group.log_likelihood().unwrap(),
             );
-            eprintln!("{algo:?}: {n} engines on {count} GPU(s): LL {lb} (one engine {la})");
+            let report = group.exchange_report().unwrap();
+            eprintln!(
+                "{algo:?}: {n} engines on {count} GPU(s): LL {lb} (one engine {la}); exchanges: {} by NCCL, {} through the host",
+                report.nccl, report.dense
+            );
             assert!(a == b, "{algo:?}: {n} engines changed the assignments");
             assert_eq!(la.to_bits(), lb.to_bits());
             let (ra, rb) = (

@@ -88,6 +88,10 @@ pub struct CudaEngine {
     transport: std::sync::Arc<dyn Transport>,
     /// Training tokens of the whole run.
     global_tokens: u64,
+    /// The GPUs' communicator, when every worker has NCCL (else the exchange goes through the
+    /// host and the transport).
+    comm: Option<topos_cuda::nccl::DeviceComm>,
+    exchanges: crate::exchange::ExchangeReport,
 }
 
 impl CudaEngine {
@@ -224,8 +228,16 @@ impl CudaEngine {
             },
             &info,
         )?;
+        let joined = std::time::Instant::now();
+        let comm = match &shard {
+            Some(_) => join_nccl(&kernels, setup.transport.as_ref())?,
+            None => None,
+        };
         let mut open_seconds = clock.laps;
         open_seconds.extend(kernels.open_seconds().iter().cloned());
+        if comm.is_some() {
+            open_seconds.push(("nccl", joined.elapsed().as_secs_f64()));
+        }
         Ok(Self {
             kernels,
             info,
@@ -237,6 +249,8 @@ impl CudaEngine {
             shard,
             transport: setup.transport,
             global_tokens,
+            comm,
+            exchanges: Default::default(),
         })
     }
 
@@ -300,7 +314,19 @@ impl Engine for CudaEngine {
             return Ok(());
         }
         crate::engine::check_sampled(self.sampled)?;
-        self.kernels.exchange_counts(transport).map_err(to_train)
+        let way = if self.comm.is_some() {
+            crate::exchange::Way::Nccl
+        } else {
+            crate::exchange::Way::Dense
+        };
+        self.kernels
+            .exchange_counts(transport, self.comm.as_mut())
+            .map_err(to_train)?;
+        self.exchanges.count(way);
+        Ok(())
+    }
+    fn exchange_report(&self) -> Option<crate::exchange::ExchangeReport> {
+        self.shard.as_ref().map(|_| self.exchanges.clone())
     }
     fn commit(&mut self) -> Result<(), TrainError> {
         crate::engine::check_sampled(self.sampled)?;
@@ -353,6 +379,43 @@ impl Engine for CudaEngine {
         }
         self.checked_topics(start, out)
     }
+}
+
+/// The GPUs' NCCL communicator for a run of several workers, when every worker has NCCL and
+/// `TOPOS_GPU_EXCHANGE` is not `host` (all agree first, through the host transport, so that none
+/// waits for a communicator the others will not join); `None`: the exchange is staged through
+/// the host.
+fn join_nccl(
+    kernels: &Kernels,
+    transport: &dyn Transport,
+) -> Result<Option<topos_cuda::nccl::DeviceComm>, GpuError> {
+    let to_gpu = |e: crate::transport::TransportError| GpuError::Unsupported(e.to_string());
+    let wanted = std::env::var("TOPOS_GPU_EXCHANGE").as_deref() != Ok("host");
+    let able = u8::from(wanted && topos_cuda::nccl::present());
+    // NCCL takes one worker per GPU: workers sharing one (tests, small machines) stage instead.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let mut vote = vec![able];
+    vote.extend_from_slice(format!("{}:{}", host.trim(), kernels.ordinal()).as_bytes());
+    let votes = transport.all_gather_bytes(&vote).map_err(to_gpu)?;
+    let mut gpus: Vec<&[u8]> = votes.iter().map(|v| v.get(1..).unwrap_or(&[])).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    if votes.iter().any(|v| v.first() != Some(&1)) || gpus.len() < votes.len() {
+        return Ok(None);
+    }
+    let id = if transport.rank() == 0 {
+        topos_cuda::nccl::new_id()?
+    } else {
+        Vec::new()
+    };
+    let ids = transport.all_gather_bytes(&id).map_err(to_gpu)?;
+    let comm = topos_cuda::nccl::DeviceComm::join(
+        kernels.main_stream(),
+        transport.rank(),
+        transport.workers(),
+        &ids[0],
+    )?;
+    Ok(Some(comm))
 }
 
 impl CudaEngine {

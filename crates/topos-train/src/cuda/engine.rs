@@ -1182,6 +1182,16 @@ impl Engine {
         Ok(())
     }
 
+    /// The ordinal of the engine's GPU.
+    pub fn ordinal(&self) -> usize {
+        self.ctx.ordinal()
+    }
+
+    /// The stream every kernel of the iteration is ordered on (NCCL's collectives join it).
+    pub fn main_stream(&self) -> Arc<CudaStream> {
+        self.main.clone()
+    }
+
     /// The M-step: B′ becomes B, its column sums n and the normalizers follow; waits for the
     /// iteration to finish.
     pub fn commit(&mut self, iteration: u32) -> Result<(), GpuError> {
@@ -1785,6 +1795,7 @@ impl Engine {
     pub fn exchange_counts(
         &mut self,
         transport: &dyn crate::transport::Transport,
+        comm: Option<&mut topos_cuda::nccl::DeviceComm>,
     ) -> Result<(), GpuError> {
         // Every row dense, in word order (offset w·K): the only layout whose cells add up.
         if self.host_word_slots.iter().any(|&s| s != self.cfg.topics) {
@@ -1797,6 +1808,14 @@ impl Engine {
             .check(|| "finishing the sweep".into())?;
         for l in &self.lanes {
             l.synchronize().check(|| "finishing the sweep".into())?;
+        }
+        if let Some(comm) = comm {
+            // On the GPUs: NCCL's all-reduce of the dense counts, enqueued on the main stream.
+            comm.sum_u32(&mut self.bn)?;
+            return self
+                .main
+                .synchronize()
+                .check(|| "summing the counts over the GPUs".into());
         }
         let cells = self.bn.len();
         let block = (1usize << 22).min(cells.max(1));

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Issue 21: several GPUs of one host, on the device machine's multi-GPU kinds (nvidia-h100-x2 and
+# up). The GPU tests first (their group test puts one engine on each GPU, and three on two GPUs,
+# which stage their exchange through the host), then the NYTimes-shaped corpus on one GPU, on
+# every GPU of the process (`--device cuda:all`, NCCL between them), as one MPI process per GPU
+# (`mpirun -np N --device cuda`), and on every GPU with the exchange staged through the host;
+# tokens/s, the exchange's share of the loop, and whether every run wrote the same model.
+#
+#   here:            bash bench/gpu.sh build; cargo build --release -p topos-cli --features mpi;
+#                    cp target/release/topos .devbin/topos-mpi
+#   device machine:  bash bench/multigpu.sh        (K="1000 10000", ITERS=100)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/topos-multigpu-out}
+mkdir -p "$OUT"
+export PATH=$PWD/.devbin:$PATH
+# NVLink multicast (NVLS) off: the device machines' KINDS.md.
+export NCCL_NVLS_ENABLE=0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+table=$OUT/multigpu.tsv
+nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | tee -a "$table"
+nvidia-smi topo -m > "$OUT/topology.txt" 2>&1 || true
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+echo "gpus: $gpus" | tee -a "$table"
+
+(cd .devbin && ./gpu-tests --ignored --test-threads 1 --nocapture 2>&1) > "$OUT/gpu-tests.log" || {
+  tail -40 "$OUT/gpu-tests.log"; exit 1; }
+grep -E "test result|engines on" "$OUT/gpu-tests.log" | tee -a "$table"
+
+corpus=/tmp/nyt.tcorp
+[ -f $corpus ] || topos synth -o $corpus --docs 303000 --vocab 100000 --topics 100 --doc-len 332 \
+  --holdout 0.01 -q
+
+train() { # name k iters launcher... -- args
+  local name=$1 k=$2 iters=$3; shift 3
+  local launcher=()
+  while [ "$1" != -- ]; do launcher+=("$1"); shift; done
+  shift
+  /usr/bin/time -f "%e %M" -o "$OUT/$name.time" "${launcher[@]}" train $corpus -k "$k" \
+    --iters "$iters" -o "/tmp/$name.tmod" --json -q "$@" > "$OUT/$name.json" 2> "$OUT/$name.err" \
+    || { echo "FAILED $name"; tail -5 "$OUT/$name.err"; return 0; }
+  python3 - "$OUT/$name.json" "$OUT/$name.time" "$name" "/tmp/$name.tmod" <<'PY' | tee -a "$table"
+import json, sys, zlib
+s = json.load(open(sys.argv[1])); wall, kib = open(sys.argv[2]).read().split()
+crc = zlib.crc32(open(sys.argv[4], "rb").read())
+x = s.get("exchange") or {}
+ph = s["phases"]
+f = lambda v: "NA" if v is None else f"{v:.4f}"
+print(f"{sys.argv[3]}\tK={s['topics']}\t{s['iterations']} it\tworkers {s['workers']}\t{s['device']}"
+      f"\t{s['tokens_per_second']/1e6:.0f}M tok/s\tloop {s['seconds']:.2f} s\texchange {ph.get('exchange', 0):.2f} s"
+      f"\tnccl {x.get('nccl', '-')} host {x.get('dense', '-')}\twall {float(wall):.1f} s"
+      f"\theld-out {f(s['heldout_ll'])}\ttrain {f(s['train_ll'])}\tmodel crc {crc:08x}")
+PY
+}
+
+for k in ${K:-1000 10000}; do
+  iters=${ITERS:-100}
+  [ "$k" -gt 5000 ] && iters=${ITERS_LARGE_K:-30}
+  train "k$k-one" "$k" "$iters" topos -- --device cuda
+  train "k$k-one-again" "$k" "$iters" topos -- --device cuda
+  train "k$k-all" "$k" "$iters" topos -- --device cuda:all
+  train "k$k-mpi" "$k" "$iters" mpirun --bind-to none -np "$gpus" -x NCCL_NVLS_ENABLE topos-mpi -- --device cuda
+  TOPOS_GPU_EXCHANGE=host train "k$k-all-host" "$k" 20 topos -- --device cuda:all
+done
+cat "$table"
