@@ -42,6 +42,9 @@ pub struct ExchangeReport {
     pub nccl: u32,
     /// The way of the last one.
     pub last: Option<Way>,
+    /// Seconds spent summing, from the moment this worker's counts were ready (a GPU's
+    /// exchange waits for its sweep to finish first: that wait is sampling, not counted here).
+    pub seconds: f64,
 }
 
 impl ExchangeReport {
@@ -81,11 +84,13 @@ pub fn sum_across_workers(
         None => Way::Dense,
     };
     report.count(way);
+    let started = std::time::Instant::now();
     let mut out = match way {
         Way::Sparse => sum_sparse(&local, previous, transport)?,
         Way::Dense | Way::Nccl => sum_dense(&local, transport)?,
     };
     out.totals = totals;
+    report.seconds += started.elapsed().as_secs_f64();
     Ok(out)
 }
 

@@ -277,7 +277,8 @@ pub struct Phases {
     /// Of the sampling loop, the transport's collectives (several processes only).
     pub communication: f64,
     /// Of the sampling loop, the engine's exchange: summing the workers' counts, however it is
-    /// done (through the transport, or on the GPUs by NCCL); 0 with one worker.
+    /// done (through the transport, or on the GPUs by NCCL), from when its counts were ready;
+    /// 0 with one worker.
     pub exchange: f64,
 }
 
@@ -851,10 +852,9 @@ impl Run {
         self.first_step.get_or_insert(t0);
         self.engine.sample()?;
         fault_if_asked(self.transport.rank(), self.engine.iteration() + 1)?;
-        let exchanging = Instant::now();
         self.engine.exchange(self.transport.as_ref())?;
-        if self.engine.exchange_report().is_some() {
-            self.phases.exchange += exchanging.elapsed().as_secs_f64();
+        if let Some(x) = self.engine.exchange_report() {
+            self.phases.exchange = x.seconds;
         }
         self.engine.commit()?;
         let seconds = t0.elapsed().as_secs_f64();

@@ -229,10 +229,15 @@ impl CudaEngine {
             &info,
         )?;
         let joined = std::time::Instant::now();
-        let comm = match &shard {
+        let mut kernels = kernels;
+        let mut comm = match &shard {
             Some(_) => join_nccl(&kernels, setup.transport.as_ref())?,
             None => None,
         };
+        if shard.is_some() {
+            // Every worker starts from the whole corpus's counts, as one device would.
+            kernels.exchange_start_counts(setup.transport.as_ref(), comm.as_mut())?;
+        }
         let mut open_seconds = clock.laps;
         open_seconds.extend(kernels.open_seconds().iter().cloned());
         if comm.is_some() {
@@ -319,10 +324,12 @@ impl Engine for CudaEngine {
         } else {
             crate::exchange::Way::Dense
         };
-        self.kernels
+        let seconds = self
+            .kernels
             .exchange_counts(transport, self.comm.as_mut())
             .map_err(to_train)?;
         self.exchanges.count(way);
+        self.exchanges.seconds += seconds;
         Ok(())
     }
     fn exchange_report(&self) -> Option<crate::exchange::ExchangeReport> {

@@ -1182,6 +1182,23 @@ impl Engine {
         Ok(())
     }
 
+    /// The start's counts (built from this engine's share of the assignments) summed over every
+    /// worker, as [`Engine::exchange_counts`] sums an iteration's, with the totals that follow.
+    pub fn exchange_start_counts(
+        &mut self,
+        transport: &dyn crate::transport::Transport,
+        comm: Option<&mut topos_cuda::nccl::DeviceComm>,
+    ) -> Result<(), GpuError> {
+        std::mem::swap(&mut self.b, &mut self.bn);
+        let summed = self.exchange_counts(transport, comm);
+        std::mem::swap(&mut self.b, &mut self.bn);
+        summed?;
+        self.totals()?;
+        self.main
+            .synchronize()
+            .check(|| "summing the start's counts".into())
+    }
+
     /// The ordinal of the engine's GPU.
     pub fn ordinal(&self) -> usize {
         self.ctx.ordinal()
@@ -1792,11 +1809,13 @@ impl Engine {
     /// this device built from its share (dense rows, V × K) are summed with every other
     /// process's block by block (4·V·K bytes each way over PCIe and through the transport), so
     /// that the commit's B is the whole corpus's, exactly.
+    ///
+    /// Returns the seconds the sum took once this device's sweep had finished.
     pub fn exchange_counts(
         &mut self,
         transport: &dyn crate::transport::Transport,
         comm: Option<&mut topos_cuda::nccl::DeviceComm>,
-    ) -> Result<(), GpuError> {
+    ) -> Result<f64, GpuError> {
         // Every row dense, in word order (offset w·K): the only layout whose cells add up.
         if self.host_word_slots.iter().any(|&s| s != self.cfg.topics) {
             return Err(GpuError::Unsupported(
@@ -1809,13 +1828,14 @@ impl Engine {
         for l in &self.lanes {
             l.synchronize().check(|| "finishing the sweep".into())?;
         }
+        let started = std::time::Instant::now();
         if let Some(comm) = comm {
             // On the GPUs: NCCL's all-reduce of the dense counts, enqueued on the main stream.
             comm.sum_u32(&mut self.bn)?;
-            return self
-                .main
+            self.main
                 .synchronize()
-                .check(|| "summing the counts over the GPUs".into());
+                .check(|| "summing the counts over the GPUs".into())?;
+            return Ok(started.elapsed().as_secs_f64());
         }
         let cells = self.bn.len();
         let block = (1usize << 22).min(cells.max(1));
@@ -1838,7 +1858,7 @@ impl Engine {
                 .check(|| "copying the summed counts back".into())?;
             a = b;
         }
-        Ok(())
+        Ok(started.elapsed().as_secs_f64())
     }
 }
 
