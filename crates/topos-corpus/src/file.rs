@@ -116,6 +116,19 @@ impl Corpus {
     /// The file must not be modified in place while the corpus is open (Topos only ever replaces
     /// files by renaming, which does not affect an open mapping).
     pub fn open(path: &Path) -> Result<Corpus, CorpusError> {
+        Self::open_checked(path, true)
+    }
+
+    /// [`Corpus::open`] for a process that will read only a share of the training tokens (one
+    /// worker of a multi-process run): everything is checked as by `open` except the payload's
+    /// checksum and the training tokens' word ids, which would read the whole file. The first
+    /// worker opens with `open` and checks everything; the others compare their file's recorded
+    /// checksum with its, and each checks the word ids of the share it reads.
+    pub fn open_share(path: &Path) -> Result<Corpus, CorpusError> {
+        Self::open_checked(path, false)
+    }
+
+    fn open_checked(path: &Path, whole: bool) -> Result<Corpus, CorpusError> {
         if cfg!(target_endian = "big") {
             return Err(CorpusError::BigEndian);
         }
@@ -133,7 +146,11 @@ impl Corpus {
         // SAFETY: the mapping is read-only and private to this process; the file is not modified
         // in place by Topos (writers rename a new file over it). See the doc comment.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| FormatError::io(path, e))?;
-        let checked = topos_io::check(&KIND, path, &map)?;
+        let checked = if whole {
+            topos_io::check(&KIND, path, &map)?
+        } else {
+            topos_io::check_header(&KIND, path, &map)?
+        };
         let checksum = checked.checksum;
         let malformed = |what: String| FormatError::Malformed {
             path: path.display().to_string(),
@@ -142,7 +159,7 @@ impl Corpus {
         };
         let (vocab, s, tokenizer) = parse(checked.payload, checked.version).map_err(malformed)?;
         let s = s.shifted(HEADER_LEN);
-        validate(&map, &vocab, &s).map_err(malformed)?;
+        validate(&map, &vocab, &s, whole).map_err(malformed)?;
         Ok(Corpus {
             vocab,
             tokenizer,
@@ -434,7 +451,13 @@ fn array(r: &mut ByteReader, n: u64, size: usize, what: &str) -> Result<Range<us
 
 /// Checks every invariant the accessors rely on (alignment, CSR offsets, word ids) and those a
 /// consumer may assume (frequencies add up, original indices increase).
-fn validate(map: &[u8], vocab: &Vocabulary, s: &Sections) -> Result<(), String> {
+/// Checks every structural invariant; the training tokens' word ids only with `train_tokens`.
+fn validate(
+    map: &[u8],
+    vocab: &Vocabulary,
+    s: &Sections,
+    train_tokens: bool,
+) -> Result<(), String> {
     let v = vocab.len() as u64;
     let u64s = |r: &Range<usize>, what: &str| {
         bytemuck::try_cast_slice::<u8, u64>(&map[r.clone()])
@@ -470,11 +493,13 @@ fn validate(map: &[u8], vocab: &Vocabulary, s: &Sections) -> Result<(), String> 
                 tokens.len()
             ));
         }
-        if tokens
-            .iter()
-            .copied()
-            .max()
-            .is_some_and(|m| u64::from(m) >= v)
+        let scan = train_tokens || !std::ptr::eq(p, &s.train);
+        if scan
+            && tokens
+                .iter()
+                .copied()
+                .max()
+                .is_some_and(|m| u64::from(m) >= v)
         {
             let i = tokens.iter().position(|&w| u64::from(w) >= v).unwrap_or(0);
             return Err(format!(
@@ -797,6 +822,44 @@ mod tests {
         o.write(&p2).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&p2).unwrap());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_share_is_opened_without_reading_every_training_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.tcorp");
+        let c = sample();
+        c.write(&p).unwrap();
+        assert_same(&c, &Corpus::open_share(&p).unwrap());
+        // A training token out of the vocabulary, the checksum left as it was: `open` refuses
+        // the file (its checksum), `open_share` leaves the word ids to the share's reader.
+        let mut bytes = std::fs::read(&p).unwrap();
+        let train: Vec<u8> = [0u32, 1, 0, 2, 0, 3, 3, 1]
+            .iter()
+            .flat_map(|t| t.to_le_bytes())
+            .collect();
+        let at = bytes
+            .windows(train.len())
+            .position(|w| w == train.as_slice())
+            .unwrap();
+        bytes[at + 20] = 9;
+        std::fs::write(&p, &bytes).unwrap();
+        assert!(Corpus::open(&p).is_err());
+        let share = Corpus::open_share(&p).unwrap();
+        assert_eq!(share.train().max_word_id_bound(), 10);
+        assert_eq!(share.checksum(), c.checksum());
+        // The held-out part and the structure are still checked: its first token's place in the
+        // file, from where a pristine copy maps its tokens.
+        let pristine = dir.path().join("d.tcorp");
+        c.write(&pristine).unwrap();
+        let o = Corpus::open(&pristine).unwrap();
+        let base = o.train().tokens().as_ptr() as usize - at;
+        let h = o.heldout().tokens().as_ptr() as usize - base;
+        bytes[at + 20] = 3;
+        bytes[h] = 7;
+        std::fs::write(&p, &bytes).unwrap();
+        let e = Corpus::open_share(&p).unwrap_err().to_string();
+        assert!(e.contains("word id 7"), "{e}");
     }
 
     #[test]

@@ -107,6 +107,24 @@ pub struct Checked<'a> {
 
 /// Verifies the header of `bytes` (a whole file) against `kind` and returns the payload.
 pub fn check<'a>(kind: &Kind, path: &Path, bytes: &'a [u8]) -> Result<Checked<'a>, FormatError> {
+    let checked = check_header(kind, path, bytes)?;
+    if checksum(checked.payload) != checked.checksum {
+        return Err(FormatError::Corrupt {
+            path: path.display().to_string(),
+            kind: kind.name,
+        });
+    }
+    Ok(checked)
+}
+
+/// [`check`] but for the payload's checksum, which reads every byte: for a process that will
+/// read only part of a large file another process checked whole (the `checksum` returned is the
+/// header's, to compare with that process's).
+pub fn check_header<'a>(
+    kind: &Kind,
+    path: &Path,
+    bytes: &'a [u8],
+) -> Result<Checked<'a>, FormatError> {
     let p = || path.display().to_string();
     if bytes.len() < 8 || bytes[..8] != kind.magic {
         return Err(FormatError::Foreign {
@@ -160,12 +178,6 @@ pub fn check<'a>(kind: &Kind, path: &Path, bytes: &'a [u8]) -> Result<Checked<'a
         });
     }
     let payload = &bytes[HEADER_LEN..];
-    if checksum(payload) != sum {
-        return Err(FormatError::Corrupt {
-            path: p(),
-            kind: kind.name,
-        });
-    }
     Ok(Checked {
         version,
         payload,

@@ -398,16 +398,32 @@ impl Run {
             }
             _ => {}
         }
-        let (corpus, corpus_path) = match &config.corpus {
-            CorpusSource::File(p) => (Arc::new(Corpus::open(p)?), Some(p.clone())),
-            CorpusSource::Loaded { corpus, path } => (corpus.clone(), path.clone()),
-        };
         // The workers: with several, every one runs this same schedule, the first alone writes
         // files and tells the observer.
         let transport: Arc<dyn Transport> =
             Arc::from(config.transport.connect().map_err(TrainError::from)?);
         let workers = transport.workers();
         let root = transport.is_root();
+        // The first worker checks the whole corpus file; the others read only their share of its
+        // tokens, and check that their file is the first's.
+        let (corpus, corpus_path) = match &config.corpus {
+            CorpusSource::File(p) if !root => (Arc::new(Corpus::open_share(p)?), Some(p.clone())),
+            CorpusSource::File(p) => (Arc::new(Corpus::open(p)?), Some(p.clone())),
+            CorpusSource::Loaded { corpus, path } => (corpus.clone(), path.clone()),
+        };
+        if workers > 1 {
+            let sums = transport
+                .all_gather_bytes(&corpus.checksum().to_le_bytes())
+                .map_err(TrainError::from)?;
+            if let Some(r) = sums.iter().position(|c| c[..] != sums[0][..]) {
+                return Err(RunError::Invalid(format!(
+                    "process {r} reads another corpus than process 0 at {} (the files' checksums differ); every process needs the same file",
+                    corpus_path
+                        .as_ref()
+                        .map_or_else(|| "its path".to_string(), |p| p.display().to_string())
+                )));
+            }
+        }
         let mut silent = Silent;
         let observer: &mut dyn Observer = if root { observer } else { &mut silent };
         if workers > 1 {

@@ -138,6 +138,17 @@ impl CudaEngine {
             .memory_budget
             .map_or(info.free_bytes, |b| b.min(info.free_bytes));
         let docs = docs_owned.view();
+        if shard.is_some() {
+            // A worker's corpus was opened without reading every token: check its share's.
+            let bound = docs.max_word_id_bound();
+            if bound as usize > setup.num_words {
+                return Err(GpuError::Unsupported(format!(
+                    "the corpus uses word id {} but the vocabulary has only {} words; the corpus file is inconsistent",
+                    bound - 1,
+                    setup.num_words
+                )));
+            }
+        }
         let topics = setup.hyper.num_topics;
         let num_words = setup.num_words;
         let longest = super::chunks::longest_document(docs);
