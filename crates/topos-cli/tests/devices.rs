@@ -86,7 +86,7 @@ fn bad_device_and_memory_arguments_are_refused() {
     let corpus = small_corpus(dir.path());
     // Argument errors come from clap: its one error line, then its "--help" hint.
     for (args, needle) in [
-        (["--device", "tpu"], "auto, cpu, cuda or cuda:N"),
+        (["--device", "tpu"], "auto, cpu, cuda, cuda:N or cuda:all"),
         (["--gpu-memory", "lots"], "not a size"),
         (["--gpu-memory", "3 parsecs"], "unknown size unit"),
     ] {
