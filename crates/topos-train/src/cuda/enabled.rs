@@ -26,7 +26,7 @@ impl Device for Cuda {
         "cuda"
     }
     fn summary(&self) -> &'static str {
-        "one NVIDIA GPU (cuda:N picks one); the driver and NVRTC are loaded at run time"
+        "one NVIDIA GPU (cuda:N picks one; cuda:all every GPU of this machine, NCCL between them); the driver, NVRTC and NCCL are loaded at run time"
     }
     fn usable(&self) -> Result<(), String> {
         match device::device_count() {
