@@ -7,32 +7,43 @@
 //! byte is the code point of its value), `windows-1252` (Latin-1 with the printable characters
 //! Windows puts at 0x80–0x9F: curly quotes, dashes, €), or `utf-8-lossy` (invalid sequences
 //! become U+FFFD, and their bytes and documents are counted and reported).
+//!
+//! Other legacy encodings are decoded by `encoding_rs` (the WHATWG Encoding Standard), under any
+//! of its labels: `gbk`/`gb18030`, `big5`, `shift_jis`, `euc-jp`, `euc-kr`, `windows-1251`,
+//! `koi8-r`, `iso-8859-2` … `iso-8859-16`, the other `windows-125x`, and so on. A byte
+//! sequence malformed in that encoding becomes U+FFFD and is counted and reported, as under
+//! `utf-8-lossy`. UTF-16 is refused: the readers cut lines at the byte `\n`.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The encoding of text inputs (`prepare --encoding`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Encoding {
     /// UTF-8; an invalid byte is an error (the default).
     #[default]
-    #[serde(rename = "utf-8")]
     Utf8,
     /// UTF-8; invalid sequences are replaced by U+FFFD, counted and reported.
-    #[serde(rename = "utf-8-lossy")]
     Utf8Lossy,
     /// ISO-8859-1: byte b is U+00bb.
-    #[serde(rename = "latin1")]
     Latin1,
     /// Windows-1252: Latin-1 but for 0x80–0x9F (the WHATWG table; its five unassigned bytes
     /// map to the C1 controls of their value, as browsers do).
-    #[serde(rename = "windows-1252")]
     Windows1252,
+    /// Another encoding of the Encoding Standard (not UTF-8 or UTF-16), by `encoding_rs`;
+    /// malformed sequences become U+FFFD, counted and reported.
+    Legacy(&'static encoding_rs::Encoding),
+}
+
+impl Serialize for Encoding {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
 }
 
 /// What to tell a user whose input is not UTF-8.
-pub const HINT: &str = "if the input is Latin-1 or Windows-1252 text give --encoding latin1 or --encoding windows-1252; to replace invalid bytes (counted in the summary) give --encoding utf-8-lossy";
+pub const HINT: &str = "if the input is Latin-1 or Windows-1252 text give --encoding latin1 or --encoding windows-1252 (other legacy encodings too: gbk, big5, shift_jis, euc-kr, windows-1251, koi8-r, iso-8859-2, ...); to replace invalid bytes (counted in the summary) give --encoding utf-8-lossy";
 
 /// Windows-1252's 0x80–0x9F.
 const CP1252_HIGH: [char; 32] = [
@@ -88,30 +99,49 @@ impl std::str::FromStr for Encoding {
             "utf-8-lossy" | "utf8-lossy" => Encoding::Utf8Lossy,
             "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" => Encoding::Latin1,
             "windows-1252" | "cp1252" => Encoding::Windows1252,
-            _ => {
-                return Err(format!(
-                    "unknown encoding {s:?}; use utf-8, utf-8-lossy, latin1 or windows-1252"
-                ))
-            }
+            _ => match encoding_rs::Encoding::for_label_no_replacement(s.trim().as_bytes()) {
+                Some(e) if e == encoding_rs::UTF_16LE || e == encoding_rs::UTF_16BE => {
+                    return Err(format!(
+                        "{s:?} (UTF-16) is not supported: lines are cut at the byte \\n; convert the input to UTF-8 first (iconv -f {} -t UTF-8)",
+                        e.name()
+                    ))
+                }
+                Some(e) if e == encoding_rs::UTF_8 => Encoding::Utf8,
+                Some(e) if e == encoding_rs::WINDOWS_1252 => Encoding::Windows1252,
+                Some(e) => Encoding::Legacy(e),
+                None => {
+                    return Err(format!(
+                        "unknown encoding {s:?}; use utf-8, utf-8-lossy, latin1, windows-1252 or another label of the Encoding Standard (gbk, gb18030, big5, shift_jis, euc-jp, euc-kr, windows-1251, koi8-r, iso-8859-2, ...)"
+                    ))
+                }
+            },
         })
     }
 }
 
 impl std::fmt::Display for Encoding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
 impl Encoding {
-    /// The name accepted by `--encoding`.
-    pub fn name(self) -> &'static str {
+    /// The name accepted by `--encoding` (lower-case).
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
         match self {
-            Encoding::Utf8 => "utf-8",
-            Encoding::Utf8Lossy => "utf-8-lossy",
-            Encoding::Latin1 => "latin1",
-            Encoding::Windows1252 => "windows-1252",
+            Encoding::Utf8 => "utf-8".into(),
+            Encoding::Utf8Lossy => "utf-8-lossy".into(),
+            Encoding::Latin1 => "latin1".into(),
+            Encoding::Windows1252 => "windows-1252".into(),
+            Encoding::Legacy(e) => e.name().to_ascii_lowercase().into(),
         }
+    }
+
+    /// Whether bytes that are not valid in the encoding are replaced (and counted) rather than
+    /// refused: `utf-8-lossy` and the [`Encoding::Legacy`] ones. (Latin-1 and Windows-1252 have
+    /// no invalid bytes.)
+    pub fn replaces_invalid(self) -> bool {
+        matches!(self, Encoding::Utf8Lossy | Encoding::Legacy(_))
     }
 
     /// `bytes` (one document, line or file) as text. Valid UTF-8 is moved, not copied, under the
@@ -152,8 +182,45 @@ impl Encoding {
                     })
                     .collect()
             }),
+            Encoding::Legacy(e) => {
+                if bytes.is_ascii() && e.is_ascii_compatible() {
+                    return Ok(String::from_utf8(bytes).expect("ASCII is UTF-8"));
+                }
+                Ok(decode_counting(e, &bytes, stats))
+            }
         }
     }
+}
+
+/// `bytes` decoded by `e` (no BOM sniffing), each malformed sequence replaced by U+FFFD and its
+/// bytes counted in `stats`.
+fn decode_counting(e: &'static encoding_rs::Encoding, bytes: &[u8], stats: &DecodeStats) -> String {
+    use encoding_rs::DecoderResult;
+    let mut decoder = e.new_decoder_without_bom_handling();
+    let mut out = String::with_capacity(
+        decoder
+            .max_utf8_buffer_length_without_replacement(bytes.len())
+            .unwrap_or(bytes.len() * 3)
+            + 16,
+    );
+    let mut src = bytes;
+    let mut bad = 0u64;
+    loop {
+        let (result, read) = decoder.decode_to_string_without_replacement(src, &mut out, true);
+        src = &src[read..];
+        match result {
+            DecoderResult::InputEmpty => break,
+            DecoderResult::OutputFull => out.reserve(src.len() * 3 + 16),
+            DecoderResult::Malformed(len, _) => {
+                bad += u64::from(len);
+                out.push('\u{fffd}');
+            }
+        }
+    }
+    if bad > 0 {
+        stats.add(bad);
+    }
+    out
 }
 
 /// The 1-based line of byte `offset` in `bytes`, and the offset within that line.
@@ -215,5 +282,54 @@ mod tests {
         assert!("ebcdic".parse::<Encoding>().is_err());
         assert_eq!(line_of(b"ab\ncd\nef", 7), (3, 1));
         assert_eq!(line_of(b"ab", 1), (1, 1));
+    }
+
+    #[test]
+    fn legacy_encodings_by_encoding_rs() {
+        let stats = DecodeStats::default();
+        let gbk: Encoding = "GBK".parse().unwrap();
+        assert!(matches!(gbk, Encoding::Legacy(_)) && gbk.replaces_invalid());
+        assert_eq!(gbk.name(), "gbk");
+        assert_eq!(gbk.name().parse::<Encoding>().unwrap(), gbk);
+        assert_eq!(gbk.to_string(), "gbk");
+        assert_eq!(serde_json::to_string(&gbk).unwrap(), "\"gbk\"");
+        assert_eq!(
+            serde_json::to_string(&Encoding::Utf8Lossy).unwrap(),
+            "\"utf-8-lossy\""
+        );
+        // 北京 天气 in GBK; ASCII passes through.
+        let bytes = b"\xb1\xb1\xbe\xa9 \xcc\xec\xc6\xf8 ok".to_vec();
+        assert_eq!(gbk.decode(bytes, &stats).unwrap(), "北京 天气 ok");
+        assert_eq!(stats.invalid_bytes(), 0);
+        // A lone lead byte at the end is malformed: replaced and counted.
+        assert_eq!(
+            gbk.decode(b"\xb1\xb1\xbe".to_vec(), &stats).unwrap(),
+            "北\u{fffd}"
+        );
+        assert_eq!((stats.invalid_bytes(), stats.units_with_invalid()), (1, 1));
+        for (label, text, bytes) in [
+            (
+                "windows-1251",
+                "Привет мир",
+                &b"\xcf\xf0\xe8\xe2\xe5\xf2 \xec\xe8\xf0"[..],
+            ),
+            ("shift_jis", "日本", &b"\x93\xfa\x96\x7b"[..]),
+            ("iso-8859-2", "Łódź", &b"\xa3\xf3d\xbc"[..]),
+        ] {
+            let e: Encoding = label.parse().unwrap();
+            assert_eq!(e.decode(bytes.to_vec(), &stats).unwrap(), text, "{label}");
+        }
+        // The names of the four built-in ones keep their meaning (the Encoding Standard maps
+        // "latin1" to windows-1252; Topos means ISO-8859-1).
+        assert_eq!("latin-1".parse::<Encoding>().unwrap(), Encoding::Latin1);
+        assert_eq!("utf-8".parse::<Encoding>().unwrap(), Encoding::Utf8);
+        assert_eq!(
+            "unicode-1-1-utf-8".parse::<Encoding>().unwrap(),
+            Encoding::Utf8
+        );
+        let e = "utf-16le".parse::<Encoding>().unwrap_err();
+        assert!(e.contains("iconv"), "{e}");
+        let e = "ebcdic".parse::<Encoding>().unwrap_err();
+        assert!(e.contains("gbk") && !e.contains('\n'), "{e}");
     }
 }

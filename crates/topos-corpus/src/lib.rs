@@ -6,7 +6,8 @@
 //!
 //! [`prepare`] turns raw input into a `.tcorp` file in two streaming passes:
 //! [`readers`] (lines, a directory of `.txt` files, JSONL, UCI bag of words, LDA-C) →
-//! [`tokenize`] (Unicode words, lower-case, [`stopwords`], minimum length, numbers, stemming) →
+//! [`tokenize`] (Unicode words or white-space-separated tokens, lower-case, [`stopwords`] of a
+//! [`language`], minimum length, numbers, stemming) →
 //! [`prune`] (document-frequency bounds, vocabulary cap, frequency-ordered ids) →
 //! [`split`] (deterministic held-out documents) → [`file`].
 
@@ -14,6 +15,7 @@ pub mod docs;
 pub mod encoding;
 pub mod error;
 pub mod file;
+pub mod language;
 pub mod prepare;
 pub mod prune;
 pub mod readers;
@@ -27,8 +29,9 @@ pub use docs::{Docs, OwnedDocs};
 pub use encoding::Encoding;
 pub use error::CorpusError;
 pub use file::{Corpus, CorpusWriter};
+pub use language::Language;
 pub use prepare::{prepare, Pass, PrepareOptions, PrepareProgress, PrepareReport};
 pub use prune::PruneOptions;
 pub use readers::InputFormat;
-pub use tokenize::{Tokenizer, TokenizerOptions, TokenizerSpec};
+pub use tokenize::{Segmenter, Tokenizer, TokenizerOptions, TokenizerSpec};
 pub use vocab::Vocabulary;

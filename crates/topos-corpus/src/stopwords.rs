@@ -399,6 +399,13 @@ impl StopWords {
         s
     }
 
+    /// The built-in list of `language` ([`Language::stop_words`]).
+    pub fn of(language: crate::Language) -> Self {
+        let mut s = Self::new();
+        s.extend(language.stop_words().iter().map(|w| w.to_string()));
+        s
+    }
+
     /// Adds words.
     pub fn extend(&mut self, words: impl IntoIterator<Item = String>) {
         for w in words {

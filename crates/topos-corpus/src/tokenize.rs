@@ -8,21 +8,110 @@
 //! 3. words without a letter are dropped as numbers (`2024`, `3.14`, `1,000`; `covid19` stays);
 //! 4. stop words are dropped (checked before stemming, on the lower-cased word);
 //! 5. words shorter than `min_len` characters (not bytes) are dropped;
-//! 6. the word is stemmed with the Snowball English stemmer (option).
+//! 6. the word is stemmed with the Snowball stemmer of the language (option).
+//!
+//! With [`Segmenter::Whitespace`] (`--tokenizer whitespace`, for pre-tokenized text such as
+//! segmented Chinese) the words are the runs of text between Unicode white space, and with
+//! [`Segmenter::Jieba`] (the `jieba` feature) jieba-rs's Chinese words within those runs; both
+//! keep words as written: step 1 only lower-cases (option), step 2 is skipped, steps 3–6 apply
+//! as above.
+//!
+//! The stop words (step 4) and the stemmer (step 6) are those of the [`Language`] (default
+//! English).
 
+use crate::language::Language;
 use crate::stopwords::StopWords;
 use crate::CorpusError;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// How text is cut into words, before the rules of [`Tokenizer`] apply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Segmenter {
+    /// Unicode words (UAX #29, [`crate::segment`]): right for text written with spaces between
+    /// words; text without spaces (Chinese, Japanese, Thai) falls apart into characters.
+    #[default]
+    Words,
+    /// Runs of text between Unicode white space, as written: for pre-tokenized input (one
+    /// segmenter's output, e.g. jieba's for Chinese, with spaces between words).
+    Whitespace,
+    /// Chinese word segmentation by jieba-rs (its default dictionary and HMM for unknown words),
+    /// words kept as written; only in builds with the `jieba` feature.
+    Jieba,
+}
+
+impl Segmenter {
+    /// Every segmenter; the first is the default.
+    pub const ALL: [Segmenter; 3] = [Segmenter::Words, Segmenter::Whitespace, Segmenter::Jieba];
+
+    /// Whether this build can segment with it (`jieba` needs the `jieba` feature).
+    pub fn available(self) -> Result<(), String> {
+        if self == Segmenter::Jieba && !cfg!(feature = "jieba") {
+            return Err("the jieba tokenizer is not in this build: rebuild with `--features jieba` (cargo build --release -p topos-cli --features jieba), or segment the text beforehand and give --tokenizer whitespace".into());
+        }
+        Ok(())
+    }
+
+    /// Whether words are kept as written (lower-casing aside): not [`Segmenter::Words`].
+    fn as_written(self) -> bool {
+        self != Segmenter::Words
+    }
+
+    /// The name used by `--tokenizer` and recorded in a corpus.
+    pub fn name(self) -> &'static str {
+        match self {
+            Segmenter::Words => "words",
+            Segmenter::Whitespace => "whitespace",
+            Segmenter::Jieba => "jieba",
+        }
+    }
+}
+
+impl std::fmt::Display for Segmenter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Segmenter {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_lowercase().as_str() {
+            "words" | "unicode" | "default" => Ok(Segmenter::Words),
+            "whitespace" | "white-space" | "pretokenized" | "pre-tokenized" => {
+                Ok(Segmenter::Whitespace)
+            }
+            "jieba" => Ok(Segmenter::Jieba),
+            _ => Err(format!(
+                "unknown tokenizer {s:?}; use words (Unicode word segmentation, the default), whitespace (pre-tokenized text, split at white space only) or jieba (Chinese word segmentation, in builds with the jieba feature)"
+            )),
+        }
+    }
+}
+
+/// The runs of `text` between Unicode white space (a byte-order mark, U+FEFF, not white space,
+/// separates too: it is never part of a word).
+#[inline]
+fn for_each_piece<'a>(text: &'a str, f: impl FnMut(&'a str)) {
+    text.split(|c: char| c.is_whitespace() || c == '\u{feff}')
+        .filter(|w| !w.is_empty())
+        .for_each(f)
+}
+
 /// How text is cut into tokens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenizerOptions {
+    /// How text is cut into words (default: Unicode words).
+    pub segmenter: Segmenter,
+    /// The language of the stop words and the stemmer (default English).
+    pub language: Language,
     /// Lower-case every token (default true): topics should not split on sentence-initial
     /// capitals.
     pub lowercase: bool,
-    /// Drop the built-in English stop words ([`crate::stopwords::ENGLISH`]; default true).
+    /// Drop the built-in stop words of `language` ([`Language::stop_words`]; default true). The
+    /// name is from when English was the only language.
     pub english_stopwords: bool,
     /// Also drop the words of this file (one per line, `#` comments).
     pub stopword_file: Option<PathBuf>,
@@ -30,8 +119,9 @@ pub struct TokenizerOptions {
     /// stop-word removal, one- and two-letter tokens are mostly initials, units and markup debris
     /// that fill topics with noise.
     pub min_len: usize,
-    /// Snowball (Porter 2) English stemming (default false): it merges `model`/`models`/`modeling`
-    /// but makes topic words harder to read, and LDA copes with inflections by itself.
+    /// Snowball stemming in `language` (Porter 2 for English; default false): it merges
+    /// `model`/`models`/`modeling` but makes topic words harder to read, and LDA copes with
+    /// inflections by itself.
     pub stem: bool,
     /// Drop tokens without any letter (default true): numbers rarely describe a topic, and
     /// numerals make the vocabulary explode.
@@ -41,6 +131,8 @@ pub struct TokenizerOptions {
 impl Default for TokenizerOptions {
     fn default() -> Self {
         Self {
+            segmenter: Segmenter::Words,
+            language: Language::English,
             lowercase: true,
             english_stopwords: true,
             stopword_file: None,
@@ -55,7 +147,7 @@ impl TokenizerOptions {
     /// The stop words these options ask for.
     pub fn stop_words(&self) -> Result<StopWords, CorpusError> {
         let mut s = if self.english_stopwords {
-            StopWords::english()
+            StopWords::of(self.language)
         } else {
             StopWords::new()
         };
@@ -66,30 +158,53 @@ impl TokenizerOptions {
     }
 }
 
-/// The version of the tokenizing rules in this file (the six steps above). A corpus records it
-/// with its [`TokenizerSpec`]; a change to the rules that turns some text into other tokens
-/// must raise it, so that text is never matched against a vocabulary made by other rules.
-pub const TOKENIZER_VERSION: u32 = 1;
+/// The newest version of the tokenizing rules this build knows (the six steps above). A corpus
+/// records the lowest version that describes its options with its [`TokenizerSpec`]; a change to
+/// the rules that turns some text into other tokens must raise it, so that text is never matched
+/// against a vocabulary made by other rules. Version 2 added the `tokenizer` and `language`
+/// options: a corpus that uses them records 2, so that a build of version 1, which would ignore
+/// them and cut new text with its defaults, refuses it instead; a corpus with the defaults still
+/// records 1, byte for byte as before.
+pub const TOKENIZER_VERSION: u32 = 2;
 
 /// Everything that decides which token a text becomes, as a corpus records it (and, through
 /// the training run, a model should): self-contained, so the extra stop words are the words
 /// themselves, not the path of their file. `infer` and `similar --text` rebuild the tokenizer
 /// from it ([`Tokenizer::from_spec`]) to cut new text exactly as `prepare` cut the corpus.
 /// Stored as JSON ([`TokenizerSpec::encode`], [`TokenizerSpec::decode`]).
+///
+/// The fields added after version 1 (`tokenizer`, `language`) are left out of the JSON at their
+/// defaults, so a corpus prepared with the defaults records the same bytes as before, and a
+/// spec without them reads as the defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenizerSpec {
     /// [`TOKENIZER_VERSION`] of the build that prepared the corpus.
     pub version: u32,
+    /// The [`Segmenter`] by name (`words` or `whitespace`). A string, not the enum, so that a
+    /// corpus of a newer build with a segmenter this one does not know still opens (for
+    /// training); [`TokenizerSpec::check`] refuses it where text would be tokenized.
+    #[serde(
+        default = "default_segmenter",
+        skip_serializing_if = "is_default_segmenter"
+    )]
+    pub tokenizer: String,
+    /// The [`Language`] of the stop words and the stemmer, by name (a string for the same reason).
+    #[serde(
+        default = "default_language",
+        skip_serializing_if = "is_default_language"
+    )]
+    pub language: String,
     /// Tokens were lower-cased.
     pub lowercase: bool,
-    /// The built-in English stop words were dropped.
+    /// The built-in stop words of `language` were dropped (the name is from when English was
+    /// the only language).
     pub english_stopwords: bool,
     /// Further stop words that were dropped (from `--stopwords FILE`), sorted.
     #[serde(default)]
     pub extra_stopwords: Vec<String>,
     /// Tokens shorter than this many characters were dropped.
     pub min_len: usize,
-    /// Snowball English stemming was applied.
+    /// Snowball stemming in `language` was applied.
     pub stem: bool,
     /// Tokens without a letter were dropped.
     pub drop_numbers: bool,
@@ -98,6 +213,22 @@ pub struct TokenizerSpec {
     /// length, number or stemming rule), which keeps every vocabulary word reachable.
     #[serde(default)]
     pub words_given: bool,
+}
+
+fn default_segmenter() -> String {
+    Segmenter::Words.name().into()
+}
+
+fn is_default_segmenter(s: &str) -> bool {
+    s == Segmenter::Words.name()
+}
+
+fn default_language() -> String {
+    Language::English.name().into()
+}
+
+fn is_default_language(s: &str) -> bool {
+    s == Language::English.name()
 }
 
 impl TokenizerSpec {
@@ -124,7 +255,29 @@ impl TokenizerSpec {
                 self.version
             ));
         }
+        self.segmenter()?;
+        self.language()?;
         Ok(())
+    }
+
+    /// The recorded [`Segmenter`]; one this build does not know is refused.
+    pub fn segmenter(&self) -> Result<Segmenter, String> {
+        self.tokenizer.parse().map_err(|_| {
+            format!(
+                "the text was tokenized by the tokenizer {:?}, which this build does not know; upgrade topos",
+                self.tokenizer
+            )
+        })
+    }
+
+    /// The recorded [`Language`]; one this build does not know is refused.
+    pub fn language(&self) -> Result<Language, String> {
+        self.language.parse().map_err(|_| {
+            format!(
+                "the text was tokenized with the language {:?}, which this build does not know; upgrade topos",
+                self.language
+            )
+        })
     }
 
     /// The defaults of `topos prepare` (what `infer` assumes for a corpus that records nothing).
@@ -143,14 +296,26 @@ impl TokenizerSpec {
                 if self.lowercase { ", lower-cased" } else { "" }
             );
         }
-        let mut parts = vec![if self.lowercase {
+        let mut parts = Vec::new();
+        if !is_default_segmenter(&self.tokenizer) {
+            parts.push(match self.segmenter() {
+                Ok(Segmenter::Whitespace) => "split at white space".to_string(),
+                Ok(Segmenter::Jieba) => "Chinese words by jieba".to_string(),
+                _ => format!("tokenizer {}", self.tokenizer),
+            });
+        }
+        parts.push(if self.lowercase {
             "lower-cased".to_string()
         } else {
             "case kept".to_string()
-        }];
+        });
+        let lang = match self.language() {
+            Ok(l) => l.title(),
+            Err(_) => self.language.clone(),
+        };
         parts.push(match (self.english_stopwords, self.extra_stopwords.len()) {
-            (true, 0) => "English stop words dropped".into(),
-            (true, n) => format!("English and {n} more stop words dropped"),
+            (true, 0) => format!("{lang} stop words dropped"),
+            (true, n) => format!("{lang} and {n} more stop words dropped"),
             (false, 0) => "stop words kept".into(),
             (false, n) => format!("{n} stop words dropped"),
         });
@@ -163,7 +328,11 @@ impl TokenizerSpec {
             }
             .into(),
         );
-        parts.push(if self.stem { "stemmed" } else { "not stemmed" }.into());
+        parts.push(match (self.stem, is_default_language(&self.language)) {
+            (true, true) => "stemmed".into(),
+            (true, false) => format!("stemmed ({lang} Snowball)"),
+            (false, _) => "not stemmed".into(),
+        });
         parts.join(", ")
     }
 }
@@ -177,8 +346,12 @@ impl TokenizerOptions {
         };
         extra.sort();
         extra.dedup();
+        let beyond_version_1 =
+            self.segmenter != Segmenter::Words || self.language != Language::English;
         Ok(TokenizerSpec {
-            version: TOKENIZER_VERSION,
+            version: if beyond_version_1 { 2 } else { 1 },
+            tokenizer: self.segmenter.name().into(),
+            language: self.language.name().into(),
             lowercase: self.lowercase,
             english_stopwords: self.english_stopwords,
             extra_stopwords: extra,
@@ -229,6 +402,10 @@ const STEM_CACHE_MAX: usize = 1 << 20;
 
 /// A configured tokenizer; cheap to share between threads (`Sync`).
 pub struct Tokenizer {
+    segmenter: Segmenter,
+    /// The jieba segmenter and its dictionary (with [`Segmenter::Jieba`]).
+    #[cfg(feature = "jieba")]
+    jieba: Option<Box<jieba_rs::Jieba>>,
     lowercase: bool,
     min_len: usize,
     drop_numbers: bool,
@@ -239,34 +416,80 @@ pub struct Tokenizer {
 impl Tokenizer {
     /// Builds the tokenizer (reads the stop-word file, if any).
     pub fn new(opts: &TokenizerOptions) -> Result<Self, CorpusError> {
+        opts.segmenter.available().map_err(CorpusError::Options)?;
         Ok(Self {
+            segmenter: opts.segmenter,
+            #[cfg(feature = "jieba")]
+            jieba: Self::jieba(opts.segmenter),
             lowercase: opts.lowercase,
             min_len: opts.min_len,
             drop_numbers: opts.drop_numbers,
             stop: opts.stop_words()?,
-            stemmer: opts
-                .stem
-                .then(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)),
+            stemmer: match opts.stem {
+                true => Some(
+                    opts.language
+                        .stemmer_for_stem()
+                        .map_err(CorpusError::Options)?,
+                ),
+                false => None,
+            },
         })
     }
 
     /// The tokenizer a corpus's [`TokenizerSpec`] describes: the same tokens for the same text
-    /// as the `prepare` that recorded it.
-    pub fn from_spec(spec: &TokenizerSpec) -> Self {
+    /// as the `prepare` that recorded it. A segmenter or language this build does not know is
+    /// refused (as [`TokenizerSpec::check`] does).
+    pub fn from_spec(spec: &TokenizerSpec) -> Result<Self, String> {
+        let segmenter = spec.segmenter()?;
+        segmenter.available()?;
+        let language = spec.language()?;
         let mut stop = if spec.english_stopwords {
-            StopWords::english()
+            StopWords::of(language)
         } else {
             StopWords::new()
         };
         stop.extend(spec.extra_stopwords.iter().cloned());
         let given = spec.words_given;
-        Self {
+        Ok(Self {
+            segmenter,
+            #[cfg(feature = "jieba")]
+            jieba: Self::jieba(segmenter),
             lowercase: spec.lowercase,
             min_len: if given { 0 } else { spec.min_len },
             drop_numbers: !given && spec.drop_numbers,
             stop,
-            stemmer: (spec.stem && !given)
-                .then(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)),
+            stemmer: match spec.stem && !given {
+                true => Some(language.stemmer_for_stem()?),
+                false => None,
+            },
+        })
+    }
+
+    #[cfg(feature = "jieba")]
+    fn jieba(seg: Segmenter) -> Option<Box<jieba_rs::Jieba>> {
+        (seg == Segmenter::Jieba).then(|| Box::new(jieba_rs::Jieba::new()))
+    }
+
+    /// Every word of `text`, in order.
+    #[inline]
+    fn for_each_word<'a>(&self, text: &'a str, f: impl FnMut(&'a str)) {
+        match self.segmenter {
+            Segmenter::Words => crate::segment::for_each_word(text, f),
+            Segmenter::Whitespace => for_each_piece(text, f),
+            #[cfg(feature = "jieba")]
+            Segmenter::Jieba => {
+                let jieba = self.jieba.as_ref().expect("built with the segmenter");
+                let mut f = f;
+                for_each_piece(text, |piece| {
+                    for t in jieba.cut(piece, true) {
+                        if !t.word.trim().is_empty() {
+                            f(t.word);
+                        }
+                    }
+                })
+            }
+            #[cfg(not(feature = "jieba"))]
+            Segmenter::Jieba => unreachable!("refused when the tokenizer is built"),
         }
     }
 
@@ -279,6 +502,16 @@ impl Tokenizer {
     /// for most ASCII words, else built in `scratch`).
     #[inline]
     fn normalize<'a>(&self, word: &'a str, scratch: &'a mut String) -> &'a str {
+        if self.segmenter.as_written() {
+            // As written: lower-casing only.
+            if !self.lowercase || (word.is_ascii() && !word.bytes().any(|b| b.is_ascii_uppercase()))
+            {
+                return word;
+            }
+            scratch.clear();
+            scratch.push_str(&word.to_lowercase());
+            return scratch;
+        }
         let tok: &'a str = if word.is_ascii() {
             if self.lowercase && word.bytes().any(|b| b.is_ascii_uppercase()) {
                 scratch.clear();
@@ -317,7 +550,7 @@ impl Tokenizer {
         stats: &mut TokenStats,
         mut emit: impl FnMut(&str),
     ) {
-        crate::segment::for_each_word(text, |word| {
+        self.for_each_word(text, |word| {
             stats.words += 1;
             let tok = self.normalize(word, &mut scratch.buf);
             let ascii = tok.is_ascii();
@@ -373,7 +606,7 @@ impl Tokenizer {
         if self.stemmer.is_some() {
             return self.tokenize_with(text, scratch, &mut TokenStats::default(), emit);
         }
-        crate::segment::for_each_word(text, |word| emit(self.normalize(word, &mut scratch.buf)));
+        self.for_each_word(text, |word| emit(self.normalize(word, &mut scratch.buf)));
     }
 
     /// The tokens of `text` (convenient, allocates per token).
@@ -401,6 +634,25 @@ mod tests {
             min_len: 1,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn options_beyond_version_1_record_version_2_so_older_builds_refuse_them() {
+        let default = TokenizerOptions::default().spec().unwrap();
+        assert_eq!(default.version, 1);
+        let whitespace = TokenizerOptions {
+            segmenter: Segmenter::Whitespace,
+            ..TokenizerOptions::default()
+        }
+        .spec()
+        .unwrap();
+        assert_eq!(whitespace.version, 2);
+        assert!(whitespace.check().is_ok());
+        let newer = TokenizerSpec {
+            version: TOKENIZER_VERSION + 1,
+            ..whitespace
+        };
+        assert!(newer.check().unwrap_err().contains("upgrade topos"));
     }
 
     #[test]
@@ -547,7 +799,7 @@ mod tests {
         assert_eq!(back, spec);
         let text = "Reuters said the Runners' 2024 models were modeling rivers in 1999";
         assert_eq!(
-            Tokenizer::from_spec(&back).tokens(text),
+            Tokenizer::from_spec(&back).unwrap().tokens(text),
             Tokenizer::new(&opts).unwrap().tokens(text)
         );
         assert!(spec.describe().contains("stemmed"), "{}", spec.describe());
@@ -561,19 +813,204 @@ mod tests {
             ..spec
         };
         assert_eq!(
-            Tokenizer::from_spec(&given).tokens("Reuters ox 42 running"),
+            Tokenizer::from_spec(&given)
+                .unwrap()
+                .tokens("Reuters ox 42 running"),
             ["ox", "42", "running"]
         );
         for bad in [&b"{}"[..], b"not json", b"{\"version\": 99}"] {
             let e = TokenizerSpec::decode(bad).unwrap_err();
             assert!(!e.contains('\n'), "{e}");
         }
-        let newer = String::from_utf8(back.encode())
-            .unwrap()
-            .replace("\"version\":1", "\"version\":2");
+        let newer = String::from_utf8(back.encode()).unwrap().replace(
+            "\"version\":1",
+            &format!("\"version\":{}", TOKENIZER_VERSION + 1),
+        );
         assert!(TokenizerSpec::decode(newer.as_bytes())
             .unwrap_err()
             .contains("upgrade"));
+    }
+
+    #[test]
+    fn whitespace_keeps_pre_tokenized_words() {
+        let ws = TokenizerOptions {
+            segmenter: Segmenter::Whitespace,
+            ..plain()
+        };
+        // Segmented Chinese keeps its words (not characters); ideographic space (U+3000), tabs
+        // and a byte-order mark separate; tokens are kept as written apart from lower-casing.
+        assert_eq!(
+            tok(
+                ws.clone(),
+                "\u{feff}我们 喜欢\u{3000}自然语言处理\tTopic-Models don’t Obama's e.g. 2024 。"
+            ),
+            [
+                "我们",
+                "喜欢",
+                "自然语言处理",
+                "topic-models",
+                "don’t",
+                "obama's",
+                "e.g."
+            ]
+        );
+        // The default tokenizer cuts the same Chinese into characters.
+        assert_eq!(tok(plain(), "我们 喜欢").len(), 4);
+        // Length, numbers, case and stop words still apply, as options.
+        let rules = TokenizerOptions {
+            min_len: 2,
+            lowercase: false,
+            ..TokenizerOptions {
+                segmenter: Segmenter::Whitespace,
+                ..TokenizerOptions::default()
+            }
+        };
+        assert_eq!(
+            tok(rules, "我 爱 北京 The Cat 42 3.14"),
+            ["北京", "The", "Cat"]
+        );
+        let lower = TokenizerOptions {
+            segmenter: Segmenter::Whitespace,
+            ..TokenizerOptions::default()
+        };
+        assert_eq!(tok(lower, "The Cats ÉTÉ"), ["cats", "été"]);
+    }
+
+    #[test]
+    fn whitespace_lookup_and_spec() {
+        let opts = TokenizerOptions {
+            segmenter: Segmenter::Whitespace,
+            min_len: 1,
+            ..TokenizerOptions::default()
+        };
+        let t = Tokenizer::new(&opts).unwrap();
+        let text = "北京 的 天气 The weather";
+        let mut all = vec![];
+        t.lookup_tokens_with(text, &mut Scratch::default(), |w| all.push(w.to_string()));
+        assert_eq!(all, ["北京", "的", "天气", "the", "weather"]);
+        let spec = opts.spec().unwrap();
+        assert_eq!(spec.tokenizer, "whitespace");
+        let json = String::from_utf8(spec.encode()).unwrap();
+        assert!(json.contains("\"tokenizer\":\"whitespace\""), "{json}");
+        let back = TokenizerSpec::decode(json.as_bytes()).unwrap();
+        assert_eq!(
+            Tokenizer::from_spec(&back).unwrap().tokens(text),
+            t.tokens(text)
+        );
+        assert!(back.describe().starts_with("split at white space"));
+        // A segmenter this build does not know is refused where text would be cut.
+        let unknown = json.replace("whitespace", "mecab");
+        let e = TokenizerSpec::decode(unknown.as_bytes()).unwrap_err();
+        assert!(e.contains("mecab") && e.contains("upgrade"), "{e}");
+        assert!("klingon"
+            .parse::<Segmenter>()
+            .unwrap_err()
+            .contains("whitespace"));
+    }
+
+    #[cfg(feature = "jieba")]
+    #[test]
+    fn jieba_segments_chinese_into_words() {
+        let opts = TokenizerOptions {
+            segmenter: Segmenter::Jieba,
+            min_len: 2,
+            ..TokenizerOptions::default()
+        };
+        let t = Tokenizer::new(&opts).unwrap();
+        let text = "我们中出了一个叛徒。Topic models 很有用！";
+        let tokens = t.tokens(text);
+        assert!(tokens.contains(&"我们".to_string()), "{tokens:?}");
+        assert!(tokens.contains(&"叛徒".to_string()), "{tokens:?}");
+        assert!(tokens.contains(&"topic".to_string()), "{tokens:?}");
+        assert!(tokens.iter().all(|w| w.chars().count() >= 2), "{tokens:?}");
+        let spec = TokenizerSpec::decode(&opts.spec().unwrap().encode()).unwrap();
+        assert_eq!(spec.tokenizer, "jieba");
+        assert_eq!(Tokenizer::from_spec(&spec).unwrap().tokens(text), tokens);
+        let mut all = vec![];
+        t.lookup_tokens_with(text, &mut Scratch::default(), |w| all.push(w.to_string()));
+        let mut it = all.iter();
+        assert!(tokens.iter().all(|tok| it.any(|a| a == tok)), "{all:?}");
+    }
+
+    #[cfg(not(feature = "jieba"))]
+    #[test]
+    fn jieba_without_the_feature_is_refused() {
+        let opts = TokenizerOptions {
+            segmenter: Segmenter::Jieba,
+            ..TokenizerOptions::default()
+        };
+        let e = Tokenizer::new(&opts).err().unwrap().to_string();
+        assert!(e.contains("--features jieba") && !e.contains('\n'), "{e}");
+        // A corpus that records it still reads; only cutting text is refused.
+        let spec = TokenizerSpec::decode(&opts.spec().unwrap().encode()).unwrap();
+        assert!(Tokenizer::from_spec(&spec).err().unwrap().contains("jieba"));
+    }
+
+    #[test]
+    fn defaults_record_what_version_1_recorded() {
+        // The fields added for the segmenter and the language are left out at their defaults,
+        // so a default corpus records the same bytes as before them, and old specs read back.
+        let old = r#"{"version":1,"lowercase":true,"english_stopwords":true,"extra_stopwords":[],"min_len":3,"stem":false,"drop_numbers":true,"words_given":false}"#;
+        assert_eq!(
+            String::from_utf8(TokenizerSpec::defaults().encode()).unwrap(),
+            old
+        );
+        let spec = TokenizerSpec::decode(old.as_bytes()).unwrap();
+        assert_eq!(spec, TokenizerSpec::defaults());
+        assert_eq!(spec.segmenter(), Ok(Segmenter::Words));
+        assert_eq!(spec.language(), Ok(Language::English));
+        assert_eq!(
+            spec.describe(),
+            "lower-cased, English stop words dropped, min length 3, numbers dropped, not stemmed"
+        );
+    }
+
+    #[test]
+    fn languages_choose_stop_words_and_stemmer() {
+        let de = TokenizerOptions {
+            language: Language::German,
+            stem: true,
+            ..TokenizerOptions::default()
+        };
+        let text = "Die Katzen und die Hunde spielten nicht über den Häusern, aber das Haus";
+        let tokens = tok(de.clone(), text);
+        assert_eq!(tokens, ["katz", "hund", "spielt", "haus", "haus"]);
+        // English stop words are not German ones: "die", "und" are kept in English.
+        let en = tok(
+            TokenizerOptions {
+                stem: true,
+                ..TokenizerOptions::default()
+            },
+            text,
+        );
+        assert!(
+            en.contains(&"die".to_string()) && en.contains(&"und".to_string()),
+            "{en:?}"
+        );
+        // Recorded and rebuilt.
+        let spec = de.spec().unwrap();
+        assert_eq!(spec.language, "german");
+        let back = TokenizerSpec::decode(&spec.encode()).unwrap();
+        assert_eq!(Tokenizer::from_spec(&back).unwrap().tokens(text), tokens);
+        assert_eq!(
+            back.describe(),
+            "lower-cased, German stop words dropped, min length 3, numbers dropped, stemmed (German Snowball)"
+        );
+        let unknown = String::from_utf8(spec.encode())
+            .unwrap()
+            .replace("german", "klingon");
+        assert!(TokenizerSpec::decode(unknown.as_bytes())
+            .unwrap_err()
+            .contains("klingon"));
+        // Without stemming, French stop words (NLTK's list) are dropped.
+        let fr = TokenizerOptions {
+            language: Language::French,
+            ..TokenizerOptions::default()
+        };
+        assert_eq!(
+            tok(fr, "Les chats et les chiens sont dans la maison"),
+            ["chats", "chiens", "maison"]
+        );
     }
 
     #[test]

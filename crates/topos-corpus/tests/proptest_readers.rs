@@ -12,8 +12,8 @@ use std::path::Path;
 use topos_corpus::encoding::{DecodeStats, Encoding};
 use topos_corpus::readers::{self, bags, text, ByteCounter, Decoder, InputFormat};
 use topos_corpus::{
-    prepare, Corpus, CorpusError, OwnedDocs, PrepareOptions, PruneOptions, Tokenizer,
-    TokenizerOptions, TokenizerSpec, Vocabulary,
+    prepare, Corpus, CorpusError, Language, OwnedDocs, PrepareOptions, PruneOptions, Segmenter,
+    Tokenizer, TokenizerOptions, TokenizerSpec, Vocabulary,
 };
 use topos_testkit::{
     assert_one_line, bytes, config, mutated, text_bytes, within_allocation, CountingAlloc,
@@ -28,11 +28,13 @@ fn bound(len: usize) -> usize {
     (1 << 20) + 16 * len
 }
 
-const ENCODINGS: [Encoding; 4] = [
+const ENCODINGS: [Encoding; 6] = [
     Encoding::Utf8,
     Encoding::Utf8Lossy,
     Encoding::Latin1,
     Encoding::Windows1252,
+    Encoding::Legacy(encoding_rs::GBK),
+    Encoding::Legacy(encoding_rs::SHIFT_JIS),
 ];
 
 /// Every document of a text input, or the error.
@@ -254,7 +256,7 @@ proptest! {
     }
 
     #[test]
-    fn tokenizer_and_decoders_any_input(data in text_bytes(400), e in 0..4usize) {
+    fn tokenizer_and_decoders_any_input(data in text_bytes(400), e in 0..ENCODINGS.len()) {
         let stats = DecodeStats::default();
         match ENCODINGS[e].decode(data.clone(), &stats) {
             Ok(text) => {
@@ -262,9 +264,17 @@ proptest! {
                     prop_assert_eq!(text.chars().count(), data.len());
                 }
                 for stem in [false, true] {
-                    let t = Tokenizer::new(&TokenizerOptions { stem, ..TokenizerOptions::default() })
+                    // `jieba` only in builds with its feature.
+                    for segmenter in Segmenter::ALL.into_iter().filter(|s| s.available().is_ok()) {
+                        let t = Tokenizer::new(&TokenizerOptions {
+                            stem,
+                            segmenter,
+                            language: if stem { Language::German } else { Language::English },
+                            ..TokenizerOptions::default()
+                        })
                         .unwrap();
-                    let _ = t.tokens(&text);
+                        let _ = t.tokens(&text);
+                    }
                 }
             }
             Err(invalid) => {
@@ -280,7 +290,7 @@ proptest! {
     #[test]
     fn tokenizer_spec_mutated(data in mutated(TokenizerSpec::defaults().encode())) {
         match TokenizerSpec::decode(&data) {
-            Ok(spec) => { let _ = Tokenizer::from_spec(&spec).tokens("Running runners 42"); }
+            Ok(spec) => { let _ = Tokenizer::from_spec(&spec).unwrap().tokens("Running runners 42"); }
             Err(msg) => assert_one_line(&msg),
         }
     }

@@ -49,7 +49,9 @@ impl EngineGroup {
                 .enumerate()
                 .map(|(i, (m, t))| {
                     s.spawn(move || {
+                        let guard = t.fail_unless_disarmed();
                         let r = f(i, m.as_mut(), t.as_ref());
+                        guard.disarm();
                         if r.is_err() {
                             t.fail();
                         }

@@ -73,12 +73,28 @@ pub fn sum_across_workers(
     }
     let v = local.num_words() as u64;
     let k = u64::from(local.num_topics);
+    // One sum carries the totals, the non-zeros and each worker's forced way (so that workers
+    // told different ways, `TOPOS_EXCHANGE` set for some only, agree on none rather than call
+    // different collectives).
+    let forced_code = |w: Option<Way>| match w {
+        None => 0u64,
+        Some(Way::Dense) | Some(Way::Nccl) => 1,
+        Some(Way::Sparse) => 2,
+    };
     let mut head = local.totals.clone();
     head.push(local.topics.len() as u64);
+    head.push(forced_code(forced_way()));
     transport.sum_u64(&mut head)?;
+    let forced_sum = head.pop().expect("the forced way was appended");
     let nnz_sum = head.pop().expect("the non-zeros were appended");
     let totals = head;
-    let way = match forced_way() {
+    let workers = transport.workers() as u64;
+    let forced = match forced_sum {
+        s if s == workers => Some(Way::Dense),
+        s if s == 2 * workers => Some(Way::Sparse),
+        _ => None,
+    };
+    let way = match forced {
         Some(w) => w,
         None if 6 * nnz_sum + 4 * v < 4 * v * k => Way::Sparse,
         None => Way::Dense,

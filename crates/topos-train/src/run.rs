@@ -384,7 +384,11 @@ impl Run {
             }
         }
         let _release_unused = ReleaseUnused;
+        // Under a launcher each process opens the GPU of its local rank, not the first: nothing
+        // is prewarmed (a context on GPU 0 from every process would crowd the first's).
+        let launched = crate::transport::launched_by().is_some();
         match config.device {
+            _ if launched => {}
             DeviceChoice::Named { device, ordinal } if device.runs(config.sampler) => {
                 device.prepare(ordinal)
             }
@@ -712,28 +716,57 @@ impl Run {
                             && (workers == 1 || d.joins_workers())
                     })
                     .collect();
-                let mut opened = None;
-                for (i, &device) in candidates.iter().enumerate() {
-                    let fallback = i + 1 == candidates.len();
-                    let attempt = device
-                        .usable()
-                        .map_err(RunError::Invalid)
-                        .and_then(|()| admit(device, observer))
-                        .and_then(|estimate| Ok((device.open(None, setup.clone())?, estimate)));
-                    match attempt {
-                        Ok(e) => {
-                            opened = Some(e);
-                            break;
+                if workers > 1 {
+                    // Every worker must open the same kind of device (their collectives differ):
+                    // each names the first it could use, and all take the last named, so a
+                    // worker without a usable GPU moves everyone to the CPU. A failure to open
+                    // it is then the run's error, never a quiet fallback.
+                    let mine = candidates
+                        .iter()
+                        .position(|d| d.usable().is_ok() && admit(*d, &mut Silent).is_ok())
+                        .unwrap_or(candidates.len().saturating_sub(1));
+                    let votes = transport
+                        .all_gather_bytes(&(mine as u64).to_le_bytes())
+                        .map_err(TrainError::from)?;
+                    let chosen = votes
+                        .iter()
+                        .map(|v| u64::from_le_bytes(v[..8].try_into().expect("8 bytes")) as usize)
+                        .max()
+                        .unwrap_or(0);
+                    let device = *candidates.get(chosen).ok_or_else(|| {
+                        RunError::Invalid(
+                            "no device can run this sampler; see `topos algos`".into(),
+                        )
+                    })?;
+                    device.usable().map_err(RunError::Invalid)?;
+                    let estimate = admit(device, observer)?;
+                    (device.open(None, setup.clone())?, estimate)
+                } else {
+                    let mut opened = None;
+                    for (i, &device) in candidates.iter().enumerate() {
+                        let fallback = i + 1 == candidates.len();
+                        let attempt = device
+                            .usable()
+                            .map_err(RunError::Invalid)
+                            .and_then(|()| admit(device, observer))
+                            .and_then(|estimate| Ok((device.open(None, setup.clone())?, estimate)));
+                        match attempt {
+                            Ok(e) => {
+                                opened = Some(e);
+                                break;
+                            }
+                            Err(e) if fallback => return Err(e),
+                            // A device this machine does not have is passed over in silence.
+                            Err(_) if !device.present() => {}
+                            Err(e) => observer.info(&format!("not using {}: {e}", device.name())),
                         }
-                        Err(e) if fallback => return Err(e),
-                        // A device this machine does not have is passed over in silence.
-                        Err(_) if !device.present() => {}
-                        Err(e) => observer.info(&format!("not using {}: {e}", device.name())),
                     }
+                    opened.ok_or_else(|| {
+                        RunError::Invalid(
+                            "no device can run this sampler; see `topos algos`".into(),
+                        )
+                    })?
                 }
-                opened.ok_or_else(|| {
-                    RunError::Invalid("no device can run this sampler; see `topos algos`".into())
-                })?
             }
         };
         if let Some(plan) = engine.plan() {
@@ -1531,7 +1564,9 @@ fn open_group(
                 let mut member = setup.clone();
                 member.transport = t.clone();
                 s.spawn(move || {
+                    let guard = t.fail_unless_disarmed();
                     let r = device.open(Some(i), member);
+                    guard.disarm();
                     if r.is_err() {
                         t.fail();
                     }

@@ -34,7 +34,8 @@ pub struct Args {
     #[arg(long)]
     pub corpus: Option<PathBuf>,
     /// Encoding of the documents: utf-8 (invalid bytes are an error), utf-8-lossy (replaced by
-    /// U+FFFD, counted), latin1 or windows-1252.
+    /// U+FFFD, counted), latin1, windows-1252, or another label of the Encoding Standard (gbk,
+    /// big5, shift_jis, euc-kr, windows-1251, ...; malformed bytes replaced, counted).
     #[arg(long, default_value = "utf-8")]
     pub encoding: topos_corpus::Encoding,
     /// Stem words: only for a corpus that does not record its options (prepared by an older
@@ -185,7 +186,7 @@ pub fn follow_spec(
         path.display(),
         spec.describe()
     ));
-    Ok(Tokenizer::from_spec(spec))
+    Tokenizer::from_spec(spec).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
@@ -197,7 +198,8 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     let (lines, replaced) = read_lines(&args.input, args.encoding)?;
     if replaced > 0 {
         eprintln!(
-            "warning: {replaced} invalid UTF-8 bytes replaced by U+FFFD (--encoding utf-8-lossy)"
+            "warning: {replaced} invalid bytes replaced by U+FFFD (--encoding {})",
+            args.encoding
         );
     }
     let mut docs = OwnedDocs::new();

@@ -4,8 +4,8 @@ use crate::ui::Ui;
 use anyhow::Result;
 use std::path::PathBuf;
 use topos_corpus::{
-    prepare, Encoding, InputFormat, Pass, PrepareOptions, PrepareReport, PruneOptions,
-    TokenizerOptions,
+    prepare, Encoding, InputFormat, Language, Pass, PrepareOptions, PrepareReport, PruneOptions,
+    Segmenter, TokenizerOptions,
 };
 
 #[derive(clap::Args, Debug)]
@@ -24,7 +24,9 @@ pub struct Args {
     pub text_field: String,
     /// Encoding of the input text (and of a bag-of-words vocabulary file): utf-8 (invalid bytes
     /// are an error naming the file and line), utf-8-lossy (invalid bytes become U+FFFD and are
-    /// counted in the summary), latin1 (ISO-8859-1) or windows-1252.
+    /// counted in the summary), latin1 (ISO-8859-1), windows-1252, or another label of the
+    /// Encoding Standard (gbk, gb18030, big5, shift_jis, euc-jp, euc-kr, windows-1251, koi8-r,
+    /// iso-8859-2, ...; malformed bytes become U+FFFD and are counted in the summary).
     #[arg(long, default_value = "utf-8")]
     pub encoding: Encoding,
     /// Vocabulary file for UCI / LDA-C input (found beside the input when omitted).
@@ -45,16 +47,31 @@ pub struct Args {
     /// Keep at most this many (most frequent) words.
     #[arg(long)]
     pub max_vocab: Option<usize>,
-    /// Minimum token length in characters.
-    #[arg(long, default_value_t = 3)]
-    pub min_len: usize,
+    /// How text is cut into words: `words` (Unicode word segmentation), `whitespace`
+    /// (pre-tokenized text, e.g. segmented Chinese: split at white space only, tokens kept as
+    /// written apart from lower-casing) or `jieba` (Chinese word segmentation; builds with the
+    /// `jieba` feature). Recorded in the corpus, so `infer` and `similar --text` cut new text the
+    /// same way.
+    #[arg(long, default_value = "words", value_parser = parse_segmenter)]
+    pub tokenizer: Segmenter,
+    /// Language of the stop words and of the `--stem` stemmer (name or ISO 639-1 code): arabic,
+    /// chinese (stop words only, no stemmer), danish, dutch, english, finnish, french, german,
+    /// greek, hungarian, italian, norwegian, portuguese, romanian, russian, spanish, swedish,
+    /// tamil, turkish.
+    #[arg(long, default_value = "english", value_parser = parse_language)]
+    pub language: Language,
+    /// Minimum token length in characters [default: 3 with `--tokenizer words`, 1 with
+    /// `--tokenizer whitespace`, whose tokens are the input's words as given, 2 with `--tokenizer
+    /// jieba`, whose one-character words are mostly function words].
+    #[arg(long)]
+    pub min_len: Option<usize>,
     /// Extra stop words, one per line.
     #[arg(long)]
     pub stopwords: Option<PathBuf>,
-    /// Keep English stop words.
+    /// Keep the built-in stop words of the language.
     #[arg(long)]
     pub keep_stopwords: bool,
-    /// Snowball (English) stemming.
+    /// Snowball stemming in the language of `--language`.
     #[arg(long)]
     pub stem: bool,
     /// Keep tokens that contain no letter (numbers).
@@ -63,6 +80,14 @@ pub struct Args {
     /// Do not lower-case tokens.
     #[arg(long)]
     pub keep_case: bool,
+}
+
+fn parse_segmenter(s: &str) -> Result<Segmenter, String> {
+    s.parse()
+}
+
+fn parse_language(s: &str) -> Result<Language, String> {
+    s.parse()
 }
 
 fn parse_format(s: &str) -> Result<InputFormat, String> {
@@ -86,10 +111,16 @@ impl Args {
             vocab_file: self.vocab.clone(),
             encoding: self.encoding,
             tokenizer: TokenizerOptions {
+                segmenter: self.tokenizer,
+                language: self.language,
                 lowercase: !self.keep_case,
                 english_stopwords: !self.keep_stopwords,
                 stopword_file: self.stopwords.clone(),
-                min_len: self.min_len,
+                min_len: self.min_len.unwrap_or(match self.tokenizer {
+                    Segmenter::Words => 3,
+                    Segmenter::Whitespace => 1,
+                    Segmenter::Jieba => 2,
+                }),
                 stem: self.stem,
                 drop_numbers: !self.keep_numbers,
             },
@@ -157,10 +188,11 @@ pub fn print_report(r: &PrepareReport) {
         "tokens:    {} read, {} kept ({} train, {} held out); dropped {} stop words, {} too short, {} numbers, {} pruned",
         r.input_words, r.tokens_kept, r.train_tokens, r.heldout_tokens, r.tokens_dropped_stopwords, r.tokens_dropped_short, r.tokens_dropped_numbers, r.tokens_dropped_pruned
     );
+    println!("tokenizer: {}", r.tokenizer.describe());
     match r.encoding {
         Encoding::Utf8 => {}
-        Encoding::Utf8Lossy => println!(
-            "encoding:  utf-8-lossy: {} invalid bytes replaced by U+FFFD in {} documents",
+        e if e.replaces_invalid() => println!(
+            "encoding:  {e}: {} invalid bytes replaced by U+FFFD in {} documents",
             r.invalid_bytes_replaced, r.documents_with_invalid_bytes
         ),
         e => println!("encoding:  {e}"),

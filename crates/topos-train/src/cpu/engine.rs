@@ -144,6 +144,15 @@ impl Trainer {
             }
         });
         let shard = if workers > 1 {
+            // Every process must cut the corpus alike: the first's count (its default depends
+            // on its threads, which another machine may have more or fewer of).
+            let counts = transport.all_gather_bytes(&(partitions as u64).to_le_bytes())?;
+            let partitions = counts
+                .first()
+                .and_then(|c| c.get(..8))
+                .map_or(partitions, |c| {
+                    u64::from_le_bytes(c.try_into().expect("8 bytes")) as usize
+                });
             Some(Shard::of(whole, partitions, transport.rank(), workers)?)
         } else {
             None

@@ -94,6 +94,16 @@ impl InProcess {
         self.shared.barrier.brake();
     }
 
+    /// A guard that breaks the group's collectives if it is dropped armed: held by a member's
+    /// thread over its work, so that a panic there (which skips its error path) still releases
+    /// the others.
+    pub fn fail_unless_disarmed(&self) -> FailGuard<'_> {
+        FailGuard {
+            worker: self,
+            armed: true,
+        }
+    }
+
     /// Every worker posts `out[j]` for worker j; returns what each posted for this one.
     fn swap(&self, out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, TransportError> {
         let bytes: usize = out.iter().map(Vec::len).sum();
@@ -169,6 +179,27 @@ impl Transport for InProcess {
     }
     fn bytes_sent(&self) -> u64 {
         self.meter.bytes()
+    }
+}
+
+/// See [`InProcess::fail_unless_disarmed`].
+pub struct FailGuard<'a> {
+    worker: &'a InProcess,
+    armed: bool,
+}
+
+impl FailGuard<'_> {
+    /// The work ended (well or with an error it reports itself): nothing to break.
+    pub fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for FailGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.worker.fail();
+        }
     }
 }
 

@@ -93,7 +93,7 @@ pub fn transport_named(name: &str) -> Option<&'static dyn TransportKind> {
 }
 
 /// The launcher this process runs under, if any: (its rank, the number of processes) from the
-/// variables Open MPI, MPICH/PMI, PMIx and Slurm set. Used to pick `mpi` when no transport is
+/// variables Open MPI, MPICH/PMI and PMIx set (Slurm's srun sets the PMI or PMIx ones). Used to pick `mpi` when no transport is
 /// named, and to refuse a launch this build cannot join (N copies training alone would race on
 /// one output).
 pub fn launched_by() -> Option<(&'static str, usize, usize)> {
@@ -102,7 +102,8 @@ pub fn launched_by() -> Option<(&'static str, usize, usize)> {
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"),
         ("PMIX_RANK", "PMIX_SIZE", "PMIx"),
         ("PMI_RANK", "PMI_SIZE", "PMI"),
-        ("SLURM_PROCID", "SLURM_NTASKS", "Slurm"),
+        // Not Slurm's SLURM_PROCID/SLURM_NTASKS: a batch script of several tasks has them too,
+        // outside any launch (srun sets the PMI or PMIx variables above).
     ];
     pairs
         .iter()
