@@ -29,12 +29,17 @@ pub struct RunShape {
     pub doc_topics: bool,
     /// Whether the run is private (noisy releases of V × K counts).
     pub private: bool,
+    /// Processes of the run: with several, `tokens` and `docs` are one process's share, while
+    /// the word-topic counts are the whole corpus's.
+    pub workers: u64,
 }
 
 impl RunShape {
     /// Non-zeros of the word-topic counts: at most one per token, at most V × K.
     pub fn word_topic_nonzeros(&self) -> u64 {
-        self.tokens.min(self.words.saturating_mul(self.topics))
+        self.tokens
+            .saturating_mul(self.workers.max(1))
+            .min(self.words.saturating_mul(self.topics))
     }
 }
 

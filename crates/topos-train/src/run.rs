@@ -630,6 +630,7 @@ impl Run {
             heldout_words: heldout_words.len() as u64,
             doc_topics: config.doc_topics,
             private: config.private.is_some(),
+            workers: workers as u64,
         };
 
         // A private run keys its sampler with OS randomness that is never recorded.
@@ -660,7 +661,9 @@ impl Run {
                 Bytes(estimate.total()),
                 estimate.describe()
             ));
-            if let Some(avail) = topos_model::mem::available_memory() {
+            // The processes of one machine share its memory.
+            let on_this_machine = crate::transport::local_size().unwrap_or(1).max(1) as u64;
+            if let Some(avail) = topos_model::mem::available_memory().map(|a| a / on_this_machine) {
                 if estimate.total() > avail {
                     return Err(RunError::Memory {
                         needed: Bytes(estimate.total()),

@@ -70,6 +70,13 @@ impl Device for Cpu {
                 6 * s.word_topic_nonzeros() + 8 * (s.words + 1) + 8 * s.topics,
             ),
         ];
+        if s.workers > 1 {
+            // The exchange holds this process's counts and the sum beside the current ones.
+            items.push((
+                "word-topic rows of the exchange, local and summed (6 B/non-zero each)",
+                12 * s.word_topic_nonzeros(),
+            ));
+        }
         items.extend(sampler.cpu_memory(s));
         items.extend(shared_items(s));
         MemoryEstimate::new(items)

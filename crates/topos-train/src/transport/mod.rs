@@ -126,6 +126,17 @@ pub fn local_rank() -> Option<usize> {
     .find_map(|k| std::env::var(k).ok().and_then(|v| v.parse().ok()))
 }
 
+/// How many processes of the run share this machine, from the launcher's variables.
+pub fn local_size() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "MPI_LOCALNRANKS",
+        "PMI_LOCAL_SIZE",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok().and_then(|v| v.parse().ok()))
+}
+
 /// The transport for `name` (`auto`: `mpi` when launched by an MPI launcher with several
 /// processes, else `local`), refused with what to do when it cannot work here.
 pub fn choose(name: &str) -> Result<&'static dyn TransportKind, String> {
