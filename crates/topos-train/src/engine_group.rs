@@ -40,35 +40,9 @@ impl EngineGroup {
         &mut self,
         f: impl Fn(usize, &mut dyn Engine, &dyn Transport) -> Result<T, TrainError> + Sync,
     ) -> Result<T, TrainError> {
-        let f = &f;
-        let mut results: Vec<Result<T, TrainError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .members
-                .iter_mut()
-                .zip(&self.transports)
-                .enumerate()
-                .map(|(i, (m, t))| {
-                    s.spawn(move || {
-                        let guard = t.fail_unless_disarmed();
-                        let r = f(i, m.as_mut(), t.as_ref());
-                        guard.disarm();
-                        if r.is_err() {
-                            t.fail();
-                        }
-                        r
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(TrainError::Unsupported(
-                            "an engine of the group panicked".into(),
-                        ))
-                    })
-                })
-                .collect()
+        let members: Vec<&mut Box<dyn Engine>> = self.members.iter_mut().collect();
+        let mut results = on_each_member(&self.transports, members, "an engine", |i, m, t| {
+            f(i, m.as_mut(), t)
         });
         let broken =
             |e: &TrainError| matches!(e, TrainError::Transport(t) if t.transport == "in-process");
@@ -81,6 +55,46 @@ impl EngineGroup {
         }
         results.swap_remove(0)
     }
+}
+
+/// Runs `work(i, items[i], member i's transport)` for every member at once, on a thread each,
+/// and returns the results in member order. A member whose work fails or panics breaks the
+/// group's collectives ([`InProcess::fail`]), so that the others return instead of waiting for it.
+pub(crate) fn on_each_member<I: Send, T: Send>(
+    transports: &[Arc<InProcess>],
+    items: Vec<I>,
+    what: &str,
+    work: impl Fn(usize, I, &InProcess) -> Result<T, TrainError> + Sync,
+) -> Vec<Result<T, TrainError>> {
+    let work = &work;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .zip(transports)
+            .enumerate()
+            .map(|(i, (item, t))| {
+                s.spawn(move || {
+                    let guard = t.fail_unless_disarmed();
+                    let r = work(i, item, t.as_ref());
+                    guard.disarm();
+                    if r.is_err() {
+                        t.fail();
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(TrainError::Unsupported(format!(
+                        "{what} of the group panicked"
+                    )))
+                })
+            })
+            .collect()
+    })
 }
 
 impl Engine for EngineGroup {

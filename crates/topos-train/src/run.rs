@@ -1559,33 +1559,18 @@ fn open_group(
 ) -> Result<Box<dyn Engine>, RunError> {
     use crate::transport::InProcess;
     let transports: Vec<Arc<InProcess>> = InProcess::group(n).into_iter().map(Arc::new).collect();
-    let opened: Vec<Result<Box<dyn Engine>, TrainError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = transports
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let mut member = setup.clone();
-                member.transport = t.clone();
-                s.spawn(move || {
-                    let guard = t.fail_unless_disarmed();
-                    let r = device.open(Some(i), member);
-                    guard.disarm();
-                    if r.is_err() {
-                        t.fail();
-                    }
-                    r
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(TrainError::Unsupported("opening a device panicked".into()))
-                })
-            })
-            .collect()
-    });
+    let setups: Vec<EngineSetup> = transports
+        .iter()
+        .map(|t| {
+            let mut member = setup.clone();
+            member.transport = t.clone();
+            member
+        })
+        .collect();
+    let opened =
+        crate::engine_group::on_each_member(&transports, setups, "opening a device", |i, s, _| {
+            device.open(Some(i), s)
+        });
     let mut members = Vec::with_capacity(n);
     for (i, r) in opened.into_iter().enumerate() {
         members.push(r.map_err(|e| RunError::Invalid(format!("{}:{i}: {e}", device.name())))?);
