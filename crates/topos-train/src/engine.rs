@@ -164,6 +164,24 @@ pub trait Engine: Send {
     fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError>;
     /// The current topic of tokens `start..start + out.len()` (corpus order).
     fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError>;
+    /// What learned priors are re-estimated from (`topos train --optimize-priors`, see
+    /// [`crate::priors`]): the histograms of this worker's documents' topic counts and those of
+    /// the (global) word-topic counts. `None` (the default): the engine cannot learn priors.
+    fn prior_statistics(
+        &mut self,
+    ) -> Result<Option<(crate::priors::DocHistograms, crate::priors::WordHistogram)>, TrainError>
+    {
+        Ok(None)
+    }
+    /// Samples with the priors of `hyper` (same K) from the next iteration on. Only engines whose
+    /// device [`crate::device::Device::learns_priors`] support it.
+    fn set_priors(&mut self, hyper: &topos_model::Hyperparameters) -> Result<(), TrainError> {
+        let _ = hyper;
+        Err(TrainError::Unsupported(
+            "learned priors (--optimize-priors) run on the CPU only for now; use --device cpu"
+                .into(),
+        ))
+    }
     /// From the next sample on, reads `counts` (a noisy release of the word-topic counts)
     /// instead of the true ones. Only engines that private training may run on support it.
     fn sample_from_release(&mut self, counts: Arc<WordTopics>) -> Result<(), TrainError> {

@@ -31,6 +31,7 @@ pub mod fixed_sum;
 pub mod layout;
 pub mod loglik;
 pub mod memory;
+pub mod priors;
 pub mod private;
 pub mod run;
 pub mod sampler;

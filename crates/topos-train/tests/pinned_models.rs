@@ -16,7 +16,7 @@ fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32
         num_words: 400,
         num_topics: 6,
         mean_doc_len: 60,
-        alpha: 0.1,
+        alpha: topos_model::Alpha::symmetric(6, 0.1),
         shape: TopicShape::Dirichlet { beta: 0.05 },
         seed: 5,
     };

@@ -19,7 +19,7 @@ fn spec(seed: u64) -> SyntheticSpec {
         num_words: 500,
         num_topics: 8,
         mean_doc_len: 80,
-        alpha: 0.1,
+        alpha: topos_model::Alpha::symmetric(8, 0.1),
         shape: TopicShape::Dirichlet { beta: 0.05 },
         seed,
     }
@@ -137,6 +137,7 @@ fn resume_equals_uninterrupted() {
                 partitions: half.partitions() as u32,
                 corpus_checksum: 1,
                 iteration: 4,
+                priors: None,
             },
             assignments: half.assignments().to_vec(),
         };
@@ -163,7 +164,7 @@ fn large_k_runs_with_sparse_counts() {
         num_words: 100,
         num_topics: 3,
         mean_doc_len: 20,
-        alpha: 0.5,
+        alpha: topos_model::Alpha::symmetric(3, 0.5),
         shape: TopicShape::Dirichlet { beta: 0.1 },
         seed: 8,
     };

@@ -36,6 +36,17 @@ pub struct Args {
     /// Topic-word prior β.
     #[arg(long, default_value_t = 0.01)]
     pub beta: f64,
+    /// Learn the priors from the data every N iterations: an asymmetric document prior α (one
+    /// α_k per topic, so common topics can be common and rare ones rare) and a symmetric β, by
+    /// Minka's fixed-point iteration on the current topic counts, as Mallet's
+    /// --optimize-interval does (Wallach, Mimno & McCallum 2009, "Rethinking LDA: why priors
+    /// matter"). --alpha and --beta are then where they start. The model records the learned
+    /// priors, and eval, infer and similar use them. CPU only for now.
+    #[arg(long, value_name = "N", verbatim_doc_comment)]
+    pub optimize_priors: Option<u32>,
+    /// Iterations before the first --optimize-priors update, while the topics form.
+    #[arg(long, value_name = "N", default_value_t = topos_train::priors::DEFAULT_BURN_IN, requires = "optimize_priors")]
+    pub optimize_burn_in: u32,
     /// Document partitions (cgs results depend on it; default: about one per 250K tokens, a
     /// multiple of 4, at most 64).
     #[arg(long)]
@@ -253,6 +264,16 @@ impl Args {
         c.private = self.private_options()?;
         c.skip_heldout = self.skip_heldout;
         c.skip_train_ll = self.skip_train_ll;
+        c.optimize_priors = match self.optimize_priors {
+            Some(0) => anyhow::bail!(
+                "--optimize-priors needs an interval of at least 1 iteration (or leave it out to keep the priors fixed)"
+            ),
+            Some(every) => Some(topos_train::priors::PriorSchedule {
+                every,
+                burn_in: self.optimize_burn_in,
+            }),
+            None => None,
+        };
         Ok(c)
     }
 }

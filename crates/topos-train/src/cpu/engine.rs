@@ -269,7 +269,7 @@ impl Trainer {
                 docs,
                 doc_topics: a,
                 word_topics: b,
-                alpha: hyper.alpha,
+                alpha: &hyper.alpha,
                 beta: hyper.beta,
                 seed: *seed,
                 iteration: next,
@@ -336,14 +336,14 @@ impl Trainer {
 
     /// [`Trainer::log_likelihood`], with the transport's failure as an error.
     pub fn try_log_likelihood(&self) -> Result<f64, TrainError> {
-        let h = self.hyper;
+        let h = &self.hyper;
         let mine = self.pool.install(|| {
             loglik::log_likelihood_sum(
                 self.docs(),
                 &self.layout,
                 self.doc_topics(),
                 &self.word_topics,
-                h.alpha,
+                &h.alpha,
                 h.beta,
             )
         });
@@ -429,7 +429,7 @@ impl Trainer {
             num_tokens: self.docs().num_tokens(),
         };
         let dense = self.pool.install(|| self.word_topics.to_dense());
-        TopicModel::from_counts(vocab, self.hyper, dense, provenance)
+        TopicModel::from_counts(vocab, self.hyper.clone(), dense, provenance)
     }
 }
 
@@ -540,6 +540,30 @@ impl Engine for Trainer {
             },
         )
     }
+    fn prior_statistics(
+        &mut self,
+    ) -> Result<Option<(crate::priors::DocHistograms, crate::priors::WordHistogram)>, TrainError>
+    {
+        let k = self.hyper.k();
+        Ok(Some(self.pool.install(|| {
+            (
+                crate::priors::DocHistograms::of(self.docs(), &self.z, k),
+                crate::priors::WordHistogram::of(&self.word_topics),
+            )
+        })))
+    }
+
+    fn set_priors(&mut self, hyper: &topos_model::Hyperparameters) -> Result<(), TrainError> {
+        if hyper.num_topics != self.hyper.num_topics {
+            return Err(TrainError::Unsupported(format!(
+                "priors for K = {} given to a run of K = {}",
+                hyper.num_topics, self.hyper.num_topics
+            )));
+        }
+        self.hyper = hyper.clone();
+        Ok(())
+    }
+
     fn sample_from_release(&mut self, counts: Arc<WordTopics>) -> Result<(), TrainError> {
         self.release = Some(counts);
         Ok(())

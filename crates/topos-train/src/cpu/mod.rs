@@ -30,6 +30,9 @@ impl Device for Cpu {
     fn supports_private(&self) -> bool {
         true
     }
+    fn learns_priors(&self) -> bool {
+        true
+    }
     fn joins_workers(&self) -> bool {
         true
     }
