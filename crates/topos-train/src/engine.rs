@@ -102,6 +102,11 @@ pub struct EngineSetup {
     /// The run's workers: with several, this engine holds its share of the documents and sums
     /// counts through it ([`crate::shard`]).
     pub transport: Arc<dyn Transport>,
+    /// Word-topic counts added to the sampled ones at every iteration, as if tokens outside the
+    /// corpus held them fixed: an earlier model's counts (`topos update`) or seed words'
+    /// pseudo-counts (`--seed-words`). The same on every worker; part of the model written.
+    /// Only devices that [`crate::device::Device::takes_fixed_counts`] accept them.
+    pub fixed_counts: Option<Arc<WordTopics>>,
 }
 
 /// One device's side of a run.

@@ -195,6 +195,7 @@ mod tests {
             start: Start::Fresh,
             device: DeviceOptions::default(),
             transport,
+            fixed_counts: None,
         }
     }
 

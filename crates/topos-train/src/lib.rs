@@ -36,9 +36,11 @@ pub mod private;
 pub mod run;
 pub mod sampler;
 pub mod samplers;
+pub mod seeds;
 pub mod shard;
 pub mod synthetic;
 pub mod transport;
+pub mod update;
 
 pub use checkpoint::{Checkpoint, CheckpointHeader};
 pub use cpu::engine::{IterationStats, TrainOptions, Trainer};

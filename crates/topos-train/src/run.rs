@@ -94,6 +94,10 @@ pub struct RunConfig {
     /// Learn an asymmetric α and a symmetric β from the counts on this schedule (`None`: the
     /// priors of `hyper` stay fixed). See [`crate::priors`].
     pub optimize_priors: Option<crate::priors::PriorSchedule>,
+    /// Word-topic counts added to the sampled ones at every iteration (V of the corpus, K of
+    /// `hyper`): an earlier model's (`topos update`) or seed words' (`--seed-words`); see
+    /// [`EngineSetup::fixed_counts`].
+    pub fixed_counts: Option<Arc<WordTopics>>,
 }
 
 impl RunConfig {
@@ -127,6 +131,7 @@ impl RunConfig {
             skip_heldout: false,
             skip_train_ll: false,
             optimize_priors: None,
+            fixed_counts: None,
         }
     }
 
@@ -358,6 +363,14 @@ pub struct Run {
     starting_priors: (f64, f64),
 }
 
+/// Whether `device` can honour the run's options beyond its sampler: privacy, learned priors,
+/// fixed counts (what `--device auto` filters on).
+fn can_run_options(device: &dyn Device, config: &RunConfig) -> bool {
+    (config.private.is_none() || device.supports_private())
+        && (config.optimize_priors.is_none() || device.learns_priors())
+        && (config.fixed_counts.is_none() || device.takes_fixed_counts())
+}
+
 /// The one α a checkpoint header records for the priors a run starts from: the symmetric value,
 /// or the mean of an asymmetric α given by a library caller.
 fn starting_alpha(h: &Hyperparameters) -> f64 {
@@ -419,11 +432,9 @@ impl Run {
                 device.prepare(ordinal)
             }
             DeviceChoice::Auto => {
-                let first = crate::device::DEVICES.iter().find(|d| {
-                    d.runs(config.sampler)
-                        && (config.private.is_none() || d.supports_private())
-                        && (config.optimize_priors.is_none() || d.learns_priors())
-                });
+                let first = crate::device::DEVICES
+                    .iter()
+                    .find(|d| d.runs(config.sampler) && can_run_options(**d, &config));
                 if let Some(d) = first {
                     d.prepare(None);
                 }
@@ -519,6 +530,30 @@ impl Run {
                     able.join(", "),
                     device.name(),
                     able.join(" or --device ")
+                )));
+            }
+        }
+        if let Some(f) = &config.fixed_counts {
+            if config.private.is_some() {
+                return Err(RunError::Invalid("--private cannot start from fixed counts (topos update, --seed-words): train the private model from its corpus alone".into()));
+            }
+            if f.num_words() != corpus.vocab().len() || f.num_topics != h.num_topics {
+                return Err(RunError::Invalid(format!(
+                    "fixed counts of {} words and {} topics for a corpus of {} words and K = {}",
+                    f.num_words(),
+                    f.num_topics,
+                    corpus.vocab().len(),
+                    h.num_topics
+                )));
+            }
+            let named = match config.device {
+                DeviceChoice::Named { device, .. } | DeviceChoice::Every { device } => Some(device),
+                DeviceChoice::Auto => None,
+            };
+            if let Some(device) = named.filter(|d| !d.takes_fixed_counts()) {
+                return Err(RunError::Invalid(format!(
+                    "updating a model and seed words run on the CPU only for now, not {}; use --device cpu or auto",
+                    device.name()
                 )));
             }
         }
@@ -725,6 +760,7 @@ impl Run {
             start,
             device: config.device_options,
             transport: transport.clone(),
+            fixed_counts: config.fixed_counts.clone(),
         };
         let admit = |device: &dyn Device, observer: &mut dyn Observer| {
             let estimate = device.host_memory(&shape, sampler);
@@ -787,8 +823,7 @@ impl Run {
                     .copied()
                     .filter(|d| {
                         d.runs(sampler)
-                            && (releases.is_none() || d.supports_private())
-                            && (config.optimize_priors.is_none() || d.learns_priors())
+                            && can_run_options(*d, &config)
                             && (workers == 1 || d.joins_workers())
                     })
                     .collect();

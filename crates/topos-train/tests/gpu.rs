@@ -53,6 +53,7 @@ fn setup(
         start: Start::Fresh,
         device,
         transport: std::sync::Arc::new(Local),
+        fixed_counts: None,
     }
 }
 

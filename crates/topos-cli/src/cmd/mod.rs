@@ -15,3 +15,4 @@ pub mod similar;
 pub mod synth;
 pub mod topics;
 pub mod train;
+pub mod update;

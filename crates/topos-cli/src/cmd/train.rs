@@ -1,7 +1,7 @@
 //! `topos train`: corpus file → model file, with progress, evaluation log and checkpoints.
 
 use crate::ui::Ui;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::path::PathBuf;
 use topos_model::Hyperparameters;
@@ -47,6 +47,13 @@ pub struct Args {
     /// Iterations before the first --optimize-priors update, while the topics form.
     #[arg(long, value_name = "N", default_value_t = topos_train::priors::DEFAULT_BURN_IN, requires = "optimize_priors")]
     pub optimize_burn_in: u32,
+    /// Topics nudged towards given words: a TOML file of [[topic]] tables (id = topic, words =
+    /// [...], optional weight = pseudo-tokens per word, default the word's count in the corpus).
+    /// Each seed adds that many tokens of the word to the topic at every iteration, i.e. a prior
+    /// β + weight on that cell (tomotopy's set_word_prior, in whole pseudo-counts); the model
+    /// keeps them, so eval and infer see the prior training used. CPU only for now.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
+    pub seed_words: Option<PathBuf>,
     /// Document partitions (cgs results depend on it; default: about one per 250K tokens, a
     /// multiple of 4, at most 64).
     #[arg(long)]
@@ -264,6 +271,25 @@ impl Args {
         c.private = self.private_options()?;
         c.skip_heldout = self.skip_heldout;
         c.skip_train_ll = self.skip_train_ll;
+        if let Some(path) = &self.seed_words {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the seed words {}", path.display()))?;
+            let seeds = topos_train::seeds::SeedWords::parse(&text)
+                .with_context(|| path.display().to_string())?;
+            let corpus = std::sync::Arc::new(topos_corpus::Corpus::open(&self.corpus)?);
+            let mut counts = vec![0u64; corpus.vocab().len()];
+            for &w in corpus.train().tokens() {
+                counts[w as usize] += 1;
+            }
+            let fixed = seeds
+                .fixed_counts(corpus.vocab(), self.topics, &counts)
+                .with_context(|| path.display().to_string())?;
+            c.corpus = topos_train::run::CorpusSource::Loaded {
+                corpus,
+                path: Some(self.corpus.clone()),
+            };
+            c.fixed_counts = Some(std::sync::Arc::new(fixed));
+        }
         c.optimize_priors = match self.optimize_priors {
             Some(0) => anyhow::bail!(
                 "--optimize-priors needs an interval of at least 1 iteration (or leave it out to keep the priors fixed)"
@@ -347,7 +373,11 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
 
 /// Runs the training `args` ask for; shared with `demo`.
 pub fn train(args: &Args, ui: Ui) -> Result<Summary> {
-    let config = args.config()?;
+    train_config(args.config()?, ui)
+}
+
+/// Runs `config` with the terminal's observer; shared with `update`.
+pub fn train_config(config: RunConfig, ui: Ui) -> Result<Summary> {
     let mut observer = TerminalObserver::new(ui, config.sampler.name());
     let result =
         topos_train::Run::start(config, &mut observer).and_then(|r| r.run_to_end(&mut observer));
@@ -355,7 +385,7 @@ pub fn train(args: &Args, ui: Ui) -> Result<Summary> {
     Ok(result?)
 }
 
-fn print_summary(summary: &Summary) {
+pub fn print_summary(summary: &Summary) {
     println!(
         "wrote {} ({} topics, {} iterations of {} in {:.1} s, {:.2}M tokens/s)",
         summary.model,

@@ -67,6 +67,8 @@ pub struct Trainer {
     layout: Layout,
     z: Vec<u16>,
     iteration: u32,
+    /// Counts added to the sampled ones ([`EngineSetup::fixed_counts`]).
+    fixed: Option<Arc<WordTopics>>,
     /// Document-topic counts of the current assignments. ESCA samples from them, so it rebuilds
     /// them every iteration; CGS keeps its own per-partition rows and rebuilds these only when
     /// asked (log-likelihood, model output), which saves a pass over the corpus per iteration.
@@ -223,7 +225,25 @@ impl Trainer {
             exchanged: None,
             global_tokens: whole.num_tokens(),
             exchanges,
+            fixed: None,
         })
+    }
+
+    /// Adds `fixed` to the word-topic counts now and after every exchange
+    /// ([`EngineSetup::fixed_counts`]).
+    pub fn with_fixed_counts(mut self, fixed: Arc<WordTopics>) -> Result<Self, TrainError> {
+        if fixed.num_words() != self.num_words || fixed.num_topics != self.hyper.num_topics {
+            return Err(TrainError::Unsupported(format!(
+                "fixed counts of {} words and {} topics for a run of {} words and {} topics",
+                fixed.num_words(),
+                fixed.num_topics,
+                self.num_words,
+                self.hyper.num_topics
+            )));
+        }
+        self.word_topics = self.pool.install(|| self.word_topics.plus(&fixed));
+        self.fixed = Some(fixed);
+        Ok(self)
     }
 
     /// Runs one whole iteration (sample, commit) in one process: for tests and tools that drive
@@ -288,12 +308,16 @@ impl Trainer {
         let local = self
             .pool
             .install(|| count_word_topics(&self.layout, &self.z, self.num_words, k));
-        self.exchanged = Some(crate::exchange::sum_across_workers(
+        let summed = crate::exchange::sum_across_workers(
             local,
             Some(&self.word_topics),
             transport,
             &mut self.exchanges,
-        )?);
+        )?;
+        self.exchanged = Some(match &self.fixed {
+            Some(f) => self.pool.install(|| summed.plus(f)),
+            None => summed,
+        });
         Ok(())
     }
 
@@ -600,7 +624,8 @@ fn split_by_partition<'z>(mut z: &'z mut [u16], layout: &Layout) -> Vec<&'z mut 
 
 /// Opens a CPU engine for a run.
 pub(crate) fn open(setup: EngineSetup) -> Result<Trainer, TrainError> {
-    Trainer::open_with(
+    let fixed = setup.fixed_counts.clone();
+    let trainer = Trainer::open_with(
         setup.docs,
         setup.num_words,
         TrainOptions {
@@ -612,5 +637,9 @@ pub(crate) fn open(setup: EngineSetup) -> Result<Trainer, TrainError> {
         },
         setup.start,
         setup.transport,
-    )
+    )?;
+    match fixed {
+        Some(b) => trainer.with_fixed_counts(b),
+        None => Ok(trainer),
+    }
 }

@@ -33,6 +33,9 @@ impl Device for Cpu {
     fn learns_priors(&self) -> bool {
         true
     }
+    fn takes_fixed_counts(&self) -> bool {
+        true
+    }
     fn joins_workers(&self) -> bool {
         true
     }

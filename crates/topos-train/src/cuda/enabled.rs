@@ -98,6 +98,11 @@ impl CudaEngine {
     /// Opens the device, plans its memory, uploads the corpus in pieces and draws (or loads)
     /// the start on the device.
     pub fn open(ordinal: Option<usize>, setup: EngineSetup) -> Result<Self, GpuError> {
+        if setup.fixed_counts.is_some() {
+            return Err(GpuError::Unsupported(
+                "fixed counts (topos update, --seed-words) run on the CPU only for now; use --device cpu".into(),
+            ));
+        }
         // The kernels take one α for every topic; a learned (asymmetric) one runs on the CPU.
         let Some(alpha) = setup.hyper.alpha.symmetric_value() else {
             return Err(GpuError::Unsupported(
