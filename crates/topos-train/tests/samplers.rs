@@ -2,12 +2,13 @@
 
 use topos_model::Hyperparameters;
 use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca};
+use topos_train::samplers::{cgs::Cgs, esca::Esca, mh::Mh};
 use topos_train::synthetic::{generate, recovery, SyntheticCorpus, SyntheticSpec, TopicShape};
 use topos_train::{Checkpoint, Start, TrainDocs, TrainOptions, Trainer};
 
 const ESCA: &dyn Sampler = &Esca;
 const CGS: &dyn Sampler = &Cgs;
+const MH: &dyn Sampler = &Mh;
 
 fn owned(corpus: &SyntheticCorpus) -> TrainDocs {
     TrainDocs::from(corpus.docs.clone())
@@ -49,11 +50,11 @@ fn train(docs: TrainDocs, v: usize, opts: TrainOptions, iters: u32) -> Trainer {
 }
 
 #[test]
-fn both_samplers_recover_known_topics() {
+fn every_sampler_recovers_known_topics() {
     let s = spec(3);
     let corpus = generate(&s);
     let docs = owned(&corpus);
-    for algo in [ESCA, CGS] {
+    for algo in [ESCA, CGS, MH] {
         let untrained =
             Trainer::new(docs.clone(), s.num_words, options(algo, 8, 2, Some(3))).unwrap();
         let before = recovery(&corpus.topics, untrained.word_topics(), 0.01);
@@ -99,6 +100,21 @@ fn esca_is_bit_identical_for_any_thread_count() {
     assert_ne!(one.partitions(), three.partitions());
     assert_eq!(one.assignments(), three.assignments());
     assert_eq!(one.word_topics(), three.word_topics());
+    assert_eq!(
+        one.log_likelihood().to_bits(),
+        three.log_likelihood().to_bits()
+    );
+}
+
+#[test]
+fn mh_is_bit_identical_for_any_thread_count() {
+    let s = spec(4);
+    let corpus = generate(&s);
+    let docs = owned(&corpus);
+    let one = train(docs.clone(), s.num_words, options(MH, 8, 1, None), 12);
+    let three = train(docs.clone(), s.num_words, options(MH, 8, 3, None), 12);
+    assert_ne!(one.partitions(), three.partitions());
+    assert_eq!(one.assignments(), three.assignments());
     assert_eq!(
         one.log_likelihood().to_bits(),
         three.log_likelihood().to_bits()
