@@ -110,6 +110,10 @@ fn learned_priors_recover_a_known_asymmetric_alpha() {
     assert_eq!(eval["heldout_ll_per_token"].as_f64(), Some(l), "{eval}");
     let topics = ok(&["topics", s(&learned_path)]);
     assert!(topics.contains("alpha = asymmetric"), "{topics}");
+    assert!(
+        topics.contains("%, alpha 0."),
+        "each topic shows its alpha: {topics}"
+    );
     // A model with fixed priors is still version 3.
     let fixed_bytes = std::fs::read(dir.path().join("fixed.tmod")).unwrap();
     assert_eq!(fixed_bytes[8..12], 3u32.to_le_bytes());
@@ -119,7 +123,7 @@ fn learned_priors_recover_a_known_asymmetric_alpha() {
 fn learned_priors_are_reproducible_across_threads_and_resume() {
     let dir = tempfile::tempdir().unwrap();
     let c = corpus(dir.path());
-    for algo in ["cgs", "esca"] {
+    for algo in ["cgs", "esca", "mh"] {
         let one = dir.path().join(format!("{algo}-1.tmod"));
         let two = dir.path().join(format!("{algo}-2.tmod"));
         let opts = ["--optimize-priors", "7", "--optimize-burn-in", "5"];
