@@ -109,9 +109,31 @@ fn update_continues_a_model_on_new_documents_and_words() {
         "30",
         "--device",
         "cpu",
+        "--doc-topics",
         "--quiet",
     ]);
-    assert!(summary["heldout_ll"].as_f64().unwrap() < 0.0, "{summary}");
+    let heldout = summary["heldout_ll"].as_f64().unwrap();
+    assert!(heldout < 0.0, "{summary}");
+    // Its corpus (the new documents over the updated vocabulary) is written beside it, where
+    // eval and similar find it: eval gives the run's held-out value.
+    let union = dir.path().join("updated.tcorp");
+    assert!(union.exists());
+    let eval = json(&["eval", s(&updated_path), "--quiet"]);
+    assert_eq!(
+        eval["heldout_ll_per_token"].as_f64(),
+        Some(heldout),
+        "{eval}"
+    );
+    let near = json(&[
+        "similar",
+        s(&updated_path),
+        "--doc",
+        "0",
+        "-k",
+        "3",
+        "--quiet",
+    ]);
+    assert!(!near.to_string().is_empty());
     let updated = TopicModel::read(&updated_path).unwrap();
     // The model's words keep their ids; the new theme's words are appended.
     let (ov, uv) = (old.vocab.words(), updated.vocab.words());
@@ -148,10 +170,21 @@ fn update_continues_a_model_on_new_documents_and_words() {
     assert_eq!(updated.hyper, old.hyper);
     assert!(updated.tokenizer.is_some());
 
-    // Refusals: the model itself as the output, a missing corpus.
+    // Refusals: the model itself as the output, an output whose corpus would overwrite the
+    // new corpus, a missing corpus.
     fails(
         &["update", s(&old_path), s(&new_corpus), "-o", s(&old_path)],
         "is the model being updated",
+    );
+    fails(
+        &[
+            "update",
+            s(&old_path),
+            s(&new_corpus),
+            "-o",
+            s(&dir.path().join("new.tmod")),
+        ],
+        "choose another output name",
     );
     fails(
         &[
@@ -165,6 +198,7 @@ fn update_continues_a_model_on_new_documents_and_words() {
     );
     // Reproducible: the same update twice gives the same bytes, on any thread count.
     let again = dir.path().join("again.tmod");
+    std::fs::remove_file(topos_model::doc_topics_path(&updated_path)).unwrap();
     ok(&[
         "update",
         s(&old_path),
@@ -253,4 +287,62 @@ fn seed_words_pull_their_topics() {
         );
     }
     assert!(!out.exists());
+
+    // A seeded run's checkpoint records its seeds: resuming without them is refused.
+    std::fs::write(&seeds, "[[topic]]\nid = 1\nwords = [\"granite\"]\n").unwrap();
+    let ckpt = dir.path().join("seeded.ckpt");
+    let args = [
+        "train",
+        s(&corpus),
+        "-k",
+        "4",
+        "--iters",
+        "400",
+        "--device",
+        "cpu",
+        "-o",
+        s(&out),
+        "--checkpoint-every",
+        "5",
+        "--checkpoint",
+        s(&ckpt),
+        "--seed-words",
+        s(&seeds),
+        "--quiet",
+    ];
+    kill_at_first_checkpoint(&args, &ckpt);
+    fails(
+        &[
+            "train",
+            s(&corpus),
+            "-k",
+            "4",
+            "--iters",
+            "400",
+            "--device",
+            "cpu",
+            "-o",
+            s(&out),
+            "--checkpoint",
+            s(&ckpt),
+            "--resume",
+        ],
+        "same --seed-words file",
+    );
+    // Seeds and learned priors together are refused for now.
+    fails(
+        &[
+            "train",
+            s(&corpus),
+            "-k",
+            "4",
+            "-o",
+            s(&out),
+            "--seed-words",
+            s(&seeds),
+            "--optimize-priors",
+            "5",
+        ],
+        "cannot be combined with --optimize-priors",
+    );
 }

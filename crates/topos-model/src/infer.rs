@@ -92,6 +92,10 @@ impl DocTheta {
     /// same, smallest, probability), and only those are listed; with an asymmetric α a topic
     /// without tokens may outrank one with tokens, so every topic is a candidate.
     pub fn top_topics(&self, n: usize) -> Vec<TopicWeight> {
+        if self.num_tokens == 0 {
+            // No known word: no topic mixture to rank (the prior alone says nothing of it).
+            return Vec::new();
+        }
         let denominator = self.denominator();
         let mut all: Vec<TopicWeight> = match self.alpha.symmetric_value() {
             Some(a) => self
@@ -198,6 +202,14 @@ mod tests {
         assert!((s - 1.0).abs() < 1e-6);
         let top: Vec<u32> = a.top_topics(4).iter().map(|t| t.topic).collect();
         assert_eq!(top, vec![3, 1, 0, 2]);
+        // A document without a known word ranks nothing, whatever the prior.
+        let empty = DocTheta {
+            num_tokens: 0,
+            topics: vec![],
+            mean_counts: vec![],
+            ..a
+        };
+        assert!(empty.top_topics(4).is_empty());
     }
 
     #[test]

@@ -39,9 +39,26 @@ pub struct CheckpointHeader {
     /// Completed iterations.
     pub iteration: u32,
     /// A run that learns its priors (`--optimize-priors`): the schedule, and the priors as
-    /// learned so far (what the next iteration samples with). Written as version 2; a run with
-    /// fixed priors writes version 1, the bytes it always wrote.
+    /// learned so far (what the next iteration samples with).
     pub priors: Option<LearnedPriors>,
+    /// A run with fixed counts (`--seed-words`, `topos update`): their checksum
+    /// ([`fixed_counts_checksum`]), so a resume with other seeds or none is refused.
+    pub fixed_counts: Option<u64>,
+}
+
+/// The checksum a checkpoint records of a run's fixed counts: XXH3 of their rows.
+pub fn fixed_counts_checksum(b: &crate::counts::WordTopics) -> u64 {
+    let mut w = ByteWriter::new();
+    w.u32(b.num_topics);
+    w.u64(b.num_words() as u64);
+    for &o in &b.offsets {
+        w.u64(o);
+    }
+    w.u16s(&b.topics);
+    for &c in &b.counts {
+        w.u32(c);
+    }
+    topos_io::checksum(&w.buf)
 }
 
 /// The learned-priors state of a checkpoint (version 2).
@@ -54,9 +71,10 @@ pub struct LearnedPriors {
 }
 
 impl CheckpointHeader {
-    /// The file version this header is written as.
+    /// The file version this header is written as: 2 with learned priors or fixed counts (a
+    /// flags byte and their sections after the iteration), else 1, the bytes it always wrote.
     fn version(&self) -> u32 {
-        if self.priors.is_some() {
+        if self.priors.is_some() || self.fixed_counts.is_some() {
             2
         } else {
             1
@@ -73,6 +91,9 @@ impl CheckpointHeader {
         w.u32(self.partitions);
         w.u64(self.corpus_checksum);
         w.u32(self.iteration);
+        if self.version() >= 2 {
+            w.u8(u8::from(self.priors.is_some()) | (u8::from(self.fixed_counts.is_some()) << 1));
+        }
         if let Some(p) = &self.priors {
             w.u32(p.schedule.every);
             w.u32(p.schedule.burn_in);
@@ -80,6 +101,9 @@ impl CheckpointHeader {
                 w.f64(a);
             }
             w.f64(p.beta);
+        }
+        if let Some(f) = self.fixed_counts {
+            w.u64(f);
         }
         w.u64(tokens);
     }
@@ -124,6 +148,17 @@ impl CheckpointHeader {
                 "it was made with {}, and this run asks for {}",
                 says(schedule(self)),
                 says(schedule(expected))
+            ));
+        }
+        if self.fixed_counts != expected.fixed_counts {
+            let says = |f: Option<u64>| match f {
+                Some(x) => format!("fixed counts {x:016x} (--seed-words or topos update)"),
+                None => "no fixed counts".to_string(),
+            };
+            return Err(format!(
+                "it was made with {}, and this run has {}; resume with the same --seed-words file (or model and corpus of topos update)",
+                says(self.fixed_counts),
+                says(expected.fixed_counts)
             ));
         }
         if partitions_matter && self.partitions != expected.partitions {
@@ -221,10 +256,19 @@ impl Checkpoint {
         let partitions = r.u32("partitions").map_err(bad)?;
         let corpus_checksum = r.u64("corpus checksum").map_err(bad)?;
         let iteration = r.u32("iteration").map_err(bad)?;
-        let priors = if checked.version >= 2 {
+        let flags = if checked.version >= 2 {
+            let f = r.u8("flags").map_err(bad)?;
+            if f == 0 || f > 3 {
+                return Err(bad(format!("flags are {f}, expected 1 to 3")));
+            }
+            f
+        } else {
+            0
+        };
+        let priors = if flags & 1 != 0 {
             let every = r.u32("prior schedule").map_err(bad)?;
             let burn_in = r.u32("prior burn-in").map_err(bad)?;
-            let mut alpha = Vec::with_capacity(num_topics as usize);
+            let mut alpha = Vec::with_capacity((num_topics as usize).min(r.remaining() / 8));
             for _ in 0..num_topics {
                 alpha.push(r.f64("learned alpha").map_err(bad)?);
             }
@@ -242,6 +286,11 @@ impl Checkpoint {
                 alpha,
                 beta,
             })
+        } else {
+            None
+        };
+        let fixed_counts = if flags & 2 != 0 {
+            Some(r.u64("fixed counts checksum").map_err(bad)?)
         } else {
             None
         };
@@ -266,6 +315,7 @@ impl Checkpoint {
                 corpus_checksum,
                 iteration,
                 priors,
+                fixed_counts,
             },
             assignments,
         })
@@ -291,6 +341,7 @@ mod tests {
                 corpus_checksum: 77,
                 iteration: 9,
                 priors: None,
+                fixed_counts: None,
             },
             assignments: vec![0, 4, 2, 1],
         };
@@ -341,5 +392,26 @@ mod tests {
             "{msg}"
         );
         assert!(learned.header.check_resumes(&learned.header, true).is_ok());
+
+        // Fixed counts: their checksum is recorded (alone or beside learned priors), and a run
+        // with other fixed counts or none is refused.
+        let mut seeded = learned.clone();
+        seeded.header.fixed_counts = Some(0xfeed);
+        seeded.write(&path).unwrap();
+        assert_eq!(Checkpoint::read(&path).unwrap(), seeded);
+        let mut only = c.clone();
+        only.header.fixed_counts = Some(7);
+        only.write(&path).unwrap();
+        assert_eq!(Checkpoint::read(&path).unwrap(), only);
+        let msg = only.header.check_resumes(&c.header, false).unwrap_err();
+        assert!(
+            msg.contains("no fixed counts") && msg.contains("--seed-words"),
+            "{msg}"
+        );
+        let msg = seeded
+            .header
+            .check_resumes(&learned.header, false)
+            .unwrap_err();
+        assert!(msg.contains("000000000000feed"), "{msg}");
     }
 }

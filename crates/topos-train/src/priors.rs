@@ -4,7 +4,7 @@
 //! Wallach, Mimno & McCallum (2009, "Rethinking LDA: why priors matter") found that an
 //! asymmetric α over topics with a symmetric β over words fits text markedly better than the
 //! symmetric priors used by default, which is why Mallet optimizes them (its
-//! `--optimize-interval`). The update is Minka's fixed point for the Dirichlet–multinomial
+//! `--optimize-interval`, whose update differs in detail: see below). The update is Minka's fixed point for the Dirichlet–multinomial
 //! (Pólya) likelihood (T. Minka, "Estimating a Dirichlet distribution", 2000/2012, Eq. 55),
 //! with the per-topic histograms of Wallach's thesis (2008, §2.3) that Mallet uses, so one
 //! fixed-point step costs the number of distinct (topic, count) pairs, not the number of
@@ -15,10 +15,12 @@
 //! β   ← β Σ_k Σ_w [ψ(B_wk + β) − ψ(β)] / (V Σ_k [ψ(n_k + Vβ) − ψ(Vβ)])
 //! ```
 //!
-//! The `a − 1` term is the mode of a Gamma(a = 1.001) hyperprior on each α_k, as in Mallet's
-//! `learnParameters(…, shape 1.001, …)`: maximizing the fixed point's lower bound plus
-//! (a − 1) ln α_k adds it to the numerator, and it keeps a topic that no document uses at a small
-//! positive α_k instead of zero (a Dirichlet parameter must be positive). Both updates iterate to
+//! The `a − 1` term is a Gamma(a = 1.001) hyperprior on each α_k (the shape Mallet's
+//! `learnParameters` uses): maximizing the fixed point's lower bound plus (a − 1) ln α_k adds it
+//! to the numerator, and it keeps a topic that no document uses at a small positive α_k instead
+//! of zero (a Dirichlet parameter must be positive). Mallet's update differs in detail (it adds
+//! the shape itself, 1.001, and subtracts a rate term from the denominator); this is the MAP
+//! step for the Gamma(1.001) prior with no rate. Both updates iterate to
 //! convergence (relative change below 10⁻⁹, at most [`MAX_STEPS`] steps) given the counts, which
 //! is what "optimize the hyperparameters given z" of the papers means; Mallet takes one step per
 //! call instead.
@@ -243,13 +245,13 @@ impl WordHistogram {
     }
 }
 
-/// ψ(x), the digamma function, for x > 0: the recurrence ψ(x) = ψ(x + 1) − 1/x up to x ≥ 6, then
-/// the asymptotic series ln x − 1/(2x) − Σ B_2j / (2j x^2j) (Abramowitz & Stegun 6.3.18), which
-/// there is accurate to below 10⁻¹⁵ relative.
+/// ψ(x), the digamma function, for x > 0: the recurrence ψ(x) = ψ(x + 1) − 1/x up to x ≥ 10, then
+/// the asymptotic series ln x − 1/(2x) − Σ_{j≤6} B_2j / (2j x^2j) (Abramowitz & Stegun 6.3.18),
+/// whose first omitted term at x = 10 is B₁₄/(14·10¹⁴) ≈ 5·10⁻¹⁶ (relative to ψ(10) ≈ 2.25).
 pub fn digamma(mut x: f64) -> f64 {
     debug_assert!(x > 0.0);
     let mut shift = 0.0;
-    while x < 6.0 {
+    while x < 10.0 {
         shift -= 1.0 / x;
         x += 1.0;
     }
@@ -344,11 +346,12 @@ pub fn learn(
     let alpha = learn_alpha(hyper.alpha.values(), docs)
         .map(Alpha::from_values)
         .transpose()
-        .map_err(|e| TrainError::Unsupported(format!("the learned prior is invalid: {e}")))?
+        .map_err(|e| TrainError::Unsupported(format!("the learned prior is invalid ({e}); train with a larger --optimize-burn-in or without --optimize-priors")))?
         .unwrap_or_else(|| hyper.alpha.clone());
     let beta = learn_beta(hyper.beta, words).unwrap_or(hyper.beta);
-    Hyperparameters::with_alpha(alpha, Some(beta))
-        .map_err(|e| TrainError::Unsupported(format!("the learned prior is invalid: {e}")))
+    Hyperparameters::with_alpha(alpha, Some(beta)).map_err(|e| {
+        TrainError::Unsupported(format!("the learned prior is invalid ({e}); train with a larger --optimize-burn-in or without --optimize-priors"))
+    })
 }
 
 #[cfg(test)]

@@ -361,13 +361,16 @@ pub struct Run {
     /// The α and β the run started from (what its checkpoints are matched against; the
     /// priors it learns are recorded beside them).
     starting_priors: (f64, f64),
+    /// What its checkpoints record of the fixed counts.
+    fixed_checksum: Option<u64>,
 }
 
 /// Whether `device` can honour the run's options beyond its sampler: privacy, learned priors,
 /// fixed counts (what `--device auto` filters on).
 fn can_run_options(device: &dyn Device, config: &RunConfig) -> bool {
     (config.private.is_none() || device.supports_private())
-        && (config.optimize_priors.is_none() || device.learns_priors())
+        && ((config.optimize_priors.is_none() && config.hyper.alpha.symmetric_value().is_some())
+            || device.learns_priors())
         && (config.fixed_counts.is_none() || device.takes_fixed_counts())
 }
 
@@ -641,8 +644,13 @@ impl Run {
                 alpha: h.alpha.values().to_vec(),
                 beta: h.beta,
             }),
+            fixed_counts: config
+                .fixed_counts
+                .as_deref()
+                .map(crate::checkpoint::fixed_counts_checksum),
         };
         let starting_priors = (expected.alpha, expected.beta);
+        let fixed_checksum = expected.fixed_counts;
         let mut partitions = config.partitions;
         let start = if config.resume {
             let c = Checkpoint::read(&ckpt_path).map_err(|e| {
@@ -959,6 +967,7 @@ impl Run {
             last_heldout_ll: None,
             phases: Phases::default(),
             starting_priors,
+            fixed_checksum,
         };
         // A private run of 0 iterations releases its start as the model.
         run.release_if_due()?;
@@ -1158,6 +1167,7 @@ impl Run {
                 alpha: h.alpha.values().to_vec(),
                 beta: h.beta,
             }),
+            fixed_counts: self.fixed_checksum,
         };
         // Every worker sends its assignments piece by piece; the first writes them.
         let mut w = if self.transport.is_root() {

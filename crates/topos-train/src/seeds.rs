@@ -64,20 +64,44 @@ pub enum SeedError {
     Unknown(String),
     #[error("seed words: no topic has any word")]
     Empty,
-    #[error("seed words: a weight must be at least 1")]
-    ZeroWeight,
+    #[error(
+        "seed words: {0}: a weight must be a whole number of pseudo-tokens from 1 to {MAX_WEIGHT}"
+    )]
+    Weight(String),
+    #[error("seed words: word {word:?} of topic {topic} gets {total} pseudo-tokens in all, more than {MAX_WEIGHT}; use smaller weights")]
+    TooHeavy {
+        word: String,
+        topic: u32,
+        total: u64,
+    },
 }
+
+/// The largest weight of a seed (2²⁴ pseudo-tokens): far above any useful nudge, far below where
+/// a count could overflow 32 bits when the sampled counts are added.
+pub const MAX_WEIGHT: u32 = 1 << 24;
 
 impl SeedWords {
     /// Parses the TOML text of a seed-words file.
     pub fn parse(text: &str) -> Result<Self, SeedError> {
-        let seeds: SeedWords =
-            toml::from_str(text).map_err(|e| SeedError::Syntax(e.message().to_string()))?;
+        let seeds: SeedWords = toml::from_str(text).map_err(|e| {
+            // One line: the message and where (toml's own display spans several lines).
+            let at = e.span().map_or(String::new(), |span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(" at line {line}, column {column}")
+            });
+            SeedError::Syntax(format!("{}{at}", e.message()))
+        })?;
         if seeds.topic.iter().all(|t| t.words.is_empty()) {
             return Err(SeedError::Empty);
         }
-        if seeds.weight == Some(0) || seeds.topic.iter().any(|t| t.weight == Some(0)) {
-            return Err(SeedError::ZeroWeight);
+        let bad = |w: Option<u32>| w.is_some_and(|w| w == 0 || w > MAX_WEIGHT);
+        if bad(seeds.weight) {
+            return Err(SeedError::Weight("the file's weight".into()));
+        }
+        if let Some(t) = seeds.topic.iter().find(|t| bad(t.weight)) {
+            return Err(SeedError::Weight(format!("topic {}'s weight", t.id)));
         }
         Ok(seeds)
     }
@@ -107,10 +131,18 @@ impl SeedWords {
                 let weight = t.weight.or(self.weight).unwrap_or_else(|| {
                     word_counts
                         .get(w as usize)
-                        .map_or(1, |&c| c.clamp(1, u64::from(u32::MAX / 2)) as u32)
+                        .map_or(1, |&c| c.clamp(1, u64::from(MAX_WEIGHT)) as u32)
                 });
                 let cell = cells.entry((w, t.id as u16)).or_insert(0);
-                *cell = cell.saturating_add(weight);
+                let total = u64::from(*cell) + u64::from(weight);
+                if total > u64::from(MAX_WEIGHT) {
+                    return Err(SeedError::TooHeavy {
+                        word: word.clone(),
+                        topic: t.id,
+                        total,
+                    });
+                }
+                *cell = total as u32;
             }
         }
         if !unknown.is_empty() {
@@ -183,7 +215,15 @@ weight = 7
     fn bad_seeds_are_refused_naming_the_problem() {
         let parse = |t: &str| SeedWords::parse(t).unwrap_err().to_string();
         assert!(parse("[[topic]]\nid = 0\nwords = []\n").contains("no topic has any word"));
-        assert!(parse("[[topic]]\nid = 0\nwords = [\"a\"]\nweight = 0\n").contains("at least 1"));
+        assert!(
+            parse("[[topic]]\nid = 0\nwords = [\"a\"]\nweight = 0\n").contains("topic 0's weight")
+        );
+        assert!(
+            parse("weight = 4294967295\n[[topic]]\nid = 0\nwords = [\"a\"]\n")
+                .contains("from 1 to")
+        );
+        let e = parse("[[topic]]\nid = 0\nwords = [\"a\" \"b\"]\n");
+        assert!(e.contains("line 3") && !e.contains('\n'), "{e}");
         assert!(parse("[[topic]]\nid = 0\nword = [\"a\"]\n").contains("seed words"));
         assert!(parse("weight = -1\n").contains("seed words"));
         let s = SeedWords::parse("[[topic]]\nid = 0\nwords = [\"churches\", \"god\", \"nasaa\"]\n")
@@ -193,6 +233,17 @@ weight = 7
             .unwrap_err()
             .to_string();
         assert!(e.contains("churches, nasaa"), "{e}");
+        // Twice the same cell, each under the cap, together over it.
+        let s = SeedWords::parse(&format!(
+            "[[topic]]\nid = 0\nwords = [\"god\"]\nweight = {w}\n[[topic]]\nid = 0\nwords = [\"god\"]\nweight = {w}\n",
+            w = MAX_WEIGHT
+        ))
+        .unwrap();
+        let e = s
+            .fixed_counts(&vocab(), 3, &[1; 5])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"god\" of topic 0"), "{e}");
         let s = SeedWords::parse("[[topic]]\nid = 3\nwords = [\"god\"]\n").unwrap();
         let e = s
             .fixed_counts(&vocab(), 3, &[1; 5])

@@ -147,6 +147,7 @@ fn the_device_starts_where_the_cpu_does_and_agrees_on_the_likelihood() {
                 corpus_checksum: 0,
                 iteration: 3,
                 priors: None,
+                fixed_counts: None,
             },
             assignments: z,
         };

@@ -272,6 +272,12 @@ impl Args {
         c.skip_heldout = self.skip_heldout;
         c.skip_train_ll = self.skip_train_ll;
         if let Some(path) = &self.seed_words {
+            // β is learned from every count the run holds, and seeds are not data: learning it
+            // from their pseudo-counts would bias it (an update's old counts are data, and may).
+            anyhow::ensure!(
+                self.optimize_priors.is_none(),
+                "--seed-words cannot be combined with --optimize-priors yet (the seeds' pseudo-counts would bias the learned beta); drop one of them"
+            );
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read the seed words {}", path.display()))?;
             let seeds = topos_train::seeds::SeedWords::parse(&text)

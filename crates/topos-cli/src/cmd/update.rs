@@ -16,7 +16,9 @@ pub struct Args {
     /// A corpus of new documents (prepared with the same options as the model's corpus; its
     /// held-out documents are what the updated model is evaluated on).
     pub corpus: PathBuf,
-    /// The updated model file (may not be the model being updated).
+    /// The updated model file (may not be the model being updated). Its corpus, the new
+    /// documents over the updated vocabulary, is written beside it with the extension .tcorp,
+    /// where `eval` and `similar` look for it.
     #[arg(short, long)]
     pub output: PathBuf,
     /// Iterations over the new documents.
@@ -28,7 +30,8 @@ pub struct Args {
     /// Worker threads (0 = all cores). The model does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Seed of the counter-based random numbers.
+    /// Seed of the counter-based random numbers (also of the held-out fold-in, as in `train`, so
+    /// `eval` with its default seed gives the run's held-out value).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Compute the training log-likelihood every N iterations (0: only at the end).
@@ -66,6 +69,18 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         "-o {} is the model being updated: write the update to another file, so the model stays as it was if anything goes wrong",
         args.output.display()
     );
+    let union_path = args.output.with_extension("tcorp");
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        std::fs::canonicalize(a)
+            .ok()
+            .is_some_and(|a| Some(a) == std::fs::canonicalize(b).ok())
+    };
+    anyhow::ensure!(
+        !same(&union_path, &args.corpus) && !same(&union_path, &args.model.with_extension("tcorp")),
+        "-o {} would write the updated corpus over {}: choose another output name",
+        args.output.display(),
+        union_path.display()
+    );
     let model = TopicModel::read(&args.model)?;
     let corpus = topos_corpus::Corpus::open(&args.corpus)?;
     let input = topos_train::update::prepare(&model, &corpus)
@@ -99,9 +114,17 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     let mut config = targs.config()?;
     // The model's priors, learned or not, are where the update starts.
     config.hyper = model.hyper.clone();
+    // The corpus of the updated model (new documents, union vocabulary), written first so that
+    // the model records its checksum and `eval`/`similar` find it beside the model; whole or not
+    // at all (temporary name, renamed).
+    input
+        .corpus
+        .write(&union_path)
+        .with_context(|| format!("cannot write the updated corpus {}", union_path.display()))?;
+    let corpus = topos_corpus::Corpus::open(&union_path)?;
     config.corpus = CorpusSource::Loaded {
-        corpus: Arc::new(input.corpus),
-        path: None,
+        corpus: Arc::new(corpus),
+        path: Some(union_path.clone()),
     };
     config.fixed_counts = Some(Arc::new(input.fixed_counts));
     let summary = train::train_config(config, ui)?;

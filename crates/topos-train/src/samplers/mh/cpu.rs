@@ -7,7 +7,7 @@
 //! p(k) ∝ (A¬_dk + α_k)(B¬_wk + β) / (n¬_k + Vβ),   X¬_k = X_k − [k = c]
 //! ```
 //!
-//! Proposals (Eq. 2.1), from the counts as they are (O(1) to draw: a mixture of "the topic of a
+//! Proposals (Eq. 2.1), from the counts as they are (cheap to draw: a mixture of "the topic of a
 //! count" and "the prior"):
 //!
 //! ```text

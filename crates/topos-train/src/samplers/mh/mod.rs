@@ -1,8 +1,9 @@
 //! `mh`: the Metropolis–Hastings sampler of mhLDA (thesis chapter 2, §2.2.2–2.2.3, after
 //! LightLDA and WarpLDA): every token alternates a word proposal q_w(k) ∝ B_wk + β and a
 //! document proposal q_d(k) ∝ A_dk + α_k, each accepted with the rate of Eq. (2.2), so a token
-//! costs O(1) draws and O(log) lookups whatever K, against the previous iteration's counts (as
-//! ESCA and the GPU's cgs read them). CPU for now.
+//! costs a few draws and lookups whatever K, against the previous iteration's counts (as
+//! ESCA and the GPU's cgs read them). CPU for now. Each proposal is drawn by a binary search in a
+//! row's prefix sums (O(log) of the row's non-zeros, not of K; alias tables would make it O(1)).
 
 pub mod cpu;
 
@@ -21,10 +22,10 @@ impl Sampler for Mh {
         "mh"
     }
     fn summary(&self) -> &'static str {
-        "mhLDA's Metropolis-Hastings: word and document proposals in turn, accepted by Eq. (2.2) against the previous iteration's counts with the token's own assignment removed; O(1) draws per token whatever K"
+        "mhLDA's Metropolis-Hastings: word and document proposals in turn, accepted by Eq. (2.2) against the previous iteration's counts with the token's own assignment removed; a few draws per token whatever K"
     }
     fn when_to_use(&self) -> &'static str {
-        "not yet on the CPU: there it is slower than cgs (0.65x its tokens/s at K = 1,000 on 20 Newsgroups) and ends lower at equal iterations; the CPU reference of the coming GPU sampler, whose draws cost O(1) whatever K"
+        "not yet on the CPU: there it is slower than cgs (0.65x its tokens/s at K = 1,000 on 20 Newsgroups) and ends lower at equal iterations; the CPU reference of the coming GPU sampler, whose cost per token does not grow with K"
     }
     fn reference(&self) -> &'static str {
         "ezLDA/mhLDA thesis ch. 2, §2.2.2-2.2.3, Eq. (2.1)-(2.2); WarpLDA (Chen et al. 2016)"
