@@ -129,7 +129,7 @@ impl PyCorpus {
     /// held-out documents, the rows they came from.
     #[staticmethod]
     #[pyo3(signature = (indptr, indices, counts, n_cols, words, holdout=0.0, seed=0))]
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn _from_counts<'py>(
         py: Python<'py>,
         indptr: PyReadonlyArray1<'py, i64>,

@@ -33,7 +33,8 @@ const POLL: Duration = Duration::from_millis(50);
 enum Event {
     Info(String),
     Log(LogLine),
-    Done(Result<Summary, Failure>),
+    // Boxed: a summary is large, and one is sent per run.
+    Done(Box<Result<Summary, Failure>>),
 }
 
 enum Failure {
@@ -175,7 +176,7 @@ pub fn train<'py>(
                     run(config, &tx, &stop)
                 }))
                 .unwrap_or_else(|p| Err(Failure::Panic(panic_message(p.as_ref()))));
-                let _ = tx.send(Event::Done(result));
+                let _ = tx.send(Event::Done(Box::new(result)));
             })
             .map_err(to_py)?
     };
@@ -190,7 +191,7 @@ pub fn train<'py>(
                 .and_then(|r| r.recv_timeout(POLL))
         });
         let result: PyResult<()> = match event {
-            Ok(Event::Done(r)) => break r,
+            Ok(Event::Done(r)) => break *r,
             Ok(Event::Log(line)) => match (&callback, &interrupted) {
                 (Some(cb), None) => log_dict(py, &line).and_then(|d| cb.call1((d,)).map(drop)),
                 _ => Ok(()),
