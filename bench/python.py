@@ -20,6 +20,7 @@ Setup (outside the repository; the wheel from `maturin build --release -m python
   /tmp/pybench/bin/pip install target/wheels/topos-*.whl
   cargo build --release -p topos-cli
 usage: /tmp/pybench/bin/python bench/python.py [--k 20] [--iters 200] [--every 5] [--work /tmp/pybench/work]
+       /tmp/pybench/bin/python bench/python.py --sklearn-priors --target T --skip sklearn,overhead
 """
 import argparse
 import json
@@ -60,7 +61,7 @@ def sklearn_defaults(corpus, X, k, jobs):
     return secs, score(corpus, lda.components_, lda.doc_topic_prior_)
 
 
-def topos_curve(corpus, k, iters, every, threads, algo):
+def topos_curve(corpus, k, iters, every, threads, algo, alpha=None, beta=0.01):
     pts = []
 
     def cb(log):
@@ -68,14 +69,14 @@ def topos_curve(corpus, k, iters, every, threads, algo):
             pts.append((log.iteration, log.seconds, log.heldout_ll))
 
     topos.train(corpus, k=k, iters=iters, algo=algo, seed=1, threads=threads, device="cpu",
-                eval_every=every, heldout_every=every, callback=cb)
+                alpha=alpha, beta=beta, eval_every=every, heldout_every=every, callback=cb)
     return pts
 
 
-def tomotopy_curve(corpus, X, k, iters, every, threads):
+def tomotopy_curve(corpus, X, k, iters, every, threads, alpha=None, eta=0.01):
     import tomotopy as tp
 
-    alpha, eta = 50.0 / k, 0.01
+    alpha = 50.0 / k if alpha is None else alpha
     vocab = corpus.vocabulary
     mdl = tp.LDAModel(tw=tp.TermWeight.ONE, k=k, alpha=alpha, eta=eta, seed=1)
     mdl.optim_interval = 0  # keep the symmetric prior the evaluator is given
@@ -99,21 +100,29 @@ def tomotopy_curve(corpus, X, k, iters, every, threads):
 
 
 def overhead(corpus_path, k, iters, threads, reps, work):
-    """Wall seconds of `topos train` (the process) and of `topos.train` (open the corpus, run,
-    read the model back) on the same run, alternated; medians."""
+    """Wall and CPU seconds of `topos train` (the whole process) and of `topos.train` (open the
+    corpus, run, read the model back) on the same run, alternated, `reps` times each. CPU time
+    (user + system, all threads) is the steadier figure on a shared machine: other people's
+    work stretches wall time but not the CPU time a run spends."""
+    import resource
+
+    def cpu(who):
+        r = resource.getrusage(who)
+        return r.ru_utime + r.ru_stime
+
     cli, py = [], []
     for r in range(reps):
         out = os.path.join(work, "overhead-cli.tmod")
-        start = time.perf_counter()
+        c0, start = cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
         subprocess.run([TOPOS, "train", corpus_path, "-k", str(k), "--iters", str(iters), "--threads", str(threads),
-                        "--seed", "1", "--device", "cpu", "-o", out, "-q"], check=True)
-        cli.append(time.perf_counter() - start)
-        start = time.perf_counter()
+                        "--seed", "1", "--device", "cpu", "-o", out, "-q"], check=True, stdout=subprocess.DEVNULL)
+        cli.append((time.perf_counter() - start, cpu(resource.RUSAGE_CHILDREN) - c0))
+        c0, start = cpu(resource.RUSAGE_SELF), time.perf_counter()
         topos.train(topos.Corpus.open(corpus_path), k=k, iters=iters, threads=threads, seed=1, device="cpu",
                     output=os.path.join(work, "overhead-py.tmod"))
-        py.append(time.perf_counter() - start)
+        py.append((time.perf_counter() - start, cpu(resource.RUSAGE_SELF) - c0))
     same = open(os.path.join(work, "overhead-cli.tmod"), "rb").read() == open(os.path.join(work, "overhead-py.tmod"), "rb").read()
-    return statistics.median(cli), statistics.median(py), cli, py, same
+    return cli, py, same
 
 
 def main():
@@ -122,10 +131,14 @@ def main():
     p.add_argument("--iters", type=int, default=200)
     p.add_argument("--every", type=int, default=5)
     p.add_argument("--threads", default="1,0", help="thread counts (0: all)")
-    p.add_argument("--overhead-iters", type=int, default=100)
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--overhead-iters", type=int, default=50)
+    p.add_argument("--reps", type=int, default=5)
     p.add_argument("--work", default="/tmp/pybench/work")
     p.add_argument("--skip", default="", help="comma list of parts to skip: sklearn,topos,tomotopy,overhead")
+    p.add_argument("--target", type=float, help="held-out value to reach (default: scikit-learn's, 1 thread)")
+    p.add_argument("--sklearn-priors", action="store_true",
+                   help="train Topos and tomotopy with scikit-learn's default priors, alpha = beta = 1/K "
+                        "(default: Topos's, alpha = 50/K, beta = 0.01)")
     a = p.parse_args()
     skip = set(filter(None, a.skip.split(",")))
     os.makedirs(a.work, exist_ok=True)
@@ -138,7 +151,9 @@ def main():
     results = {"k": a.k, "corpus": repr(corpus)}
     ncpu = os.cpu_count()
     threads = [int(t) for t in a.threads.split(",")]
-    target = None
+    target = a.target
+    alpha, beta = (1.0 / a.k, 1.0 / a.k) if a.sklearn_priors else (None, 0.01)
+    results["priors"] = "scikit-learn's (1/K)" if a.sklearn_priors else "Topos's (50/K, 0.01)"
     if "sklearn" not in skip:
         for t in threads:
             secs, ll = sklearn_defaults(corpus, X, a.k, 1 if t == 1 else -1)
@@ -147,9 +162,9 @@ def main():
             if target is None:
                 target = ll
     results["target"] = target
-    for name, fn in [("topos-cgs", lambda t: topos_curve(corpus, a.k, a.iters, a.every, t, "cgs")),
-                     ("topos-esca", lambda t: topos_curve(corpus, a.k, a.iters, a.every, t, "esca")),
-                     ("tomotopy", lambda t: tomotopy_curve(corpus, X, a.k, a.iters, a.every, t))]:
+    for name, fn in [("topos-cgs", lambda t: topos_curve(corpus, a.k, a.iters, a.every, t, "cgs", alpha, beta)),
+                     ("topos-esca", lambda t: topos_curve(corpus, a.k, a.iters, a.every, t, "esca", alpha, beta)),
+                     ("tomotopy", lambda t: tomotopy_curve(corpus, X, a.k, a.iters, a.every, t, alpha, beta))]:
         if name.split("-")[0] in skip:
             continue
         for t in threads:
@@ -161,11 +176,14 @@ def main():
             print(f"{name}, {t or ncpu} thread(s): {reach}; at {last[0]} iterations {last[2]:.4f} after {last[1]:.2f} s", flush=True)
     if "overhead" not in skip:
         for t in threads:
-            cli, py, cli_all, py_all, same = overhead(corpus_path, a.k, a.overhead_iters, t, a.reps, a.work)
-            results[f"overhead_threads_{t or ncpu}"] = {"cli": cli_all, "python": py_all, "same_bytes": same}
-            print(f"overhead, {t or ncpu} thread(s), {a.overhead_iters} iterations: CLI {cli:.2f} s, Python {py:.2f} s "
-                  f"({100 * (py - cli) / cli:+.1f}%), same model bytes: {same}", flush=True)
-    with open(os.path.join(a.work, "results.json"), "w") as f:
+            cli, py, same = overhead(corpus_path, a.k, a.overhead_iters, t, a.reps, a.work)
+            results[f"overhead_threads_{t or ncpu}"] = {"cli_wall_cpu": cli, "python_wall_cpu": py, "same_bytes": same}
+            med = lambda xs, i: statistics.median(x[i] for x in xs)
+            print(f"overhead, {t or ncpu} thread(s), {a.overhead_iters} iterations, medians of {a.reps}: "
+                  f"wall CLI {med(cli, 0):.2f} s, Python {med(py, 0):.2f} s ({100 * (med(py, 0) - med(cli, 0)) / med(cli, 0):+.1f}%); "
+                  f"CPU CLI {med(cli, 1):.2f} s, Python {med(py, 1):.2f} s ({100 * (med(py, 1) - med(cli, 1)) / med(cli, 1):+.1f}%); "
+                  f"same model bytes: {same}", flush=True)
+    with open(os.path.join(a.work, "results-sklearn-priors.json" if a.sklearn_priors else "results.json"), "w") as f:
         json.dump(results, f, indent=1)
 
 

@@ -9,7 +9,7 @@ use crate::errors::{guard, to_py, value_error};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use topos_corpus::{Corpus, Docs, OwnedDocs, Tokenizer};
@@ -147,6 +147,24 @@ impl PyModel {
         py.detach(|| {
             guard("load", || {
                 Ok(PyModel::new(TopicModel::read(&path).map_err(to_py)?))
+            })
+        })
+    }
+
+    /// The model file's bytes (what `save` writes), for pickling.
+    fn _to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py.detach(|| self.model.to_file_bytes()).map_err(to_py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A model from a model file's bytes (checked as a file is: magic, version, checksum).
+    #[staticmethod]
+    fn _from_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Self> {
+        py.detach(|| {
+            guard("Model unpickling", || {
+                let m = TopicModel::from_file_bytes(bytes, std::path::Path::new("<pickled model>"))
+                    .map_err(to_py)?;
+                Ok(PyModel::new(m))
             })
         })
     }

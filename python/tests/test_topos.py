@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -157,6 +158,10 @@ def test_pipeline_and_clone(abstracts):
     # Same random_state, same model.
     again = clone(pipe).fit(abstracts)
     np.testing.assert_array_equal(again.named_steps["lda"].components_, pipe.named_steps["lda"].components_)
+    # Pickling (joblib workers, joblib.dump) keeps the fitted model.
+    thawed = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(thawed.transform(abstracts[:4]), pipe.transform(abstracts[:4]))
+    assert thawed.named_steps["lda"].model_.summary == pipe.named_steps["lda"].model_.summary
     with pytest.raises(ValueError, match="not fitted"):
         topos.LDA().transform(sp.csr_matrix(np.ones((2, 3))))
 

@@ -319,8 +319,17 @@ class Model:
         """Writes the model to a ``.tmod`` file (the bytes ``topos train`` writes)."""
         self._inner.save(os.fspath(path))
 
+    def __reduce__(self):
+        # Pickled as the model file's bytes (checked again when unpickled), so an LDA in a
+        # Pipeline can be pickled, copied to joblib workers and saved with joblib.dump.
+        return (_model_from_bytes, (self._inner._to_bytes(), self.summary))
+
     def __repr__(self) -> str:
         return repr(self._inner)
+
+
+def _model_from_bytes(data: bytes, summary: Optional[Dict[str, Any]]) -> Model:
+    return Model(_topos.Model._from_bytes(data), summary)
 
 
 def load(path: PathLike) -> Model:
