@@ -191,7 +191,7 @@ def _counts_during(work):
     return count, seconds
 
 
-def test_gil_is_released_during_fit_and_transform(counts):
+def test_gil_is_released_during_fit_transform_and_knn(counts):
     X, _ = counts
     lda = topos.LDA(n_components=20, random_state=1, max_iter=150, n_jobs=1, device="cpu")
     count, seconds = _counts_during(lambda: lda.fit(X))
@@ -201,6 +201,8 @@ def test_gil_is_released_during_fit_and_transform(counts):
     assert count > 100_000 * seconds, f"counter advanced {count} times in {seconds:.2f} s of fit"
     count, seconds = _counts_during(lambda: [lda.transform(X) for _ in range(3)])
     assert count > 100_000 * seconds, f"counter advanced {count} times in {seconds:.2f} s of transform"
+    count, seconds = _counts_during(lambda: [topos.knn(X, k=10, threads=1) for _ in range(3)])
+    assert count > 100_000 * seconds, f"counter advanced {count} times in {seconds:.2f} s of knn"
 
 
 def test_ctrl_c_interrupts_a_long_fit(tmp_path):
