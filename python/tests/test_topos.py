@@ -211,6 +211,10 @@ def test_ctrl_c_interrupts_a_long_fit(tmp_path):
         import topos
         texts = gzip.open({str(pathlib.Path(__file__).resolve().parents[2] / "crates/topos-cli/data/arxiv-abstracts.txt.gz")!r}, "rt").read().splitlines()
         c = topos.Corpus.from_texts(texts, min_df=3)
+        # A process started in the background by a non-interactive shell (as CI may be)
+        # inherits SIGINT ignored, and Python then leaves it ignored: put back the handler an
+        # interactive session has, the one that raises KeyboardInterrupt.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         start = time.time()
         try:
