@@ -101,24 +101,10 @@ fn main() {
     topos_train::transport::finish();
 }
 
-/// The error and its causes joined into one line, as anyhow's `{:#}` does, except that a cause
-/// whose text the message already contains is not repeated: a library error that prints its
-/// cause and also returns it from `source()` (or wraps another error with `#[error("{0}")]`
-/// and `#[from]`) would otherwise show the OS error twice. Line breaks inside a message become
-/// spaces, so the error stays one line whatever a dependency writes.
+/// The error and its causes in one line (`topos_io::one_line`, shared with the Python package so
+/// both say the same words).
 fn one_line(e: &anyhow::Error) -> String {
-    let mut msg = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if text.is_empty() || msg.contains(&text) {
-            continue;
-        }
-        if !msg.is_empty() {
-            msg.push_str(": ");
-        }
-        msg.push_str(&text);
-    }
-    msg.replace(['\r', '\n'], " ")
+    topos_io::one_line(e.as_ref())
 }
 
 #[cfg(test)]

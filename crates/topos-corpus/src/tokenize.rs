@@ -58,6 +58,18 @@ impl Segmenter {
         self != Segmenter::Words
     }
 
+    /// The minimum token length `prepare` uses with this segmenter unless told otherwise: 3
+    /// for Unicode words (see [`TokenizerOptions::min_len`]), 1 for white-space tokens (the
+    /// input's words as given), 2 for jieba (its one-character words are mostly function
+    /// words). The CLI's and the Python package's default, kept here so they cannot drift.
+    pub fn default_min_len(self) -> usize {
+        match self {
+            Segmenter::Words => 3,
+            Segmenter::Whitespace => 1,
+            Segmenter::Jieba => 2,
+        }
+    }
+
     /// The name used by `--tokenizer` and recorded in a corpus.
     pub fn name(self) -> &'static str {
         match self {

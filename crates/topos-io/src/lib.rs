@@ -76,6 +76,28 @@ pub struct Kind {
     pub version_hint: &'static str,
 }
 
+/// An error and its causes joined into one line, as anyhow's `{:#}` does, except that a cause
+/// whose text the message already contains is not repeated: a library error that prints its
+/// cause and also returns it from `source()` (or wraps another error with `#[error("{0}")]`
+/// and `#[from]`) would otherwise show the OS error twice. Line breaks inside a message become
+/// spaces, so the error stays one line whatever a dependency writes. The CLI prints it after
+/// `error: `, and the Python package raises it, so both say the same words.
+pub fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = String::new();
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !(text.is_empty() || msg.contains(&text)) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    msg.replace(['\r', '\n'], " ")
+}
+
 /// XXH3-64 of `bytes`.
 pub fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)

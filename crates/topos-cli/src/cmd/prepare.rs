@@ -116,11 +116,9 @@ impl Args {
                 lowercase: !self.keep_case,
                 english_stopwords: !self.keep_stopwords,
                 stopword_file: self.stopwords.clone(),
-                min_len: self.min_len.unwrap_or(match self.tokenizer {
-                    Segmenter::Words => 3,
-                    Segmenter::Whitespace => 1,
-                    Segmenter::Jieba => 2,
-                }),
+                min_len: self
+                    .min_len
+                    .unwrap_or_else(|| self.tokenizer.default_min_len()),
                 stem: self.stem,
                 drop_numbers: !self.keep_numbers,
             },
