@@ -1,0 +1,19 @@
+//! What a Topos model learned, for people and for other tools (issue 23).
+//!
+//! * [`mds`]: Jensen–Shannon divergences between topics and classical multidimensional scaling,
+//!   the intertopic distance map.
+//! * [`vis`]: topic prevalence, λ-relevance and saliency as LDAvis defines them, and the LDAvis
+//!   (pyLDAvis) data format.
+//! * [`html`]: the self-contained HTML report (one file, no network request).
+//! * [`trainlog`]: training logs (`topos train --log`) read back.
+//! * [`plot`]: SVG plots (convergence of several runs, topic prevalence) and their PNG rendering.
+//! * [`export`]: θ, φ and topic keys as CSV, JSON Lines, `.npy` and Parquet, and Mallet's files.
+//!
+//! Everything here is computed from a [`topos_model::TopicModel`] (and, when at hand, the
+//! training documents' topic counts and the corpus); files are written under a temporary name and
+//! renamed (`topos_io::AtomicFile`).
+
+pub mod mds;
+pub mod vis;
+
+pub use vis::{topic_frequencies, TermScore, Vis, VisOptions};
