@@ -7,13 +7,17 @@
 //! * [`html`]: the self-contained HTML report (one file, no network request).
 //! * [`trainlog`]: training logs (`topos train --log`) read back.
 //! * [`plot`]: SVG plots (convergence of several runs, topic prevalence) and their PNG rendering.
-//! * [`export`]: θ, φ and topic keys as CSV, JSON Lines, `.npy` and Parquet, and Mallet's files.
 //!
 //! Everything here is computed from a [`topos_model::TopicModel`] (and, when at hand, the
 //! training documents' topic counts and the corpus); files are written under a temporary name and
 //! renamed (`topos_io::AtomicFile`).
 
+pub mod html;
 pub mod mds;
+pub mod plot;
+pub mod trainlog;
 pub mod vis;
 
-pub use vis::{topic_frequencies, TermScore, Vis, VisOptions};
+pub use html::{render, ExampleDoc, ReportExtras};
+pub use trainlog::{read_log, LogPoint, TrainLog};
+pub use vis::{top_documents, topic_frequencies, TermScore, Vis, VisOptions};

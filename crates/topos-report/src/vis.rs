@@ -388,3 +388,73 @@ impl Ord for OrdF64 {
         self.0.total_cmp(&other.0)
     }
 }
+
+/// The `per_topic` training documents with the largest share θ_dk = (A_dk + α) / (n_d + Kα) of
+/// each topic, largest first (ties by document number): `(document, θ_dk)`. Documents of fewer
+/// than `min_tokens` tokens are passed over (a one-word document is all one topic and says
+/// little about it).
+pub fn top_documents(
+    doc_topics: &DocTopics,
+    alpha: f64,
+    per_topic: usize,
+    min_tokens: u64,
+) -> Vec<Vec<(usize, f64)>> {
+    let k = doc_topics.num_topics as usize;
+    // Per topic, a min-heap of the best so far: (θ, Reverse(doc)) ordered so the worst is on top.
+    let mut heaps: Vec<BinaryHeap<std::cmp::Reverse<(OrdF64, std::cmp::Reverse<usize>)>>> =
+        (0..k).map(|_| BinaryHeap::new()).collect();
+    if per_topic == 0 {
+        return vec![Vec::new(); k];
+    }
+    for d in 0..doc_topics.len() {
+        let n = doc_topics.row_total(d);
+        if n < min_tokens.max(1) {
+            continue;
+        }
+        let norm = 1.0 / (n as f64 + k as f64 * alpha);
+        let (topics, counts) = doc_topics.row(d);
+        for (&t, &c) in topics.iter().zip(counts) {
+            let theta = (c as f64 + alpha) * norm;
+            let heap = &mut heaps[t as usize];
+            let entry = std::cmp::Reverse((OrdF64(theta), std::cmp::Reverse(d)));
+            if heap.len() < per_topic {
+                heap.push(entry);
+            } else if heap.peek().is_some_and(|worst| entry < *worst) {
+                heap.pop();
+                heap.push(entry);
+            }
+        }
+    }
+    heaps
+        .into_iter()
+        .map(|h| {
+            let mut v: Vec<(usize, f64)> = h
+                .into_iter()
+                .map(|std::cmp::Reverse((t, std::cmp::Reverse(d)))| (d, t.0))
+                .collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            v
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_documents_by_share() {
+        let mut a = DocTopics::new(2);
+        a.push_dense(&[5, 5]);
+        a.push_dense(&[9, 1]);
+        a.push_dense(&[1, 0]);
+        a.push_dense(&[0, 10]);
+        let top = top_documents(&a, 0.1, 2, 2);
+        assert_eq!(top[0].iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 0]);
+        assert_eq!(top[1].iter().map(|x| x.0).collect::<Vec<_>>(), vec![3, 0]);
+        assert!((top[1][0].1 - 10.1 / 10.2).abs() < 1e-12);
+        let f = topic_frequencies(&a, 0.1);
+        let total: f64 = f.iter().sum();
+        assert!((total - 31.0).abs() < 1e-9, "{f:?}");
+    }
+}
