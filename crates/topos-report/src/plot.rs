@@ -305,6 +305,32 @@ pub fn prevalence_svg(proportion: &[f64], max_bars: usize) -> String {
     svg
 }
 
+/// DejaVu Sans (fonts/DejaVu-LICENSE.txt), the one font PNG plots are drawn with.
+const FONT: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
+
+/// Renders an SVG of this module as PNG, with the bundled font.
+pub fn svg_to_png(svg: &str) -> Result<Vec<u8>, String> {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options {
+        font_family: "DejaVu Sans".into(),
+        ..usvg::Options::default()
+    };
+    {
+        let db = opt.fontdb_mut();
+        db.load_font_data(FONT.to_vec());
+        db.set_sans_serif_family("DejaVu Sans");
+    }
+    let tree =
+        usvg::Tree::from_str(svg, &opt).map_err(|e| format!("cannot render the plot: {e}"))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| "cannot render an empty plot".to_string())?;
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    pixmap
+        .encode_png()
+        .map_err(|e| format!("cannot encode the PNG: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +353,14 @@ mod tests {
         assert_eq!(svg.matches("<polyline").count(), 8);
         assert!(svg.contains("held-out log-likelihood"));
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+    }
+
+    #[test]
+    fn png_rendering_draws_text_and_lines() {
+        let svg = prevalence_svg(&[0.6, 0.4], 10);
+        let png = svg_to_png(&svg).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        assert!(png.len() > 2000, "{} bytes", png.len());
     }
 
     #[test]
