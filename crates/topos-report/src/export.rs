@@ -92,6 +92,79 @@ pub fn npy_header(shape: &[usize]) -> Vec<u8> {
     h
 }
 
+/// The type of a column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Int,
+    Float,
+    Text,
+}
+
+/// A table being written: the text formats here, Parquet in its module.
+enum Sink<'p> {
+    Text(TableWriter<'p>),
+    #[cfg(feature = "parquet")]
+    Parquet(crate::parquet::ParquetSink<'p>),
+}
+
+impl<'p> Sink<'p> {
+    fn create(
+        path: &'p Path,
+        format: Format,
+        columns: Vec<(String, Kind)>,
+    ) -> Result<Self, ExportError> {
+        #[cfg(feature = "parquet")]
+        if format == Format::Parquet {
+            return Ok(Sink::Parquet(crate::parquet::ParquetSink::create(
+                path, columns,
+            )?));
+        }
+        Ok(Sink::Text(TableWriter::create(
+            path,
+            format,
+            columns.into_iter().map(|c| c.0).collect(),
+        )?))
+    }
+
+    fn npy_header(&mut self, shape: &[usize]) -> Result<(), ExportError> {
+        match self {
+            Sink::Text(t) => t.write(&npy_header(shape)),
+            #[cfg(feature = "parquet")]
+            Sink::Parquet(_) => Ok(()),
+        }
+    }
+
+    fn row(&mut self, cells: &[Cell]) -> Result<(), ExportError> {
+        match self {
+            Sink::Text(t) => t.row(cells),
+            #[cfg(feature = "parquet")]
+            Sink::Parquet(p) => p.row(cells),
+        }
+    }
+
+    fn wide(
+        &mut self,
+        key_name: &str,
+        key: u64,
+        values_name: &str,
+        values: &[f64],
+    ) -> Result<(), ExportError> {
+        match self {
+            Sink::Text(t) => t.wide(key_name, key, values_name, values),
+            #[cfg(feature = "parquet")]
+            Sink::Parquet(p) => p.wide(key, values),
+        }
+    }
+
+    fn finish(self) -> Result<(), ExportError> {
+        match self {
+            Sink::Text(t) => t.finish(),
+            #[cfg(feature = "parquet")]
+            Sink::Parquet(p) => p.finish(),
+        }
+    }
+}
+
 /// A table being written in one of the row formats.
 struct TableWriter<'p> {
     out: std::io::BufWriter<AtomicFile>,
@@ -242,15 +315,18 @@ pub fn export(
 ) -> Result<(), ExportError> {
     let k = model.num_topics();
     let v = model.num_words();
-    if format == Format::Parquet {
-        return crate::parquet::export(model, doc_topics, what, layout, top, path);
+    if format == Format::Parquet && !crate::parquet::AVAILABLE {
+        return Err(ExportError::Invalid(crate::parquet::MISSING.into()));
     }
     if format == Format::Npy && (layout == Layout::Long || what == What::TopicKeys) {
         return Err(ExportError::Invalid(
             "the .npy format holds one matrix: export doc-topics or phi with --layout wide, or use csv, jsonl or parquet".into(),
         ));
     }
-    let topic_names = || (0..k).map(|t| format!("topic_{t}"));
+    let topic_names = || (0..k).map(|t| (format!("topic_{t}"), Kind::Float));
+    let named = |cols: &[(&str, Kind)]| -> Vec<(String, Kind)> {
+        cols.iter().map(|&(n, c)| (n.to_string(), c)).collect()
+    };
     match what {
         What::DocTopics => {
             let a = doc_topics.ok_or_else(|| {
@@ -261,11 +337,11 @@ pub fn export(
             let alpha = model.hyper.alpha;
             match layout {
                 Layout::Wide => {
-                    let mut columns = vec!["doc".to_string()];
+                    let mut columns = named(&[("doc", Kind::Int)]);
                     columns.extend(topic_names());
-                    let mut t = TableWriter::create(path, format, columns)?;
+                    let mut t = Sink::create(path, format, columns)?;
                     if format == Format::Npy {
-                        t.write(&npy_header(&[a.len(), k]))?;
+                        t.npy_header(&[a.len(), k])?;
                     }
                     let mut row = vec![0.0; k];
                     for d in 0..a.len() {
@@ -302,11 +378,11 @@ pub fn export(
         }
         What::Phi => match layout {
             Layout::Wide => {
-                let mut columns = vec!["topic".to_string()];
-                columns.extend(model.vocab.words().iter().cloned());
-                let mut t = TableWriter::create(path, format, columns)?;
+                let mut columns = named(&[("topic", Kind::Int)]);
+                columns.extend(model.vocab.words().iter().map(|w| (w.clone(), Kind::Float)));
+                let mut t = Sink::create(path, format, columns)?;
                 if format == Format::Npy {
-                    t.write(&npy_header(&[k, v]))?;
+                    t.npy_header(&[k, v])?;
                 }
                 for tp in 0..k {
                     t.wide("topic", tp as u64, "phi", &phi_row(model, tp))?;
@@ -314,8 +390,13 @@ pub fn export(
                 t.finish()
             }
             Layout::Long => {
-                let columns = ["topic", "word", "count", "phi"].map(String::from).to_vec();
-                let mut t = TableWriter::create(path, format, columns)?;
+                let columns = named(&[
+                    ("topic", Kind::Int),
+                    ("word", Kind::Text),
+                    ("count", Kind::Int),
+                    ("phi", Kind::Float),
+                ]);
+                let mut t = Sink::create(path, format, columns)?;
                 for tp in 0..k {
                     let phi = phi_row(model, tp);
                     for (w, &p) in phi.iter().enumerate() {

@@ -181,7 +181,7 @@ h1{font-size:1.4em;margin:.6em 0 .2em}h2{font-size:1.1em;margin:1.2em 0 .4em}
 #map circle{fill:#8fb8de;fill-opacity:.55;stroke:#4a7fb0;stroke-width:.6}
 #map circle.sel{fill:#d55e00;fill-opacity:.75;stroke:#8a3c00}
 #map text{font-size:10px;fill:#333;pointer-events:none}
-#bars{min-width:460px;flex:1}
+#bars{min-width:380px;flex:1}
 .bar{display:flex;align-items:center;height:18px;font-size:12px}
 .bar .w{width:140px;text-align:right;padding-right:6px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}
 .bar .t{position:relative;flex:1;height:13px}
@@ -200,7 +200,7 @@ const BODY: &str = r##"<div class="controls">
 <label>relevance &#955; = <span id="lambdaValue"></span> <input id="lambda" type="range" min="0" max="1" step="0.01" style="width:14em"></label>
 </div>
 <div class="main">
-<div><svg id="map" width="520" height="520" viewBox="0 0 520 520" role="img" aria-label="intertopic distance map"></svg>
+<div style="width:520px"><svg id="map" width="520" height="520" viewBox="0 0 520 520" role="img" aria-label="intertopic distance map"></svg>
 <div class="legend">Intertopic distance map: Jensen&#8211;Shannon divergence between topics, classical MDS; circle area = share of tokens. Click a circle.</div></div>
 <div id="bars"><h2 id="barsTitle"></h2><div id="barRows"></div>
 <div class="legend"><span style="background:#c8d8e8">&#160;&#160;&#160;</span> estimated tokens of the word in the corpus &#160; <span style="background:#d55e00">&#160;&#160;&#160;</span> in the selected topic. Relevance = &#955; log p(w|k) + (1&#8722;&#955;) log(p(w|k)/p(w)) (Sievert &amp; Shirley 2014); with no topic selected, the most salient words.</div></div>
@@ -214,7 +214,7 @@ const SCRIPT: &str = r##"(function(){
 var D=JSON.parse(document.getElementById("data").textContent);
 var errors=[];window.addEventListener("error",function(e){errors.push(String(e.message));});
 document.addEventListener("securitypolicyviolation",function(e){errors.push("blocked "+e.blockedURI);});
-var NS="http://www.w3.org/2000/svg",W=520,PAD=30;
+var NS="http://www.w3.org/2000/svg",W=520;
 var map=document.getElementById("map"),slider=document.getElementById("lambda"),lv=document.getElementById("lambdaValue");
 var input=document.getElementById("topic"),rows=document.getElementById("barRows"),title=document.getElementById("barsTitle");
 var sel=-1,lambda=D.lambda;slider.value=lambda;input.max=D.k-1;
@@ -222,7 +222,7 @@ function el(tag,attrs,text){var e=document.createElement(tag);for(var a in attrs
 var xs=D.topics.map(function(t){return t.x;}),ys=D.topics.map(function(t){return t.y;});
 var x0=Math.min.apply(null,xs),x1=Math.max.apply(null,xs),y0=Math.min.apply(null,ys),y1=Math.max.apply(null,ys);
 var span=Math.max(x1-x0,y1-y0)||1,pmax=Math.max.apply(null,D.topics.map(function(t){return t.p;}))||1;
-var rmax=Math.max(6,Math.min(60,260/Math.sqrt(D.k)));
+var rmax=Math.max(6,Math.min(60,260/Math.sqrt(D.k))),PAD=rmax+4;
 var circles=[];
 D.topics.forEach(function(t,i){
  var cx=PAD+(t.x-x0)/span*(W-2*PAD),cy=W-PAD-(t.y-y0)/span*(W-2*PAD),r=Math.max(1.5,rmax*Math.sqrt(t.p/pmax));
