@@ -356,10 +356,13 @@ pub fn export(
                     t.finish()
                 }
                 Layout::Long => {
-                    let columns = ["doc", "topic", "count", "theta"]
-                        .map(String::from)
-                        .to_vec();
-                    let mut t = TableWriter::create(path, format, columns)?;
+                    let columns = named(&[
+                        ("doc", Kind::Int),
+                        ("topic", Kind::Int),
+                        ("count", Kind::Int),
+                        ("theta", Kind::Float),
+                    ]);
+                    let mut t = Sink::create(path, format, columns)?;
                     for d in 0..a.len() {
                         let norm = 1.0 / (a.row_total(d) as f64 + k as f64 * alpha);
                         let (topics, counts) = a.row(d);
@@ -415,10 +418,14 @@ pub fn export(
             }
         },
         What::TopicKeys => {
-            let columns = ["topic", "rank", "word", "count", "phi"]
-                .map(String::from)
-                .to_vec();
-            let mut t = TableWriter::create(path, format, columns)?;
+            let columns = named(&[
+                ("topic", Kind::Int),
+                ("rank", Kind::Int),
+                ("word", Kind::Text),
+                ("count", Kind::Int),
+                ("phi", Kind::Float),
+            ]);
+            let mut t = Sink::create(path, format, columns)?;
             let beta = model.hyper.beta;
             for (tp, words) in topic_keys(model, top).iter().enumerate() {
                 let inv = 1.0 / (model.topic_totals[tp] as f64 + v as f64 * beta);
