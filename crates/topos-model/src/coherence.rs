@@ -626,7 +626,7 @@ mod tests {
         let (w, npmi) =
             window_coherence_of(&[vec![0, 1]], docs.view(), WindowMeasure::Npmi, 2).unwrap();
         let (pa, pb, pab) = (3.0 / 5.0, 3.0 / 5.0, 2.0 / 5.0);
-        let expected = ((pab + EPSILON) / (pa * pb) as f64).ln() / -(pab + EPSILON).ln();
+        let expected = ((pab + EPSILON) / (pa * pb)).ln() / -(pab + EPSILON).ln();
         assert_eq!(w, 5);
         assert!((npmi[0] - expected).abs() < 1e-12);
         assert!(window_coherence_of(&[vec![0, 1]], docs.view(), WindowMeasure::CV, 0).is_err());

@@ -132,9 +132,9 @@ impl Vis {
             .map(|w| {
                 let mut tf = 0.0;
                 let mut col = 0.0;
-                for t in 0..k {
+                for (t, &f) in topic_freq.iter().enumerate() {
                     let p = phi(w, t);
-                    tf += p * topic_freq[t];
+                    tf += p * f;
                     col += p;
                 }
                 let mut distinct = 0.0;
@@ -401,8 +401,8 @@ pub fn top_documents(
 ) -> Vec<Vec<(usize, f64)>> {
     let k = doc_topics.num_topics as usize;
     // Per topic, a min-heap of the best so far: (θ, Reverse(doc)) ordered so the worst is on top.
-    let mut heaps: Vec<BinaryHeap<std::cmp::Reverse<(OrdF64, std::cmp::Reverse<usize>)>>> =
-        (0..k).map(|_| BinaryHeap::new()).collect();
+    type Best = BinaryHeap<std::cmp::Reverse<(OrdF64, std::cmp::Reverse<usize>)>>;
+    let mut heaps: Vec<Best> = (0..k).map(|_| BinaryHeap::new()).collect();
     if per_topic == 0 {
         return vec![Vec::new(); k];
     }
