@@ -13,7 +13,8 @@
 //!   candidates only, so moving the slider costs the same at any K.
 //! * `#selftest` at the end of the address makes the page exercise itself (select a topic by a
 //!   click on its circle, move λ, count circles and resource requests) and write the outcome into
-//!   `<pre id="selftest">`; the browser test (`.ci/run`, `crates/topos-cli/tests/report.rs`) reads it.
+//!   `<pre id="selftest">` with the milliseconds the script took to draw the page and to redraw
+//!   the bars for a new λ; the browser test (`.ci/run`, `crates/topos-cli/tests/report.rs`) reads it.
 
 use crate::plot::escape;
 use crate::vis::Vis;
@@ -211,6 +212,7 @@ const BODY: &str = r##"<div class="controls">
 
 const SCRIPT: &str = r##"(function(){
 "use strict";
+var t0=performance.now();
 var D=JSON.parse(document.getElementById("data").textContent);
 var errors=[];window.addEventListener("error",function(e){errors.push(String(e.message));});
 document.addEventListener("securitypolicyviolation",function(e){errors.push("blocked "+e.blockedURI);});
@@ -273,14 +275,17 @@ document.getElementById("next").addEventListener("click",function(){select((sel+
 document.getElementById("clear").addEventListener("click",function(){select(-1);});
 map.addEventListener("click",function(){select(-1);});
 render();
+var loadMs=performance.now()-t0;
 if(location.hash==="#selftest"){
- var out={circles:map.querySelectorAll("circle").length,k:D.k};
+ var out={circles:map.querySelectorAll("circle").length,k:D.k,loadMs:loadMs};
  function bars(){return Array.prototype.map.call(rows.querySelectorAll(".w"),function(w){return w.textContent;}).join(" ");}
  out.overview=bars();
  if(circles.length>0){circles[0].dispatchEvent(new MouseEvent("click",{bubbles:true}));}
  out.selected=sel;out.title=title.textContent;
+ var t1=performance.now();
  slider.value="1";slider.dispatchEvent(new Event("input"));out.lambda1=bars();
  slider.value="0";slider.dispatchEvent(new Event("input"));out.lambda0=bars();
+ out.sliderMs=(performance.now()-t1)/2;
  out.docs=document.getElementById("docs").children.length;
  out.requests=performance.getEntriesByType("resource").length;
  out.errors=errors;
