@@ -334,7 +334,8 @@ pub fn export(
                     "θ of the training documents needs the model's .doctopics side file (train with --doc-topics)".into(),
                 )
             })?;
-            let alpha = model.hyper.alpha;
+            let alpha = crate::vis::alphas(model);
+            let alpha_sum: f64 = alpha.iter().sum();
             match layout {
                 Layout::Wide => {
                     let mut columns = named(&[("doc", Kind::Int)]);
@@ -345,11 +346,11 @@ pub fn export(
                     }
                     let mut row = vec![0.0; k];
                     for d in 0..a.len() {
-                        let norm = 1.0 / (a.row_total(d) as f64 + k as f64 * alpha);
-                        row.iter_mut().for_each(|x| *x = alpha * norm);
+                        let norm = 1.0 / (a.row_total(d) as f64 + alpha_sum);
+                        row.iter_mut().zip(&alpha).for_each(|(x, a)| *x = a * norm);
                         let (topics, counts) = a.row(d);
                         for (&tp, &c) in topics.iter().zip(counts) {
-                            row[tp as usize] = (c as f64 + alpha) * norm;
+                            row[tp as usize] = (c as f64 + alpha[tp as usize]) * norm;
                         }
                         t.wide("doc", d as u64, "theta", &row)?;
                     }
@@ -364,14 +365,14 @@ pub fn export(
                     ]);
                     let mut t = Sink::create(path, format, columns)?;
                     for d in 0..a.len() {
-                        let norm = 1.0 / (a.row_total(d) as f64 + k as f64 * alpha);
+                        let norm = 1.0 / (a.row_total(d) as f64 + alpha_sum);
                         let (topics, counts) = a.row(d);
                         for (&tp, &c) in topics.iter().zip(counts) {
                             t.row(&[
                                 Cell::Int(d as u64),
                                 Cell::Int(u64::from(tp)),
                                 Cell::Int(u64::from(c)),
-                                Cell::Float((c as f64 + alpha) * norm),
+                                Cell::Float((c as f64 + alpha[tp as usize]) * norm),
                             ])?;
                         }
                     }
@@ -524,7 +525,7 @@ pub fn write_mallet(
         source: e,
     })?;
     let k = model.num_topics();
-    let alpha = model.hyper.alpha;
+    let alpha = crate::vis::alphas(model);
     let mut written = Vec::new();
     let mut files: Vec<(&'static str, AtomicFile)> = Vec::new();
     let io = |p: &Path| {
@@ -539,7 +540,7 @@ pub fn write_mallet(
         let path = dir.join("topic-keys.txt");
         let mut out = std::io::BufWriter::new(AtomicFile::create(&path)?);
         for (t, words) in topic_keys(model, top).iter().enumerate() {
-            let mut line = format!("{t}\t{}\t", mallet_number(alpha));
+            let mut line = format!("{t}\t{}\t", mallet_number(alpha[t]));
             for &(w, _) in words {
                 line.push_str(model.vocab.word(w));
                 line.push(' ');
@@ -584,7 +585,7 @@ pub fn write_mallet(
     if let Some(a) = doc_topics {
         let path = dir.join("doc-topics.txt");
         let mut out = std::io::BufWriter::new(AtomicFile::create(&path)?);
-        let alpha_sum = alpha * k as f64;
+        let alpha_sum: f64 = alpha.iter().sum();
         let mut row = vec![0u32; k];
         for d in 0..a.len() {
             row.iter_mut().for_each(|x| *x = 0);
@@ -597,9 +598,9 @@ pub fn write_mallet(
                 Some(n) => format!("{d}\t{}", n[d]),
                 None => format!("{d}\tno-name"),
             };
-            for &c in &row {
+            for (t, &c) in row.iter().enumerate() {
                 line.push('\t');
-                line.push_str(&java_double((alpha + c as f64) / (len + alpha_sum)));
+                line.push_str(&java_double((alpha[t] + c as f64) / (len + alpha_sum)));
             }
             line.push('\n');
             out.write_all(line.as_bytes()).map_err(io(&path))?;

@@ -78,18 +78,26 @@ pub struct Vis {
     pub relevant: Vec<Vec<TermScore>>,
 }
 
-/// f_k = Σ_d n_d θ_dk with θ_dk = (A_dk + α) / (n_d + Kα), from the training documents' counts.
-pub fn topic_frequencies(doc_topics: &DocTopics, alpha: f64) -> Vec<f64> {
+/// The document prior α_k of every topic (a symmetric prior repeats one value): what every θ
+/// here is smoothed with. The one place that reads the model's α, so a model whose α is learned
+/// per topic needs only this function to change.
+pub fn alphas(model: &TopicModel) -> Vec<f64> {
+    vec![model.hyper.alpha; model.num_topics()]
+}
+
+/// f_k = Σ_d n_d θ_dk with θ_dk = (A_dk + α_k) / (n_d + Σα), from the training documents' counts.
+pub fn topic_frequencies(doc_topics: &DocTopics, alpha: &[f64]) -> Vec<f64> {
     let k = doc_topics.num_topics as usize;
+    assert_eq!(alpha.len(), k);
+    let alpha_sum: f64 = alpha.iter().sum();
     let mut f = vec![0.0; k];
     for d in 0..doc_topics.len() {
         let n = doc_topics.row_total(d) as f64;
-        let norm = n / (n + k as f64 * alpha);
+        let norm = n / (n + alpha_sum);
         let (topics, counts) = doc_topics.row(d);
         // The α share of every topic, then the counts.
-        let base = alpha * norm;
-        for x in f.iter_mut() {
-            *x += base;
+        for (x, a) in f.iter_mut().zip(alpha) {
+            *x += a * norm;
         }
         for (&t, &c) in topics.iter().zip(counts) {
             f[t as usize] += c as f64 * norm;
@@ -389,13 +397,13 @@ impl Ord for OrdF64 {
     }
 }
 
-/// The `per_topic` training documents with the largest share θ_dk = (A_dk + α) / (n_d + Kα) of
+/// The `per_topic` training documents with the largest share θ_dk = (A_dk + α_k) / (n_d + Σα) of
 /// each topic, largest first (ties by document number): `(document, θ_dk)`. Documents of fewer
 /// than `min_tokens` tokens are passed over (a one-word document is all one topic and says
 /// little about it).
 pub fn top_documents(
     doc_topics: &DocTopics,
-    alpha: f64,
+    alpha: &[f64],
     per_topic: usize,
     min_tokens: u64,
 ) -> Vec<Vec<(usize, f64)>> {
@@ -411,10 +419,10 @@ pub fn top_documents(
         if n < min_tokens.max(1) {
             continue;
         }
-        let norm = 1.0 / (n as f64 + k as f64 * alpha);
+        let norm = 1.0 / (n as f64 + alpha.iter().sum::<f64>());
         let (topics, counts) = doc_topics.row(d);
         for (&t, &c) in topics.iter().zip(counts) {
-            let theta = (c as f64 + alpha) * norm;
+            let theta = (c as f64 + alpha[t as usize]) * norm;
             let heap = &mut heaps[t as usize];
             let entry = std::cmp::Reverse((OrdF64(theta), std::cmp::Reverse(d)));
             if heap.len() < per_topic {
@@ -449,11 +457,11 @@ mod tests {
         a.push_dense(&[9, 1]);
         a.push_dense(&[1, 0]);
         a.push_dense(&[0, 10]);
-        let top = top_documents(&a, 0.1, 2, 2);
+        let top = top_documents(&a, &[0.1, 0.1], 2, 2);
         assert_eq!(top[0].iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 0]);
         assert_eq!(top[1].iter().map(|x| x.0).collect::<Vec<_>>(), vec![3, 0]);
         assert!((top[1][0].1 - 10.1 / 10.2).abs() < 1e-12);
-        let f = topic_frequencies(&a, 0.1);
+        let f = topic_frequencies(&a, &[0.1, 0.1]);
         let total: f64 = f.iter().sum();
         assert!((total - 31.0).abs() < 1e-9, "{f:?}");
     }

@@ -75,7 +75,7 @@ fn table(v: &Value, keys: &[&str], values: &[&str]) -> BTreeMap<String, Vec<f64>
 #[test]
 fn equals_pyldavis_prepare() {
     let (model, a, expected) = fixture();
-    let f = topic_frequencies(&a, model.hyper.alpha);
+    let f = topic_frequencies(&a, &topos_report::vis::alphas(&model));
     let opts = VisOptions {
         terms: 10,
         lambda_step: 0.01,

@@ -130,7 +130,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         bail!("--source needs the corpus (--corpus) to know which line each document came from");
     }
     let topic_freq = match &doc_topics {
-        Some(a) => topic_frequencies(a, model.hyper.alpha),
+        Some(a) => topic_frequencies(a, &topos_report::vis::alphas(&model)),
         None => model.topic_totals.iter().map(|&n| n as f64).collect(),
     };
     let vis = Vis::prepare(
@@ -169,7 +169,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                     );
                 }
             }
-            let top = top_documents(a, model.hyper.alpha, args.docs, 5);
+            let top = top_documents(a, &topos_report::vis::alphas(&model), args.docs, 5);
             let mut wanted: Vec<u64> = Vec::new();
             if let Some(c) = &corpus {
                 wanted = top.iter().flatten().map(|&(d, _)| c.train_ids()[d]).collect();
