@@ -28,6 +28,8 @@ enum Command {
     Prepare(cmd::prepare::Args),
     /// Train an LDA model on a corpus file.
     Train(cmd::train::Args),
+    /// Continue training a model on new documents (new words are added to its vocabulary).
+    Update(cmd::update::Args),
     /// List the samplers (--algo), devices and transports, with their properties.
     Algos(cmd::algos::Args),
     /// Show the top words of every topic of a model.
@@ -74,6 +76,7 @@ fn main() {
     let result = match cli.command {
         Command::Prepare(a) => cmd::prepare::run(a, ui),
         Command::Train(a) => cmd::train::run(a, ui),
+        Command::Update(a) => cmd::update::run(a, ui),
         Command::Algos(a) => cmd::algos::run(a, ui),
         Command::Topics(a) => cmd::topics::run(a, ui),
         Command::Eval(a) => cmd::eval::run(a, ui),

@@ -440,15 +440,20 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["cgs", "esca"]);
+    assert_eq!(names, ["cgs", "esca", "mh"]);
     let defaults: Vec<bool> = v["samplers"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["default"].as_bool().unwrap())
         .collect();
-    assert_eq!(defaults, [true, false]);
+    assert_eq!(defaults, [true, false, false]);
     assert_eq!(v["samplers"][0]["exactness"], "exact");
+    // mh has no GPU kernel yet: the cuda device does not list it.
+    assert_eq!(
+        v["samplers"][2]["determinism"],
+        "any-threads-any-partitions"
+    );
     assert_eq!(v["samplers"][1]["private_training"], true);
     assert_eq!(
         v["samplers"][1]["determinism"],

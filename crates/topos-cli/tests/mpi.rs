@@ -220,3 +220,45 @@ fn a_launch_the_build_cannot_share_is_refused() {
     assert!(!out.status.success());
     assert!(err.contains("--private runs in one process"), "{err}");
 }
+
+/// Learned priors (`--optimize-priors`) under several processes: each sends the histograms of
+/// its documents' topic counts, and the priors, so the model, are the single process's.
+#[test]
+fn several_processes_learn_the_priors_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path());
+    let args = |out: &Path| {
+        vec![
+            "train".to_string(),
+            s(&c).to_string(),
+            "-k".into(),
+            "6".into(),
+            "--iters".into(),
+            "12".into(),
+            "--alpha".into(),
+            "0.3".into(),
+            "--optimize-priors".into(),
+            "3".into(),
+            "--optimize-burn-in".into(),
+            "2".into(),
+            "--device".into(),
+            "cpu".into(),
+            "--threads".into(),
+            "1".into(),
+            "-o".into(),
+            s(out).to_string(),
+            "--json".into(),
+        ]
+    };
+    let one = dir.path().join("one.tmod");
+    let a1 = args(&one);
+    let single = json(&a1.iter().map(String::as_str).collect::<Vec<_>>()[..a1.len() - 1]);
+    assert!(single["alpha"].is_array(), "{single}");
+    let many = dir.path().join("three.tmod");
+    let a = args(&many);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let summary = mpi_ok(3, &a, &[]);
+    assert_eq!(summary["alpha"], single["alpha"]);
+    assert_eq!(summary["beta"], single["beta"]);
+    assert_eq!(read(&one), read(&many), "3 processes");
+}

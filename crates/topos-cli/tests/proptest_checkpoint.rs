@@ -27,6 +27,8 @@ fn valid() -> Vec<u8> {
             partitions: 3,
             corpus_checksum: 77,
             iteration: 9,
+            priors: None,
+            fixed_counts: None,
         },
         assignments: vec![0, 4, 2, 2, 1, 3, 0, 0, 4],
     }

@@ -3,10 +3,11 @@
 //! Both are `topos_io` files (magic, version, payload length, XXH3 checksum; written atomically).
 //! All integers are little-endian.
 //!
-//! **`.tmod`, version 3** (magic `TOPOSMOD`; the version written), payload:
+//! **`.tmod`, version 4** (magic `TOPOSMOD`), written for a model with an asymmetric α (learned
+//! by `topos train --optimize-priors`), payload:
 //!
 //! ```text
-//! hyperparameters  u32 K, f64 α, f64 β
+//! hyperparameters  u32 K, f64 α (the mean α_k when asymmetric), f64 β
 //! provenance       str algorithm, u32 iterations, u64 seed, u64 corpus checksum,
 //!                  u64 documents, u64 tokens
 //! vocabulary       u32 V, then V × str                    (str = u32 byte length ‖ UTF-8)
@@ -16,7 +17,13 @@
 //!                  guarantee (`topos_privacy::Guarantee`) as compact JSON
 //! tokenizer        u8 0 (unknown) or 1, then str: the corpus's tokenizer options
 //!                  (`topos_corpus::TokenizerSpec`) as compact JSON (version 3)
+//! priors           u8 1, then K × f64 α_k, not all equal (version 4)
 //! ```
+//!
+//! **Version 3** is the same without the priors section, and is what a model with a symmetric α
+//! still writes (every α_k is the header's α): a model trained without `--optimize-priors` gets
+//! the bytes it got before priors could be learned, and only a model that needs the new section
+//! is refused by a build that cannot read it (instead of being read with the wrong α).
 //!
 //! **Version 2** is the same without the tokenizer section (`tests/fixtures/v2*.tmod`): read as a
 //! model whose tokenizer is unknown, so `infer` falls back on the corpus beside it. Version 3
@@ -75,14 +82,25 @@ use std::path::{Path, PathBuf};
 use topos_corpus::Vocabulary;
 use topos_io::{ByteReader, ByteWriter, FormatError, Kind};
 
-/// The model file's current format version (3: the tokenizer section).
-pub const MODEL_VERSION: u32 = 3;
+/// The model file's newest format version (4: the priors section of an asymmetric α). A model
+/// with a symmetric α is written as version 3 ([`model_version`]).
+pub const MODEL_VERSION: u32 = 4;
+
+/// The version a model with hyperparameters `hyper` is written as: 3 unless its α is
+/// asymmetric (see the module documentation).
+pub fn model_version(hyper: &Hyperparameters) -> u32 {
+    if hyper.alpha.symmetric_value().is_some() {
+        3
+    } else {
+        4
+    }
+}
 
 /// The model file kind.
 pub const MODEL_KIND: Kind = Kind {
     name: "Topos model",
     magic: *b"TOPOSMOD",
-    supported: &[1, 2, 3],
+    supported: &[1, 2, 3, 4],
     version_hint: "read it with the topos release that wrote it, or re-train the model",
 };
 
@@ -119,12 +137,15 @@ impl TopicModel {
     /// Checks the invariants a model file must satisfy; a one-line description of the first
     /// violation otherwise.
     pub fn validate(&self) -> Result<(), String> {
-        Hyperparameters::new(
-            self.hyper.num_topics,
-            Some(self.hyper.alpha),
-            Some(self.hyper.beta),
-        )
-        .map_err(|e| e.to_string())?;
+        Hyperparameters::with_alpha(self.hyper.alpha.clone(), Some(self.hyper.beta))
+            .map_err(|e| e.to_string())?;
+        if self.hyper.alpha.len() != self.hyper.k() {
+            return Err(format!(
+                "{} values of alpha for K = {}",
+                self.hyper.alpha.len(),
+                self.hyper.k()
+            ));
+        }
         let v = self.vocab.len();
         if Some(self.word_topic.len()) != v.checked_mul(self.num_topics()) {
             return Err(format!(
@@ -177,13 +198,15 @@ impl TopicModel {
         }
         encode_privacy(&mut w, self.privacy.as_ref());
         encode_tokenizer(&mut w, self.tokenizer.as_ref());
+        encode_priors(&mut w, &self.hyper);
         Ok(w.buf)
     }
 
     /// The whole file: header and payload. A pure function of the model.
     pub fn to_file_bytes(&self) -> Result<Vec<u8>, ModelError> {
         let payload = self.encode()?;
-        let mut bytes = topos_io::header(&MODEL_KIND, MODEL_VERSION, &payload).to_vec();
+        let version = model_version(&self.hyper);
+        let mut bytes = topos_io::header(&MODEL_KIND, version, &payload).to_vec();
         bytes.extend_from_slice(&payload);
         Ok(bytes)
     }
@@ -191,7 +214,7 @@ impl TopicModel {
     /// Writes the model to `path` atomically (a temporary file renamed into place).
     pub fn write(&self, path: &Path) -> Result<(), ModelError> {
         let payload = self.encode()?;
-        topos_io::write_file(&MODEL_KIND, MODEL_VERSION, path, &payload)?;
+        topos_io::write_file(&MODEL_KIND, model_version(&self.hyper), path, &payload)?;
         Ok(())
     }
 
@@ -218,7 +241,7 @@ impl TopicModel {
             what,
         };
         match checked.version {
-            v @ (1..=3) => decode_model(checked.payload, v, &malformed),
+            v @ (1..=4) => decode_model(checked.payload, v, &malformed),
             v => Err(malformed(format!("no decoder for version {v}")).into()),
         }
     }
@@ -232,7 +255,10 @@ pub(crate) fn encode_head(
     vocab: &Vocabulary,
 ) {
     w.u32(hyper.num_topics);
-    w.f64(hyper.alpha);
+    w.f64(match hyper.alpha.symmetric_value() {
+        Some(a) => a,
+        None => hyper.alpha.mean(),
+    });
     w.f64(hyper.beta);
     w.str(&p.algorithm);
     w.u32(p.iterations);
@@ -267,6 +293,16 @@ pub(crate) fn encode_tokenizer(
         Some(t) => {
             w.u8(1);
             w.str(&String::from_utf8(t.encode()).expect("a tokenizer spec is UTF-8 JSON"));
+        }
+    }
+}
+
+/// The priors section (version 4): written only for an asymmetric α, as the payload's end.
+pub(crate) fn encode_priors(w: &mut ByteWriter, hyper: &Hyperparameters) {
+    if hyper.alpha.symmetric_value().is_none() {
+        w.u8(1);
+        for &a in hyper.alpha.values() {
+            w.f64(a);
         }
     }
 }
@@ -348,7 +384,7 @@ fn decode_model(
     let num_topics = r.u32("number of topics").map_err(bad)?;
     let alpha = r.f64("alpha").map_err(bad)?;
     let beta = r.f64("beta").map_err(bad)?;
-    let hyper = Hyperparameters::new(num_topics, Some(alpha), Some(beta))
+    let mut hyper = Hyperparameters::new(num_topics, Some(alpha), Some(beta))
         .map_err(|e| bad(e.to_string()))?;
     let k = hyper.k();
 
@@ -488,6 +524,24 @@ fn decode_model(
     } else {
         None
     };
+    if version >= 4 {
+        match r.u8("priors section flag").map_err(bad)? {
+            1 => {
+                let mut values = Vec::with_capacity(k);
+                for _ in 0..k {
+                    values.push(r.f64("alpha of a topic").map_err(bad)?);
+                }
+                let learned = crate::Alpha::from_values(values).map_err(|e| bad(e.to_string()))?;
+                if learned.symmetric_value().is_some() {
+                    return Err(bad(
+                        "priors section holds a symmetric alpha (written as version 3)".into(),
+                    ));
+                }
+                hyper.alpha = learned;
+            }
+            f => return Err(bad(format!("priors section flag is {f}, expected 1"))),
+        }
+    }
     if r.remaining() != 0 {
         return Err(bad(format!(
             "{} unexpected bytes after the {}",
@@ -495,7 +549,8 @@ fn decode_model(
             match version {
                 1 => "word-topic counts",
                 2 => "privacy section",
-                _ => "tokenizer section",
+                3 => "tokenizer section",
+                _ => "priors section",
             }
         )));
     }
@@ -685,7 +740,7 @@ mod tests {
         let e = m.to_file_bytes().unwrap_err().to_string();
         assert!(e.contains("appears twice"), "{e}");
         let mut m = model();
-        m.hyper.alpha = 0.0;
+        m.hyper.alpha = crate::Alpha::symmetric(m.hyper.num_topics, 0.0);
         assert!(m.to_file_bytes().unwrap_err().to_string().contains("alpha"));
     }
 

@@ -92,7 +92,9 @@ pub struct FoldedDoc {
 /// The fold-in sampler for one φ.
 pub struct FoldIn<'a> {
     phi: &'a Phi,
-    alpha: f64,
+    alpha: crate::Alpha,
+    /// Σ_k α_k φ_kw by word: the smoothing branch's weight.
+    prior: crate::phi::PriorMass<'a>,
     opts: FoldInOptions,
     key: Philox4x32,
     /// Lazily built sampling trees of the smoothing branch, one per word (dense φ).
@@ -177,7 +179,8 @@ impl<'a> FoldIn<'a> {
         opts.validate()?;
         Ok(Self {
             phi,
-            alpha: hyper.alpha,
+            alpha: hyper.alpha.clone(),
+            prior: phi.prior_mass(&hyper.alpha),
             opts,
             key: Philox4x32::new(opts.seed),
             trees: if phi.sparse().is_some() {
@@ -190,12 +193,33 @@ impl<'a> FoldIn<'a> {
                     .map(|_| OnceLock::new())
                     .collect()
             }),
-            inv_tree: phi.sparse().map(|sp| {
-                WaryTree::from_weights(&sp.inv.iter().map(|&x| x as f32).collect::<Vec<_>>())
+            // A symmetric α factors out of the smoothing bucket (a tree over s_k); an
+            // asymmetric one weighs each topic's share (a tree over α_k s_k).
+            inv_tree: phi.sparse().map(|sp| match hyper.alpha.symmetric_value() {
+                Some(_) => {
+                    WaryTree::from_weights(&sp.inv.iter().map(|&x| x as f32).collect::<Vec<_>>())
+                }
+                None => WaryTree::from_weights(
+                    &sp.inv
+                        .iter()
+                        .zip(hyper.alpha.values())
+                        .map(|(&x, &a)| (a * x) as f32)
+                        .collect::<Vec<_>>(),
+                ),
             }),
             smoothing_mass: phi
                 .sparse()
-                .map_or(0.0, |sp| hyper.alpha * sp.beta * sp.inv.iter().sum::<f64>()),
+                .map_or(0.0, |sp| match hyper.alpha.symmetric_value() {
+                    Some(a) => a * sp.beta * sp.inv.iter().sum::<f64>(),
+                    None => {
+                        sp.beta
+                            * sp.inv
+                                .iter()
+                                .zip(hyper.alpha.values())
+                                .map(|(&x, &a)| a * x)
+                                .sum::<f64>()
+                    }
+                }),
         })
     }
 
@@ -223,12 +247,20 @@ impl<'a> FoldIn<'a> {
             sparse += f64::from(s.counts[usize::from(k)]) * f64::from(row[usize::from(k)]);
             s.cumulative.push(sparse);
         }
-        let smoothing = self.alpha * self.phi.word_mass(w);
+        let smoothing = self.prior.get(w);
         let u = rng.next_f64() * (sparse + smoothing);
         if u < sparse {
             s.nonzero[search_prefix_f64(&s.cumulative, u)]
         } else {
-            let tree = self.trees[w as usize].get_or_init(|| WaryTree::from_weights(row));
+            let tree = self.trees[w as usize].get_or_init(|| match self.alpha.symmetric_value() {
+                Some(_) => WaryTree::from_weights(row),
+                None => WaryTree::from_weights(
+                    &row.iter()
+                        .zip(self.alpha.values())
+                        .map(|(&p, &a)| (a * f64::from(p)) as f32)
+                        .collect::<Vec<_>>(),
+                ),
+            });
             tree.sample(rng.next_f32()) as u16
         }
     }
@@ -239,9 +271,9 @@ impl<'a> FoldIn<'a> {
     /// ```text
     /// (A_k + α)(B_wk + β)s_k = A_k·(B_wk + β)·s_k   document bucket: the document's non-zeros,
     ///                                               B_wk found by binary search in the word's row
-    ///                        + α·B_wk·s_k           word bucket: the word's non-zeros, fixed
+    ///                        + α_k·B_wk·s_k         word bucket: the word's non-zeros, fixed
     ///                                               while φ is (prefix sums built once a word)
-    ///                        + αβ·s_k               smoothing bucket: one tree for all words
+    ///                        + α_kβ·s_k             smoothing bucket: one tree for all words
     /// ```
     ///
     /// O(K_d · log nnz(B_w) + log nnz(B_w) + log₃₂ K) per token and no V × K array: a word's row
@@ -261,7 +293,7 @@ impl<'a> FoldIn<'a> {
             wt.iter()
                 .zip(wc)
                 .map(|(&k, &c)| {
-                    acc += self.alpha * f64::from(c) * sp.inv[usize::from(k)];
+                    acc += self.alpha.get(usize::from(k)) * f64::from(c) * sp.inv[usize::from(k)];
                     acc
                 })
                 .collect()
@@ -374,7 +406,7 @@ mod tests {
         let vocab = topos_corpus::Vocabulary::new(["a", "b", "c"].map(String::from).into());
         let hyper = Hyperparameters::new(3, Some(0.4), Some(0.05)).unwrap();
         let counts = vec![9, 0, 2, 0, 4, 1, 1, 6, 0];
-        let model = TopicModel::from_counts(vocab, hyper, counts, Provenance::default());
+        let model = TopicModel::from_counts(vocab, hyper.clone(), counts, Provenance::default());
         let mut b = Phi::builder_for_words(3, 0.05, &model.topic_totals, &[0, 1, 2], None).unwrap();
         for w in 0..3u32 {
             let row = model.word_row(w);
@@ -392,36 +424,43 @@ mod tests {
             assert!((sparse.word_mass(w) - dense.word_mass(w)).abs() < 1e-6);
         }
         let (w1, w2) = (0u32, 2u32);
-        let expected = two_token_posterior(&sparse, 0.4, w1, w2);
         let opts = FoldInOptions {
             sweeps: 200_000,
             burn_in: 10,
             seed: 9,
         };
-        let f = FoldIn::new(&sparse, &hyper, opts).unwrap();
-        let d = f.fold_in(&[w1, w2], 0, &mut f.scratch());
-        let mut got = [0.0f64; 3];
-        for (&k, &m) in d.topics.iter().zip(&d.mean_counts) {
-            got[usize::from(k)] = m;
-        }
-        for k in 0..3 {
-            let e = expected[k];
-            assert!((got[k] - e).abs() < 0.01, "topic {k}: {} vs {e}", got[k]);
+        // The symmetric prior, then an asymmetric one (the learned α of --optimize-priors: a
+        // tree over α_k s_k for the smoothing bucket, α_k in the word bucket).
+        let asymmetric = crate::Alpha::from_values(vec![0.05, 0.9, 0.3]).unwrap();
+        for alpha in [hyper.alpha.clone(), asymmetric] {
+            let hyper = Hyperparameters::with_alpha(alpha.clone(), Some(0.05)).unwrap();
+            let expected = two_token_posterior(&sparse, &alpha, w1, w2);
+            let f = FoldIn::new(&sparse, &hyper, opts).unwrap();
+            let d = f.fold_in(&[w1, w2], 0, &mut f.scratch());
+            let mut got = [0.0f64; 3];
+            for (&k, &m) in d.topics.iter().zip(&d.mean_counts) {
+                got[usize::from(k)] = m;
+            }
+            for k in 0..3 {
+                let e = expected[k];
+                assert!(
+                    (got[k] - e).abs() < 0.01,
+                    "{alpha}, topic {k}: {} vs {e}",
+                    got[k]
+                );
+            }
         }
     }
 
     /// E[A_k] under the exact posterior of two tokens of words `w1`, `w2` over three topics:
-    /// p(z₁, z₂) ∝ φ_{z₁w₁} φ_{z₂w₂} · (α(α+1) if z₁ = z₂ else α²).
-    fn two_token_posterior(phi: &Phi, alpha: f64, w1: u32, w2: u32) -> [f64; 3] {
+    /// p(z₁, z₂) ∝ φ_{z₁w₁} φ_{z₂w₂} · (α_k(α_k+1) if z₁ = z₂ = k else α_{z₁}α_{z₂}).
+    fn two_token_posterior(phi: &Phi, alpha: &crate::Alpha, w1: u32, w2: u32) -> [f64; 3] {
         let mut expected = [0.0f64; 3];
         let mut norm = 0.0;
         for z1 in 0..3 {
             for z2 in 0..3 {
-                let prior = if z1 == z2 {
-                    alpha * (alpha + 1.0)
-                } else {
-                    alpha * alpha
-                };
+                let (a1, a2) = (alpha.get(z1), alpha.get(z2));
+                let prior = if z1 == z2 { a1 * (a1 + 1.0) } else { a1 * a2 };
                 let p = f64::from(phi.get(w1, z1)) * f64::from(phi.get(w2, z2)) * prior;
                 norm += p;
                 expected[z1] += p;
@@ -436,11 +475,21 @@ mod tests {
     /// match its expectation — this checks both branches and the branch choice.
     #[test]
     fn two_token_chain_matches_exact_posterior() {
+        for alpha in [
+            crate::Alpha::symmetric(3, 0.4),
+            crate::Alpha::from_values(vec![0.05, 0.9, 0.3]).unwrap(),
+        ] {
+            two_token_chain_matches_exact_posterior_with(alpha);
+        }
+    }
+
+    /// [`two_token_chain_matches_exact_posterior`] for one prior (an asymmetric one checks the
+    /// per-word trees over α_k φ_kw and the mass Σ_k α_k φ_kw).
+    fn two_token_chain_matches_exact_posterior_with(alpha: crate::Alpha) {
         let phi = phi();
-        let alpha = 0.4;
-        let hyper = Hyperparameters::new(3, Some(alpha), None).unwrap();
+        let hyper = Hyperparameters::with_alpha(alpha.clone(), None).unwrap();
         let (w1, w2) = (0u32, 2u32);
-        let expected = two_token_posterior(&phi, alpha, w1, w2);
+        let expected = two_token_posterior(&phi, &alpha, w1, w2);
         let opts = FoldInOptions {
             sweeps: 200_000,
             burn_in: 10,

@@ -10,10 +10,11 @@
 //! contributes
 //!
 //! ```text
-//! log Σ_k θ̄_dk φ_kw = log( Σ_{k: Ā_dk>0} Ā_dk φ_kw + α Σ_k φ_kw ) − log(n_obs + Kα)
+//! log Σ_k θ̄_dk φ_kw = log( Σ_{k: Ā_dk>0} Ā_dk φ_kw + Σ_k α_k φ_kw ) − log(n_obs + Σ_k α_k)
 //! ```
 //!
-//! (the sparse form of [`crate::likelihood`]). The reported figure is the mean over scored tokens,
+//! (the sparse form of [`crate::likelihood`]; Σ_k α_k = Kα and Σ_k α_k φ_kw = α Σ_k φ_kw for a
+//! symmetric prior). The reported figure is the mean over scored tokens,
 //! and perplexity = exp(−mean). Documents with fewer than 2 tokens have nothing to condition on
 //! or nothing to score; they are skipped and counted.
 //!
@@ -58,6 +59,7 @@ pub fn heldout_log_likelihood(
     opts: &FoldInOptions,
 ) -> Result<HeldOut, ModelError> {
     let sampler = FoldIn::new(phi, hyper, *opts)?;
+    let prior = phi.prior_mass(&hyper.alpha);
     let scores: Vec<DocScore> = (0..docs.len())
         .into_par_iter()
         .map_init(
@@ -76,7 +78,7 @@ pub fn heldout_log_likelihood(
                         .iter()
                         .copied()
                         .zip(folded.mean_counts.iter().copied());
-                    phi.weighted_sum(w, pairs) + hyper.alpha * phi.word_mass(w)
+                    phi.weighted_sum(w, pairs) + prior.get(w)
                 });
                 Ok(Some(doc_score(hyper, observed.len(), arguments)))
             },
@@ -98,6 +100,7 @@ pub fn heldout_arguments(
     range: std::ops::Range<usize>,
 ) -> Result<Vec<f64>, ModelError> {
     let sampler = FoldIn::new(phi, hyper, *opts)?;
+    let prior = phi.prior_mass(&hyper.alpha);
     let per_doc: Vec<Vec<f64>> = range
         .into_par_iter()
         .map_init(
@@ -117,7 +120,7 @@ pub fn heldout_arguments(
                         .iter()
                         .copied()
                         .zip(folded.mean_counts.iter().copied());
-                    *slot = phi.weighted_sum(w, pairs) + hyper.alpha * phi.word_mass(w);
+                    *slot = phi.weighted_sum(w, pairs) + prior.get(w);
                 }
                 Ok(out)
             },
@@ -127,7 +130,7 @@ pub fn heldout_arguments(
 }
 
 /// Document completion's result from the argument of every scored token's logarithm,
-/// `Σ_k Ā_dk φ_kw + α Σ_k φ_kw` in the notation above, computed elsewhere (on a GPU, by the same
+/// `Σ_k Ā_dk φ_kw + Σ_k α_k φ_kw` in the notation above, computed elsewhere (on a GPU, by the same
 /// fold-in): `arguments` is indexed like `docs.tokens()` and read at the second halves of the
 /// documents with at least 2 tokens. The logarithms and sums are [`heldout_log_likelihood`]'s
 /// (the same [`doc_score`] and [`combine`]), so equal arguments give the same bits.
@@ -148,13 +151,13 @@ pub fn heldout_from_arguments(
     combine(scores, docs.len())
 }
 
-/// One document's score: Σ over its scored tokens of log(argument) − log(n_obs + Kα).
+/// One document's score: Σ over its scored tokens of log(argument) − log(n_obs + Σ_k α_k).
 fn doc_score(
     hyper: &Hyperparameters,
     observed: usize,
     arguments: impl ExactSizeIterator<Item = f64>,
 ) -> (f64, u64, u64) {
-    let log_norm = (observed as f64 + hyper.k() as f64 * hyper.alpha).ln();
+    let log_norm = (observed as f64 + hyper.alpha.sum()).ln();
     let scored = arguments.len() as u64;
     let ll = arguments.fold(0.0f64, |ll, x| ll + (x.ln() - log_norm));
     (ll, observed as u64, scored)
@@ -268,7 +271,7 @@ mod tests {
             let start = v.doc_start(d) as usize + observed.len();
             for (i, &w) in scored.iter().enumerate() {
                 let pairs = f.topics.iter().copied().zip(f.mean_counts.iter().copied());
-                args[start + i] = phi.weighted_sum(w, pairs) + hyper.alpha * phi.word_mass(w);
+                args[start + i] = phi.weighted_sum(w, pairs) + phi.prior_mass(&hyper.alpha).get(w);
             }
         }
         assert_eq!(heldout_from_arguments(&hyper, v, &args).unwrap(), want);

@@ -17,12 +17,14 @@ use topos_corpus::{Docs, Vocabulary};
 /// Options of inference: the fold-in chain (default 50 sweeps, 10 burn-in, seed 1).
 pub type InferOptions = FoldInOptions;
 
-/// The inferred mixture of one document, sparse: θ_dk = (Ā_dk + α) / (n_d + Kα), where Ā_dk is
-/// the average count of topic k over the post-burn-in sweeps (non-zero only at `topics`).
+/// The inferred mixture of one document, sparse: θ_dk = (Ā_dk + α_k) / (n_d + Σ_k α_k), where
+/// Ā_dk is the average count of topic k over the post-burn-in sweeps (non-zero only at `topics`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DocTheta {
     pub num_topics: u32,
-    pub alpha: f64,
+    /// The model's document prior (one value per topic; not repeated in every document's JSON).
+    #[serde(skip)]
+    pub alpha: crate::Alpha,
     /// Tokens of the document, n_d.
     pub num_tokens: u64,
     /// Topics that received tokens, increasing.
@@ -42,7 +44,7 @@ impl DocTheta {
     fn new(folded: FoldedDoc, hyper: &Hyperparameters) -> Self {
         Self {
             num_topics: hyper.num_topics,
-            alpha: hyper.alpha,
+            alpha: hyper.alpha.clone(),
             num_tokens: folded.num_tokens,
             topics: folded.topics,
             mean_counts: folded.mean_counts,
@@ -50,12 +52,12 @@ impl DocTheta {
     }
 
     fn denominator(&self) -> f64 {
-        self.num_tokens as f64 + f64::from(self.num_topics) * self.alpha
+        self.num_tokens as f64 + self.alpha.sum()
     }
 
-    /// θ_dk for every topic not in `topics`: α / (n_d + Kα).
-    pub fn floor(&self) -> f64 {
-        self.alpha / self.denominator()
+    /// θ_dk of a topic not in `topics`: α_k / (n_d + Σ_k α_k).
+    pub fn floor(&self, k: usize) -> f64 {
+        self.alpha.get(k) / self.denominator()
     }
 
     /// θ_dk.
@@ -64,32 +66,54 @@ impl DocTheta {
             .topics
             .binary_search(&(k as u16))
             .map_or(0.0, |i| self.mean_counts[i]);
-        (mean + self.alpha) / self.denominator()
+        (mean + self.alpha.get(k)) / self.denominator()
     }
 
     /// θ_d as a dense row of K probabilities.
     pub fn dense(&self) -> Vec<f32> {
-        let mut row = vec![self.floor() as f32; self.num_topics as usize];
         let denominator = self.denominator();
+        let mut row: Vec<f32> = match self.alpha.symmetric_value() {
+            Some(a) => vec![(a / denominator) as f32; self.num_topics as usize],
+            None => self
+                .alpha
+                .values()
+                .iter()
+                .map(|&a| (a / denominator) as f32)
+                .collect(),
+        };
         for (&k, &m) in self.topics.iter().zip(&self.mean_counts) {
-            row[usize::from(k)] = ((m + self.alpha) / denominator) as f32;
+            row[usize::from(k)] = ((m + self.alpha.get(usize::from(k))) / denominator) as f32;
         }
         row
     }
 
-    /// The `n` most probable topics among those that received tokens, most probable first (ties:
-    /// smaller topic id). Every other topic has probability [`DocTheta::floor`].
+    /// The `n` most probable topics, most probable first (ties: smaller topic id). With a
+    /// symmetric α these are among the topics that received tokens (every other topic has the
+    /// same, smallest, probability), and only those are listed; with an asymmetric α a topic
+    /// without tokens may outrank one with tokens, so every topic is a candidate.
     pub fn top_topics(&self, n: usize) -> Vec<TopicWeight> {
+        if self.num_tokens == 0 {
+            // No known word: no topic mixture to rank (the prior alone says nothing of it).
+            return Vec::new();
+        }
         let denominator = self.denominator();
-        let mut all: Vec<TopicWeight> = self
-            .topics
-            .iter()
-            .zip(&self.mean_counts)
-            .map(|(&k, &m)| TopicWeight {
-                topic: u32::from(k),
-                probability: (m + self.alpha) / denominator,
-            })
-            .collect();
+        let mut all: Vec<TopicWeight> = match self.alpha.symmetric_value() {
+            Some(a) => self
+                .topics
+                .iter()
+                .zip(&self.mean_counts)
+                .map(|(&k, &m)| TopicWeight {
+                    topic: u32::from(k),
+                    probability: (m + a) / denominator,
+                })
+                .collect(),
+            None => (0..self.num_topics as usize)
+                .map(|k| TopicWeight {
+                    topic: k as u32,
+                    probability: self.probability(k),
+                })
+                .collect(),
+        };
         all.sort_by(|a, b| {
             b.probability
                 .total_cmp(&a.probability)
@@ -149,13 +173,13 @@ mod tests {
     fn theta_views_agree() {
         let t = DocTheta {
             num_topics: 4,
-            alpha: 0.5,
+            alpha: crate::Alpha::symmetric(4, 0.5),
             num_tokens: 6,
             topics: vec![1, 3],
             mean_counts: vec![2.0, 4.0],
         };
         // n + Kα = 8
-        assert_eq!(t.floor(), 0.5 / 8.0);
+        assert_eq!(t.floor(0), 0.5 / 8.0);
         assert_eq!(t.probability(3), 4.5 / 8.0);
         assert_eq!(t.probability(0), 0.5 / 8.0);
         assert_eq!(t.dense(), vec![0.0625, 0.3125, 0.0625, 0.5625]);
@@ -165,6 +189,27 @@ mod tests {
         assert_eq!(top.len(), 2);
         assert_eq!((top[0].topic, top[1].topic), (3, 1));
         assert_eq!(t.top_topics(1).len(), 1);
+
+        // An asymmetric prior with the same sum: a topic without tokens (0, α = 1.5) outranks
+        // one with tokens (1: 2 + 0.1).
+        let a = DocTheta {
+            alpha: crate::Alpha::from_values(vec![1.5, 0.1, 0.2, 0.2]).unwrap(),
+            ..t
+        };
+        assert_eq!(a.probability(0), 1.5 / 8.0);
+        assert_eq!(a.probability(1), 2.1 / 8.0);
+        let s: f32 = a.dense().iter().sum();
+        assert!((s - 1.0).abs() < 1e-6);
+        let top: Vec<u32> = a.top_topics(4).iter().map(|t| t.topic).collect();
+        assert_eq!(top, vec![3, 1, 0, 2]);
+        // A document without a known word ranks nothing, whatever the prior.
+        let empty = DocTheta {
+            num_tokens: 0,
+            topics: vec![],
+            mean_counts: vec![],
+            ..a
+        };
+        assert!(empty.top_topics(4).is_empty());
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub use heldout::{heldout_arguments, heldout_from_arguments, heldout_log_likelih
 pub use infer::{doc_to_ids, infer, infer_dense, DocTheta, InferOptions, TopicWeight};
 pub use likelihood::log_likelihood_per_token;
 pub use model::privacy_line;
-pub use model::{DocTopics, HyperparameterError, Hyperparameters, Provenance, TopicModel};
+pub use model::{Alpha, DocTopics, HyperparameterError, Hyperparameters, Provenance, TopicModel};
 pub use phi::Phi;
 pub use topics::{summarize, top_word_ids, topic_sizes, TopWord, TopicSummary, TopicsReport};
 pub use topos_privacy::Guarantee;

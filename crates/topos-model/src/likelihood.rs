@@ -77,7 +77,8 @@ pub fn log_likelihood_per_token(
     if docs.num_tokens() == 0 {
         return Err(ModelError::Mismatch("the documents have no tokens".into()));
     }
-    let k_alpha = hyper.k() as f64 * hyper.alpha;
+    let k_alpha = hyper.alpha.sum();
+    let prior = phi.prior_mass(&hyper.alpha);
     let chunks = docs.len().div_ceil(DOC_CHUNK);
     let sums = (0..chunks)
         .into_par_iter()
@@ -103,7 +104,7 @@ pub fn log_likelihood_per_token(
                             .copied()
                             .zip(counts.iter().map(|&a| f64::from(a))),
                     );
-                    doc_sum += (sparse + hyper.alpha * phi.word_mass(w)).ln();
+                    doc_sum += (sparse + prior.get(w)).ln();
                 }
                 chunk_sum += doc_sum - n_d as f64 * (n_d as f64 + k_alpha).ln();
             }
@@ -138,7 +139,7 @@ mod tests {
     /// Σ_d Σ_w log Σ_k θ_dk φ_kw over all K, in f64 straight from the counts.
     fn brute_force(model: &TopicModel, docs: &OwnedDocs, a: &DocTopics) -> f64 {
         let (v, k) = (model.num_words(), model.num_topics());
-        let h = model.hyper;
+        let h = &model.hyper;
         let mut total = 0.0;
         let mut n = 0;
         for (d, words) in docs.view().iter().enumerate() {
@@ -151,7 +152,7 @@ mod tests {
                 let p: f64 = (0..k)
                     .map(|t| {
                         let theta =
-                            (dense[t] + h.alpha) / (words.len() as f64 + k as f64 * h.alpha);
+                            (dense[t] + h.alpha.get(t)) / (words.len() as f64 + h.alpha.sum());
                         let phi = (f64::from(model.word_row(w)[t]) + h.beta)
                             / (model.topic_totals[t] as f64 + v as f64 * h.beta);
                         theta * phi
@@ -166,12 +167,17 @@ mod tests {
 
     #[test]
     fn matches_dense_brute_force() {
-        let (model, docs, a) = fixture();
-        let phi = Phi::from_model(&model).unwrap();
-        let sparse = log_likelihood_per_token(&phi, &model.hyper, docs.view(), &a).unwrap();
-        let dense = brute_force(&model, &docs, &a);
-        assert!((sparse - dense).abs() < 1e-6, "{sparse} vs {dense}");
-        assert!(sparse < 0.0);
+        let (mut model, docs, a) = fixture();
+        for alpha in [None, Some(vec![0.05, 0.6, 0.25])] {
+            if let Some(values) = alpha {
+                model.hyper.alpha = crate::Alpha::from_values(values).unwrap();
+            }
+            let phi = Phi::from_model(&model).unwrap();
+            let sparse = log_likelihood_per_token(&phi, &model.hyper, docs.view(), &a).unwrap();
+            let dense = brute_force(&model, &docs, &a);
+            assert!((sparse - dense).abs() < 1e-6, "{sparse} vs {dense}");
+            assert!(sparse < 0.0);
+        }
     }
 
     #[test]
@@ -206,18 +212,18 @@ mod tests {
     fn refuses_counts_of_other_documents() {
         let (model, docs, mut a) = fixture();
         let phi = Phi::from_model(&model).unwrap();
-        let h = model.hyper;
+        let h = &model.hyper;
         let mut wrong = a.clone();
         wrong.counts[0] = 2;
-        let e = log_likelihood_per_token(&phi, &h, docs.view(), &wrong).unwrap_err();
+        let e = log_likelihood_per_token(&phi, h, docs.view(), &wrong).unwrap_err();
         assert!(e.to_string().contains("document 0 has 4 tokens"), "{e}");
         a.push_dense(&[1, 0, 0]);
-        let e = log_likelihood_per_token(&phi, &h, docs.view(), &a).unwrap_err();
+        let e = log_likelihood_per_token(&phi, h, docs.view(), &a).unwrap_err();
         assert!(e.to_string().contains("3 documents"), "{e}");
         let bad_docs: OwnedDocs = [&[0u32, 9][..]].into_iter().collect();
         let mut one = DocTopics::new(3);
         one.push_dense(&[2, 0, 0]);
-        let e = log_likelihood_per_token(&phi, &h, bad_docs.view(), &one).unwrap_err();
+        let e = log_likelihood_per_token(&phi, h, bad_docs.view(), &one).unwrap_err();
         assert!(e.to_string().contains("word id 9"), "{e}");
     }
 }

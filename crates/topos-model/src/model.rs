@@ -5,13 +5,135 @@ use topos_corpus::Vocabulary;
 /// Largest number of topics: topic ids are stored in 16 bits (CuLDA_CGS §6.1.3).
 pub const MAX_TOPICS: u32 = 65_535;
 
-/// Symmetric Dirichlet priors and the number of topics.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+/// The document-topic prior α: one value per topic. Symmetric (every α_k equal, the default
+/// 50/K of Griffiths & Steyvers 2004) or asymmetric, as `topos train --optimize-priors` learns it
+/// (Wallach, Mimno & McCallum 2009, "Rethinking LDA: why priors matter": an asymmetric α over
+/// topics, a symmetric β over words).
+///
+/// A symmetric prior is kept as the single value it is, so that every computation that factors
+/// α out of a sum (the samplers' smoothing buckets, α·Σ_k φ_kw) keeps its exact arithmetic; the
+/// asymmetric form is only taken when the values differ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alpha {
+    /// α_k for every topic; all equal exactly when `symmetric`.
+    values: std::sync::Arc<[f64]>,
+    symmetric: bool,
+    sum: f64,
+}
+
+impl Alpha {
+    /// α_k = `value` for each of `num_topics` topics (not validated: see [`Hyperparameters::new`]).
+    pub fn symmetric(num_topics: u32, value: f64) -> Self {
+        Self {
+            values: vec![value; num_topics as usize].into(),
+            symmetric: true,
+            sum: f64::from(num_topics) * value,
+        }
+    }
+
+    /// α from one value per topic; symmetric when they are all equal. Refused unless every value
+    /// is positive and finite.
+    pub fn from_values(values: Vec<f64>) -> Result<Self, HyperparameterError> {
+        if let Some(&bad) = values.iter().find(|a| !(a.is_finite() && **a > 0.0)) {
+            return Err(HyperparameterError::Alpha(bad));
+        }
+        let Some(&first) = values.first() else {
+            return Err(HyperparameterError::NumTopics(0));
+        };
+        if values.iter().all(|&a| a == first) {
+            return Ok(Self::symmetric(values.len() as u32, first));
+        }
+        // Summed in topic order: the one grouping every reader of the model uses.
+        let sum = values.iter().sum();
+        Ok(Self {
+            values: values.into(),
+            symmetric: false,
+            sum,
+        })
+    }
+
+    /// α_k.
+    #[inline]
+    pub fn get(&self, k: usize) -> f64 {
+        self.values[k]
+    }
+
+    /// Every α_k, in topic order.
+    #[inline]
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Σ_k α_k (K·α when symmetric, computed as that product).
+    #[inline]
+    pub fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    /// The common value of a symmetric prior; `None` when the values differ.
+    #[inline]
+    pub fn symmetric_value(&self) -> Option<f64> {
+        self.symmetric.then(|| self.values[0])
+    }
+
+    /// The number of topics.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Never true for a validated prior (K ≥ 2); here for the `len` convention.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The mean α_k, the one number to show for an asymmetric prior.
+    pub fn mean(&self) -> f64 {
+        self.sum / self.values.len() as f64
+    }
+}
+
+impl std::fmt::Display for Alpha {
+    /// `0.5` for a symmetric prior; `asymmetric (sum 12.3, from 0.01 to 2.4)` otherwise.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.symmetric_value() {
+            Some(a) => write!(f, "{a}"),
+            None => {
+                let (lo, hi) = self
+                    .values
+                    .iter()
+                    .fold((f64::INFINITY, 0.0f64), |(lo, hi), &a| {
+                        (lo.min(a), hi.max(a))
+                    });
+                write!(
+                    f,
+                    "asymmetric (sum {:.4}, from {lo:.4} to {hi:.4})",
+                    self.sum
+                )
+            }
+        }
+    }
+}
+
+/// A symmetric prior serializes as its number, an asymmetric one as the list of α_k.
+impl serde::Serialize for Alpha {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.symmetric_value() {
+            Some(a) => s.serialize_f64(a),
+            None => self.values.serialize(s),
+        }
+    }
+}
+
+/// Dirichlet priors and the number of topics.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Hyperparameters {
     /// K, from 2 to [`MAX_TOPICS`].
     pub num_topics: u32,
-    /// Document-topic prior α (symmetric), > 0. Default 50/K (Griffiths & Steyvers 2004).
-    pub alpha: f64,
+    /// Document-topic prior α, > 0 for every topic. Default 50/K (Griffiths & Steyvers 2004),
+    /// symmetric; asymmetric when learned ([`Alpha`]).
+    pub alpha: Alpha,
     /// Topic-word prior β (symmetric), > 0. Default 0.01.
     pub beta: f64,
 }
@@ -25,10 +147,12 @@ pub enum HyperparameterError {
     Alpha(f64),
     #[error("beta must be a positive finite number, got {0}")]
     Beta(f64),
+    #[error("{got} values of alpha for {num_topics} topics")]
+    AlphaLength { got: usize, num_topics: u32 },
 }
 
 impl Hyperparameters {
-    /// K topics with the given priors; `None` picks the defaults α = 50/K, β = 0.01.
+    /// K topics with the given symmetric priors; `None` picks the defaults α = 50/K, β = 0.01.
     pub fn new(
         num_topics: u32,
         alpha: Option<f64>,
@@ -38,10 +162,26 @@ impl Hyperparameters {
             return Err(HyperparameterError::NumTopics(num_topics));
         }
         let alpha = alpha.unwrap_or(50.0 / f64::from(num_topics));
-        let beta = beta.unwrap_or(0.01);
         if !(alpha.is_finite() && alpha > 0.0) {
             return Err(HyperparameterError::Alpha(alpha));
         }
+        Self::with_alpha(Alpha::symmetric(num_topics, alpha), beta)
+    }
+
+    /// K = `alpha.len()` topics with the document prior `alpha` (validated) and β (default 0.01).
+    pub fn with_alpha(alpha: Alpha, beta: Option<f64>) -> Result<Self, HyperparameterError> {
+        let num_topics = alpha.len() as u32;
+        if !(2..=MAX_TOPICS).contains(&num_topics) {
+            return Err(HyperparameterError::NumTopics(num_topics));
+        }
+        if let Some(&bad) = alpha
+            .values()
+            .iter()
+            .find(|a| !(a.is_finite() && **a > 0.0))
+        {
+            return Err(HyperparameterError::Alpha(bad));
+        }
+        let beta = beta.unwrap_or(0.01);
         if !(beta.is_finite() && beta > 0.0) {
             return Err(HyperparameterError::Beta(beta));
         }
@@ -308,7 +448,8 @@ mod tests {
     #[test]
     fn hyperparameters_validate() {
         let h = Hyperparameters::new(100, None, None).unwrap();
-        assert_eq!(h.alpha, 0.5);
+        assert_eq!(h.alpha.symmetric_value(), Some(0.5));
+        assert_eq!(h.alpha.sum(), 50.0);
         assert_eq!(h.beta, 0.01);
         assert!(Hyperparameters::new(1, None, None).is_err());
         assert!(Hyperparameters::new(65_536, None, None).is_err());

@@ -447,6 +447,54 @@ impl Phi {
         self.word_mass[self.slot(v)]
     }
 
+    /// Σ_k α_k φ_kv for every word φ holds: the weight of the prior's share of a token's
+    /// conditional (the smoothing branch of SaberLDA Alg. 2, α·Q_v in §2.3). Computed once per
+    /// evaluation; a symmetric α keeps the product α·Σ_k φ_kv ([`Phi::word_mass`]), so its
+    /// arithmetic is what it was before priors could be learned.
+    pub fn prior_mass(&self, alpha: &crate::Alpha) -> PriorMass<'_> {
+        if let Some(a) = alpha.symmetric_value() {
+            return PriorMass {
+                phi: self,
+                symmetric: Some(a),
+                masses: Vec::new(),
+            };
+        }
+        assert_eq!(alpha.len(), self.num_topics, "α has one value per topic");
+        let a = alpha.values();
+        let masses = match &self.sparse {
+            None => self
+                .probs
+                .par_chunks(self.num_topics.max(1))
+                .map(|row| row.iter().zip(a).map(|(&p, &a)| a * f64::from(p)).sum())
+                .collect(),
+            Some(sp) => {
+                // (B_vk + β)·s_k split as in the sparse buckets: β·Σ_k α_k s_k for every word,
+                // plus Σ over the word's non-zeros of α_k B_vk s_k.
+                let smoothing: f64 =
+                    sp.beta * a.iter().zip(&sp.inv).map(|(a, s)| a * s).sum::<f64>();
+                (0..sp.offsets.len().saturating_sub(1))
+                    .into_par_iter()
+                    .map(|r| {
+                        let (t, c) = sp.row(r);
+                        smoothing
+                            + t.iter()
+                                .zip(c)
+                                .map(|(&t, &c)| {
+                                    let t = usize::from(t);
+                                    a[t] * f64::from(c) * sp.inv[t]
+                                })
+                                .sum::<f64>()
+                    })
+                    .collect()
+            }
+        };
+        PriorMass {
+            phi: self,
+            symmetric: None,
+            masses,
+        }
+    }
+
     /// Whether φ holds the row of word `v` (always, unless built for some words only).
     pub fn has_row(&self, v: u32) -> bool {
         (v as usize) < self.num_words
@@ -461,6 +509,25 @@ impl Phi {
     pub fn as_slice(&self) -> &[f32] {
         assert!(self.sparse.is_none(), "a sparse φ has no dense matrix");
         &self.probs
+    }
+}
+
+/// Σ_k α_k φ_kv by word ([`Phi::prior_mass`]).
+pub struct PriorMass<'a> {
+    phi: &'a Phi,
+    symmetric: Option<f64>,
+    /// By stored row, for an asymmetric α.
+    masses: Vec<f64>,
+}
+
+impl PriorMass<'_> {
+    /// Σ_k α_k φ_kv.
+    #[inline]
+    pub fn get(&self, v: u32) -> f64 {
+        match self.symmetric {
+            Some(a) => a * self.phi.word_mass(v),
+            None => self.masses[self.phi.slot(v)],
+        }
     }
 }
 

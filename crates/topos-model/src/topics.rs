@@ -183,7 +183,7 @@ pub fn summarize(model: &TopicModel, top: usize) -> TopicsReport {
         })
         .collect();
     TopicsReport {
-        hyperparameters: model.hyper,
+        hyperparameters: model.hyper.clone(),
         provenance: model.provenance.clone(),
         num_words: model.num_words(),
         privacy: model.privacy.clone(),

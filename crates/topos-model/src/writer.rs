@@ -8,7 +8,7 @@
 //! checksum: the run renames the model and its side file into place together, and the side file
 //! records the checksum of the model it belongs to.
 
-use crate::file::{DOC_TOPICS_KIND, DOC_TOPICS_VERSION, MODEL_KIND, MODEL_VERSION};
+use crate::file::{DOC_TOPICS_KIND, DOC_TOPICS_VERSION, MODEL_KIND};
 use crate::model::{Hyperparameters, Provenance};
 use crate::ModelError;
 use std::path::Path;
@@ -29,6 +29,8 @@ pub struct ModelWriter {
     buf: ByteWriter,
     num_topics: usize,
     num_words: usize,
+    /// For the priors section at the end.
+    hyper: Hyperparameters,
     words_written: usize,
     /// The topic totals promised at the start, and the column sums of the rows written.
     expected_totals: Vec<u64>,
@@ -50,7 +52,7 @@ impl ModelWriter {
         tokenizer: Option<topos_corpus::TokenizerSpec>,
     ) -> Result<Self, ModelError> {
         let bad = inconsistent("model");
-        Hyperparameters::new(hyper.num_topics, Some(hyper.alpha), Some(hyper.beta))
+        Hyperparameters::with_alpha(hyper.alpha.clone(), Some(hyper.beta))
             .map_err(|e| bad(e.to_string()))?;
         crate::file::validate_vocabulary(vocab).map_err(&bad)?;
         if topic_totals.len() != hyper.k() {
@@ -63,7 +65,8 @@ impl ModelWriter {
         if let Some(g) = &privacy {
             crate::file::validate_guarantee(g).map_err(&bad)?;
         }
-        let mut file = StreamingFile::create(&MODEL_KIND, MODEL_VERSION, path)?;
+        let mut file =
+            StreamingFile::create(&MODEL_KIND, crate::file::model_version(&hyper), path)?;
         let mut w = ByteWriter::new();
         crate::file::encode_head(&mut w, &hyper, provenance, vocab);
         w.u64(topic_totals.iter().sum());
@@ -73,6 +76,7 @@ impl ModelWriter {
             buf: ByteWriter::new(),
             num_topics: hyper.k(),
             num_words: vocab.len(),
+            hyper: hyper.clone(),
             words_written: 0,
             expected_totals: topic_totals.to_vec(),
             column_sums: vec![0; hyper.k()],
@@ -133,6 +137,7 @@ impl ModelWriter {
         }
         crate::file::encode_privacy(&mut self.buf, self.privacy.as_ref());
         crate::file::encode_tokenizer(&mut self.buf, self.tokenizer.as_ref());
+        crate::file::encode_priors(&mut self.buf, &self.hyper);
         self.file.write(&self.buf.buf)?;
         Ok(self.file.stage()?)
     }
@@ -330,7 +335,7 @@ mod tests {
         let mut w = ModelWriter::create(
             path,
             &m.vocab,
-            m.hyper,
+            m.hyper.clone(),
             &m.provenance,
             &m.topic_totals,
             m.privacy.clone(),
@@ -380,9 +385,16 @@ mod tests {
         let m = random_model(20, 5, 0.5, 1);
         let mut totals = m.topic_totals.clone();
         totals[0] += 1;
-        let mut w =
-            ModelWriter::create(&path, &m.vocab, m.hyper, &m.provenance, &totals, None, None)
-                .unwrap();
+        let mut w = ModelWriter::create(
+            &path,
+            &m.vocab,
+            m.hyper.clone(),
+            &m.provenance,
+            &totals,
+            None,
+            None,
+        )
+        .unwrap();
         for v in 0..20 {
             let row = m.word_row(v);
             let topics: Vec<u16> = (0..5).filter(|&t| row[t] > 0).map(|t| t as u16).collect();
@@ -394,7 +406,7 @@ mod tests {
         let mut w = ModelWriter::create(
             &path,
             &m.vocab,
-            m.hyper,
+            m.hyper.clone(),
             &m.provenance,
             &m.topic_totals,
             None,

@@ -103,7 +103,10 @@ fn reads_the_checked_in_v1_model() {
     // Spot checks independent of the helper, in case both drift together.
     assert_eq!(m.vocab.word(2), "café");
     assert_eq!(m.hyper.num_topics, 3);
-    assert_eq!((m.hyper.alpha, m.hyper.beta), (0.25, 0.05));
+    assert_eq!(
+        (m.hyper.alpha.symmetric_value().unwrap(), m.hyper.beta),
+        (0.25, 0.05)
+    );
     assert_eq!(m.word_row(2), &[3, 3, 3]);
     assert_eq!(m.word_row(4), &[0, 0, 0]);
     assert_eq!(m.topic_totals, vec![21, 12, 17]);
@@ -136,12 +139,12 @@ fn reads_the_checked_in_v2_side_file_only_beside_its_model() {
     );
 }
 
-/// While version 3 is the version written, the writer must reproduce its fixtures byte for byte:
-/// a change to these bytes is a format change and needs a new version (then this assertion moves
-/// to the new version's fixtures and the v3 fixtures keep only the read tests).
+/// A model with a symmetric α is still written as version 3, so the writer must reproduce the v3
+/// fixtures byte for byte: a change to these bytes is a format change and needs a new version.
 #[test]
 fn current_writer_reproduces_the_fixture_bytes() {
-    assert_eq!(MODEL_VERSION, 3);
+    assert_eq!(MODEL_VERSION, 4);
+    assert_eq!(topos_model::file::model_version(&fixture_model().hyper), 3);
     assert_eq!(DOC_TOPICS_VERSION, 2);
     let on_disk = std::fs::read(fixture("v3.tmod")).unwrap();
     assert_eq!(fixture_model().to_file_bytes().unwrap(), on_disk);
@@ -180,6 +183,78 @@ fn current_writer_reproduces_the_fixture_bytes() {
     let on_disk = std::fs::read(fixture("v2.tmod.doctopics")).unwrap();
     let (_, sum) = TopicModel::read_with_checksum(&fixture("v2.tmod")).unwrap();
     assert_eq!(fixture_doc_topics().to_file_bytes(sum).unwrap(), on_disk);
+}
+
+/// The fixture model with an asymmetric α (as `--optimize-priors` learns it).
+fn fixture_model_with_priors() -> TopicModel {
+    let mut m = fixture_model().with_tokenizer(Some(fixture_tokenizer()));
+    m.hyper.alpha = topos_model::Alpha::from_values(vec![0.1, 0.25, 0.625]).unwrap();
+    m
+}
+
+/// Version 4 (an asymmetric α): the writer reproduces its fixture; the file is the v3 file of the
+/// same counts with the mean α in the header and the priors section appended; it reads back
+/// with every α_k; a priors section holding a symmetric α is refused (that model is version 3).
+/// Regenerate the fixture with `TOPOS_BLESS=1` only for a deliberate format change.
+#[test]
+fn version_4_records_an_asymmetric_alpha() {
+    let m = fixture_model_with_priors();
+    assert_eq!(topos_model::file::model_version(&m.hyper), 4);
+    let bytes = m.to_file_bytes().unwrap();
+    if std::env::var_os("TOPOS_BLESS").is_some() {
+        std::fs::write(fixture("v4-priors.tmod"), &bytes).unwrap();
+    }
+    assert_eq!(bytes, std::fs::read(fixture("v4-priors.tmod")).unwrap());
+    let back = TopicModel::read(&fixture("v4-priors.tmod")).unwrap();
+    assert_eq!(back, m);
+    assert_eq!(back.hyper.alpha.values(), &[0.1, 0.25, 0.625]);
+    assert_eq!(back.hyper.alpha.sum(), 0.975);
+
+    // The v3 payload with the header's α replaced by the mean, then 1 and the three α_k.
+    let mut v3 = fixture_model().with_tokenizer(Some(fixture_tokenizer()));
+    v3.hyper.alpha = topos_model::Alpha::symmetric(3, 0.975 / 3.0);
+    let v3 = v3.to_file_bytes().unwrap();
+    let mut section = vec![1u8];
+    for a in [0.1f64, 0.25, 0.625] {
+        section.extend_from_slice(&a.to_le_bytes());
+    }
+    assert_eq!(
+        &bytes[topos_io::HEADER_LEN..],
+        [&v3[topos_io::HEADER_LEN..], &section[..]].concat()
+    );
+
+    // A v4 payload whose section holds equal values, or a bad flag: one-line refusals.
+    let dir = tempfile::tempdir().unwrap();
+    for (tail, want) in [
+        (
+            [1u8]
+                .iter()
+                .chain(&[0.3f64.to_le_bytes(); 3].concat())
+                .copied()
+                .collect::<Vec<_>>(),
+            "symmetric",
+        ),
+        (
+            [2u8]
+                .iter()
+                .chain(&[0.3f64.to_le_bytes(); 3].concat())
+                .copied()
+                .collect(),
+            "flag is 2",
+        ),
+        (
+            [1u8].iter().chain(&0.3f64.to_le_bytes()).copied().collect(),
+            "alpha of a topic",
+        ),
+    ] {
+        let payload = [&v3[topos_io::HEADER_LEN..], &tail[..]].concat();
+        let mut file = topos_io::header(&MODEL_KIND, 4, &payload).to_vec();
+        file.extend_from_slice(&payload);
+        let path = dir.path().join("bad.tmod");
+        std::fs::write(&path, file).unwrap();
+        let msg = TopicModel::read(&path).unwrap_err().to_string();
+        assert!(msg.contains(want) && !msg.contains('\n'), "{msg}");
+    }
 }
 
 /// Version 2 is version 1 plus the privacy section: the same counts, with or without a
@@ -337,7 +412,7 @@ fn refuses_other_versions_naming_them() {
     ] {
         let good = std::fs::read(fixture(name)).unwrap();
         let (future, reads) = if name.ends_with(".tmod") {
-            (4u32, "reads versions 1, 2, 3")
+            (5u32, "reads versions 1, 2, 3, 4")
         } else {
             (3, "reads versions 1, 2")
         };

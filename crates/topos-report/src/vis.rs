@@ -82,7 +82,7 @@ pub struct Vis {
 /// here is smoothed with. The one place that reads the model's α, so a model whose α is learned
 /// per topic needs only this function to change.
 pub fn alphas(model: &TopicModel) -> Vec<f64> {
-    vec![model.hyper.alpha; model.num_topics()]
+    model.hyper.alpha.values().to_vec()
 }
 
 /// f_k = Σ_d n_d θ_dk with θ_dk = (A_dk + α_k) / (n_d + Σα), from the training documents' counts.

@@ -19,7 +19,7 @@ fn main() {
         num_words: 20_000,
         num_topics: 100,
         mean_doc_len: 100,
-        alpha: 0.1,
+        alpha: topos_model::Alpha::symmetric(100, 0.1),
         shape: TopicShape::PermutedZipf {
             exponent: 1.07,
             concentration: 2000.0,

@@ -13,7 +13,7 @@ use topos_io::{ByteReader, ByteWriter, FormatError, Kind, Staged, StreamingFile}
 const KIND: Kind = Kind {
     name: "Topos checkpoint",
     magic: *b"TOPOSCKP",
-    supported: &[1],
+    supported: &[1, 2],
     version_hint: "resume it with the topos version that wrote it, or start the run again",
 };
 
@@ -38,9 +38,49 @@ pub struct CheckpointHeader {
     pub corpus_checksum: u64,
     /// Completed iterations.
     pub iteration: u32,
+    /// A run that learns its priors (`--optimize-priors`): the schedule, and the priors as
+    /// learned so far (what the next iteration samples with).
+    pub priors: Option<LearnedPriors>,
+    /// A run with fixed counts (`--seed-words`, `topos update`): their checksum
+    /// ([`fixed_counts_checksum`]), so a resume with other seeds or none is refused.
+    pub fixed_counts: Option<u64>,
+}
+
+/// The checksum a checkpoint records of a run's fixed counts: XXH3 of their rows.
+pub fn fixed_counts_checksum(b: &crate::counts::WordTopics) -> u64 {
+    let mut w = ByteWriter::new();
+    w.u32(b.num_topics);
+    w.u64(b.num_words() as u64);
+    for &o in &b.offsets {
+        w.u64(o);
+    }
+    w.u16s(&b.topics);
+    for &c in &b.counts {
+        w.u32(c);
+    }
+    topos_io::checksum(&w.buf)
+}
+
+/// The learned-priors state of a checkpoint (version 2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LearnedPriors {
+    pub schedule: crate::priors::PriorSchedule,
+    /// α_k, one per topic.
+    pub alpha: Vec<f64>,
+    pub beta: f64,
 }
 
 impl CheckpointHeader {
+    /// The file version this header is written as: 2 with learned priors or fixed counts (a
+    /// flags byte and their sections after the iteration), else 1, the bytes it always wrote.
+    fn version(&self) -> u32 {
+        if self.priors.is_some() || self.fixed_counts.is_some() {
+            2
+        } else {
+            1
+        }
+    }
+
     /// The header as written before `tokens` assignments.
     fn encode(&self, w: &mut ByteWriter, tokens: u64) {
         w.str(&self.algorithm);
@@ -51,6 +91,20 @@ impl CheckpointHeader {
         w.u32(self.partitions);
         w.u64(self.corpus_checksum);
         w.u32(self.iteration);
+        if self.version() >= 2 {
+            w.u8(u8::from(self.priors.is_some()) | (u8::from(self.fixed_counts.is_some()) << 1));
+        }
+        if let Some(p) = &self.priors {
+            w.u32(p.schedule.every);
+            w.u32(p.schedule.burn_in);
+            for &a in &p.alpha {
+                w.f64(a);
+            }
+            w.f64(p.beta);
+        }
+        if let Some(f) = self.fixed_counts {
+            w.u64(f);
+        }
         w.u64(tokens);
     }
 
@@ -81,6 +135,32 @@ impl CheckpointHeader {
                 self.num_topics, self.alpha, self.beta, self.seed, expected.num_topics, expected.alpha, expected.beta, expected.seed
             ));
         }
+        let schedule = |h: &CheckpointHeader| h.priors.as_ref().map(|p| p.schedule);
+        if schedule(self) != schedule(expected) {
+            let says = |s: Option<crate::priors::PriorSchedule>| match s {
+                Some(s) => format!(
+                    "--optimize-priors {} --optimize-burn-in {}",
+                    s.every, s.burn_in
+                ),
+                None => "fixed priors".to_string(),
+            };
+            return Err(format!(
+                "it was made with {}, and this run asks for {}",
+                says(schedule(self)),
+                says(schedule(expected))
+            ));
+        }
+        if self.fixed_counts != expected.fixed_counts {
+            let says = |f: Option<u64>| match f {
+                Some(x) => format!("fixed counts {x:016x} (--seed-words or topos update)"),
+                None => "no fixed counts".to_string(),
+            };
+            return Err(format!(
+                "it was made with {}, and this run has {}; resume with the same --seed-words file (or model and corpus of topos update)",
+                says(self.fixed_counts),
+                says(expected.fixed_counts)
+            ));
+        }
         if partitions_matter && self.partitions != expected.partitions {
             return Err(format!(
                 "{} partitions in the checkpoint, {} requested",
@@ -106,7 +186,7 @@ impl CheckpointWriter {
         header: &CheckpointHeader,
         tokens: u64,
     ) -> Result<Self, FormatError> {
-        let mut file = StreamingFile::create(&KIND, 1, path)?;
+        let mut file = StreamingFile::create(&KIND, header.version(), path)?;
         let mut w = ByteWriter::new();
         header.encode(&mut w, tokens);
         file.write(&w.buf)?;
@@ -155,7 +235,7 @@ impl Checkpoint {
         let mut w = ByteWriter::new();
         self.header.encode(&mut w, self.assignments.len() as u64);
         w.u16s(&self.assignments);
-        topos_io::write_file(&KIND, 1, path, &w.buf)
+        topos_io::write_file(&KIND, self.header.version(), path, &w.buf)
     }
 
     /// Reads and validates a checkpoint.
@@ -176,6 +256,44 @@ impl Checkpoint {
         let partitions = r.u32("partitions").map_err(bad)?;
         let corpus_checksum = r.u64("corpus checksum").map_err(bad)?;
         let iteration = r.u32("iteration").map_err(bad)?;
+        let flags = if checked.version >= 2 {
+            let f = r.u8("flags").map_err(bad)?;
+            if f == 0 || f > 3 {
+                return Err(bad(format!("flags are {f}, expected 1 to 3")));
+            }
+            f
+        } else {
+            0
+        };
+        let priors = if flags & 1 != 0 {
+            let every = r.u32("prior schedule").map_err(bad)?;
+            let burn_in = r.u32("prior burn-in").map_err(bad)?;
+            let mut alpha = Vec::with_capacity((num_topics as usize).min(r.remaining() / 8));
+            for _ in 0..num_topics {
+                alpha.push(r.f64("learned alpha").map_err(bad)?);
+            }
+            let beta = r.f64("learned beta").map_err(bad)?;
+            if alpha
+                .iter()
+                .chain([&beta])
+                .any(|x| !(x.is_finite() && *x > 0.0))
+                || every == 0
+            {
+                return Err(bad("learned priors are not positive and finite".into()));
+            }
+            Some(LearnedPriors {
+                schedule: crate::priors::PriorSchedule { every, burn_in },
+                alpha,
+                beta,
+            })
+        } else {
+            None
+        };
+        let fixed_counts = if flags & 2 != 0 {
+            Some(r.u64("fixed counts checksum").map_err(bad)?)
+        } else {
+            None
+        };
         let n = r.u64("token count").map_err(bad)?;
         let assignments = r.u16s(n as usize, "assignments").map_err(bad)?;
         if r.remaining() != 0 {
@@ -196,6 +314,8 @@ impl Checkpoint {
                 partitions,
                 corpus_checksum,
                 iteration,
+                priors,
+                fixed_counts,
             },
             assignments,
         })
@@ -220,6 +340,8 @@ mod tests {
                 partitions: 3,
                 corpus_checksum: 77,
                 iteration: 9,
+                priors: None,
+                fixed_counts: None,
             },
             assignments: vec![0, 4, 2, 1],
         };
@@ -243,5 +365,53 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a Topos checkpoint"));
+
+        // Learned priors: version 2, read back whole, streamed the same; a run with other
+        // settings for them is refused.
+        let schedule = crate::priors::PriorSchedule {
+            every: 10,
+            burn_in: 20,
+        };
+        let mut learned = c.clone();
+        learned.header.priors = Some(LearnedPriors {
+            schedule,
+            alpha: vec![0.5, 0.25, 0.125, 1.0, 2.0],
+            beta: 0.02,
+        });
+        learned.write(&path).unwrap();
+        let whole = std::fs::read(&path).unwrap();
+        assert_eq!(whole[8..12], 2u32.to_le_bytes());
+        assert_eq!(Checkpoint::read(&path).unwrap(), learned);
+        let mut w = CheckpointWriter::create(&path, &learned.header, 4).unwrap();
+        w.push(&learned.assignments).unwrap();
+        w.stage().unwrap().persist().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), whole);
+        let msg = c.header.check_resumes(&learned.header, false).unwrap_err();
+        assert!(
+            msg.contains("fixed priors") && msg.contains("--optimize-priors 10"),
+            "{msg}"
+        );
+        assert!(learned.header.check_resumes(&learned.header, true).is_ok());
+
+        // Fixed counts: their checksum is recorded (alone or beside learned priors), and a run
+        // with other fixed counts or none is refused.
+        let mut seeded = learned.clone();
+        seeded.header.fixed_counts = Some(0xfeed);
+        seeded.write(&path).unwrap();
+        assert_eq!(Checkpoint::read(&path).unwrap(), seeded);
+        let mut only = c.clone();
+        only.header.fixed_counts = Some(7);
+        only.write(&path).unwrap();
+        assert_eq!(Checkpoint::read(&path).unwrap(), only);
+        let msg = only.header.check_resumes(&c.header, false).unwrap_err();
+        assert!(
+            msg.contains("no fixed counts") && msg.contains("--seed-words"),
+            "{msg}"
+        );
+        let msg = seeded
+            .header
+            .check_resumes(&learned.header, false)
+            .unwrap_err();
+        assert!(msg.contains("000000000000feed"), "{msg}");
     }
 }

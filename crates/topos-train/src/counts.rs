@@ -67,6 +67,65 @@ impl WordTopics {
         }
     }
 
+    /// `self + other`, cell by cell (same V and K): the sampled counts of a run plus its fixed
+    /// counts ([`crate::engine::EngineSetup::fixed_counts`]). Rows merge in topic order, chunks
+    /// of words in parallel, so the result is the same for any number of threads.
+    ///
+    /// # Panics
+    /// If the shapes differ, or a cell overflows 32 bits.
+    pub fn plus(&self, other: &WordTopics) -> WordTopics {
+        assert_eq!(self.num_topics, other.num_topics, "the same K");
+        assert_eq!(self.num_words(), other.num_words(), "the same V");
+        const CHUNK: usize = 4096;
+        let v = self.num_words();
+        let chunks: Vec<(Vec<u64>, Vec<u16>, Vec<u32>)> = (0..v.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let mut offsets = vec![0u64];
+                let (mut topics, mut counts) = (Vec::new(), Vec::new());
+                for w in c * CHUNK..((c + 1) * CHUNK).min(v) {
+                    let (at, ac) = self.row(w as u32);
+                    let (bt, bc) = other.row(w as u32);
+                    let (mut i, mut j) = (0, 0);
+                    while i < at.len() || j < bt.len() {
+                        let take_a = j == bt.len() || (i < at.len() && at[i] < bt[j]);
+                        let take_b = i == at.len() || (j < bt.len() && bt[j] < at[i]);
+                        if take_a {
+                            topics.push(at[i]);
+                            counts.push(ac[i]);
+                            i += 1;
+                        } else if take_b {
+                            topics.push(bt[j]);
+                            counts.push(bc[j]);
+                            j += 1;
+                        } else {
+                            topics.push(at[i]);
+                            counts
+                                .push(ac[i].checked_add(bc[j]).expect("a count overflows 32 bits"));
+                            i += 1;
+                            j += 1;
+                        }
+                    }
+                    offsets.push(topics.len() as u64);
+                }
+                (offsets, topics, counts)
+            })
+            .collect();
+        let (offsets, topics, counts) = concat(chunks);
+        WordTopics {
+            num_topics: self.num_topics,
+            offsets,
+            topics,
+            counts,
+            totals: self
+                .totals
+                .iter()
+                .zip(&other.totals)
+                .map(|(a, b)| a + b)
+                .collect(),
+        }
+    }
+
     /// Dense V × K matrix (row-major by word), for the model file.
     pub fn to_dense(&self) -> Vec<u32> {
         let k = self.num_topics as usize;
@@ -107,6 +166,21 @@ pub(crate) fn count_row(
         topics.push(k);
         counts.push(scratch[k as usize]);
         scratch[k as usize] = 0;
+    }
+}
+
+#[cfg(test)]
+mod plus_tests {
+    use super::*;
+
+    #[test]
+    fn plus_adds_cell_by_cell() {
+        let a = WordTopics::from_dense(&[1, 0, 2, 0, 0, 0, 5, 5, 0], 3);
+        let b = WordTopics::from_dense(&[0, 3, 1, 0, 0, 7, 0, 0, 0], 3);
+        let sum = a.plus(&b);
+        assert_eq!(sum.to_dense(), vec![1, 3, 3, 0, 0, 7, 5, 5, 0]);
+        assert_eq!(sum.totals, vec![6, 8, 10]);
+        assert_eq!(sum, WordTopics::from_dense(&sum.to_dense(), 3));
     }
 }
 

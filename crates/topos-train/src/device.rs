@@ -29,6 +29,16 @@ pub trait Device: Sync {
     fn supports_private(&self) -> bool {
         false
     }
+    /// Whether its engine learns priors (`--optimize-priors`: [`Engine::prior_statistics`] and
+    /// [`Engine::set_priors`]).
+    fn learns_priors(&self) -> bool {
+        false
+    }
+    /// Whether its engine adds fixed counts to its sampled ones
+    /// ([`crate::engine::EngineSetup::fixed_counts`]: `topos update`, `--seed-words`).
+    fn takes_fixed_counts(&self) -> bool {
+        false
+    }
     /// Whether its engine can be one of several workers (processes under MPI), each sampling its
     /// share of the documents and summing counts through the transport.
     fn joins_workers(&self) -> bool {

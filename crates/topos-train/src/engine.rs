@@ -102,6 +102,11 @@ pub struct EngineSetup {
     /// The run's workers: with several, this engine holds its share of the documents and sums
     /// counts through it ([`crate::shard`]).
     pub transport: Arc<dyn Transport>,
+    /// Word-topic counts added to the sampled ones at every iteration, as if tokens outside the
+    /// corpus held them fixed: an earlier model's counts (`topos update`) or seed words'
+    /// pseudo-counts (`--seed-words`). The same on every worker; part of the model written.
+    /// Only devices that [`crate::device::Device::takes_fixed_counts`] accept them.
+    pub fixed_counts: Option<Arc<WordTopics>>,
 }
 
 /// One device's side of a run.
@@ -164,6 +169,24 @@ pub trait Engine: Send {
     fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError>;
     /// The current topic of tokens `start..start + out.len()` (corpus order).
     fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError>;
+    /// What learned priors are re-estimated from (`topos train --optimize-priors`, see
+    /// [`crate::priors`]): the histograms of this worker's documents' topic counts and those of
+    /// the (global) word-topic counts. `None` (the default): the engine cannot learn priors.
+    fn prior_statistics(
+        &mut self,
+    ) -> Result<Option<(crate::priors::DocHistograms, crate::priors::WordHistogram)>, TrainError>
+    {
+        Ok(None)
+    }
+    /// Samples with the priors of `hyper` (same K) from the next iteration on. Only engines whose
+    /// device [`crate::device::Device::learns_priors`] support it.
+    fn set_priors(&mut self, hyper: &topos_model::Hyperparameters) -> Result<(), TrainError> {
+        let _ = hyper;
+        Err(TrainError::Unsupported(
+            "learned priors (--optimize-priors) run on the CPU only for now; use --device cpu"
+                .into(),
+        ))
+    }
     /// From the next sample on, reads `counts` (a noisy release of the word-topic counts)
     /// instead of the true ones. Only engines that private training may run on support it.
     fn sample_from_release(&mut self, counts: Arc<WordTopics>) -> Result<(), TrainError> {

@@ -195,6 +195,7 @@ mod tests {
             start: Start::Fresh,
             device: DeviceOptions::default(),
             transport,
+            fixed_counts: None,
         }
     }
 
@@ -212,7 +213,7 @@ mod tests {
             num_words: 60,
             num_topics: 4,
             mean_doc_len: 25,
-            alpha: 0.3,
+            alpha: topos_model::Alpha::symmetric(4, 0.3),
             shape: crate::synthetic::TopicShape::Dirichlet { beta: 0.1 },
             seed: 3,
         };

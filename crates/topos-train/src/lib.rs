@@ -31,13 +31,16 @@ pub mod fixed_sum;
 pub mod layout;
 pub mod loglik;
 pub mod memory;
+pub mod priors;
 pub mod private;
 pub mod run;
 pub mod sampler;
 pub mod samplers;
+pub mod seeds;
 pub mod shard;
 pub mod synthetic;
 pub mod transport;
+pub mod update;
 
 pub use checkpoint::{Checkpoint, CheckpointHeader};
 pub use cpu::engine::{IterationStats, TrainOptions, Trainer};

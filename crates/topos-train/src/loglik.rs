@@ -4,7 +4,8 @@
 //! LL = (1/N) Σ_d Σ_{w ∈ d} log Σ_k θ_dk φ_kw,   θ_dk = (A_dk + α)/(n_d + Kα),  φ_kw = (B_wk + β)/(n_k + Vβ)
 //! ```
 //!
-//! computed sparsely as `(Σ_{k: A_dk>0} A_dk φ_kw + α Σ_k φ_kw) / (n_d + Kα)`, in PDOW order so the
+//! computed sparsely as `(Σ_{k: A_dk>0} A_dk φ_kw + α Σ_k φ_kw) / (n_d + Kα)` (with an asymmetric
+//! α: `Σ_k α_k φ_kw` and `Σ_k α_k`), in PDOW order so the
 //! word's φ row is scattered once per word, and summed with [`FixedSum`] so the value is the same
 //! for any number of threads.
 
@@ -13,7 +14,7 @@ use crate::fixed_sum::FixedSum;
 use crate::layout::Layout;
 use rayon::prelude::*;
 use topos_corpus::Docs;
-use topos_model::DocTopics;
+use topos_model::{Alpha, DocTopics};
 
 /// Mean log-likelihood per token of the training documents under the current counts.
 pub fn log_likelihood_per_token(
@@ -21,7 +22,7 @@ pub fn log_likelihood_per_token(
     layout: &Layout,
     doc_topics: &DocTopics,
     word_topics: &WordTopics,
-    alpha: f64,
+    alpha: &Alpha,
     beta: f64,
 ) -> f64 {
     let total = log_likelihood_sum(docs, layout, doc_topics, word_topics, alpha, beta);
@@ -40,13 +41,21 @@ pub fn log_likelihood_sum(
     layout: &Layout,
     doc_topics: &DocTopics,
     word_topics: &WordTopics,
-    alpha: f64,
+    alpha: &Alpha,
     beta: f64,
 ) -> FixedSum {
-    let k = word_topics.num_topics as usize;
     let inv = topos_model::phi::normalizers(&word_topics.totals, word_topics.num_words(), beta);
-    let smooth_sum: f64 = inv.iter().map(|&x| beta * x).sum();
-    let k_alpha = k as f64 * alpha;
+    // Σ_k α_k φ_kw = factor · (smoothing + Σ_{k ∈ row w} weight_k B_wk s_k): a symmetric α
+    // factors out (weights 1, the arithmetic it always had), an asymmetric one weighs each term.
+    let (factor, weights): (f64, Vec<f64>) = match alpha.symmetric_value() {
+        Some(a) => (a, vec![1.0; inv.len()]),
+        None => (1.0, alpha.values().to_vec()),
+    };
+    let smooth_sum: f64 = match alpha.symmetric_value() {
+        Some(_) => inv.iter().map(|&x| beta * x).sum(),
+        None => inv.iter().zip(&weights).map(|(&x, &a)| a * beta * x).sum(),
+    };
+    let k_alpha = alpha.sum();
     // Tasks of a partition's consecutive words with about an equal share of its tokens, so that a
     // layout of one partition (the GPU engine's at large K) still uses every thread.
     let target = (docs.num_tokens() as usize / (rayon::current_num_threads() * 8)).max(1 << 16);
@@ -82,12 +91,12 @@ pub fn log_likelihood_sum(
                     let mut phi_sum = smooth_sum;
                     for (&t, &c) in wt.iter().zip(wc) {
                         phi[t as usize] = (c as f64 + beta) * inv[t as usize];
-                        phi_sum += c as f64 * inv[t as usize];
+                        phi_sum += weights[t as usize] * c as f64 * inv[t as usize];
                     }
                     for e in p.word_range(wi) {
                         let d = p.docs.start + p.token_doc[e] as usize;
                         let (dt, dc) = doc_topics.row(d);
-                        let mut num = alpha * phi_sum;
+                        let mut num = factor * phi_sum;
                         for (&t, &c) in dt.iter().zip(dc) {
                             num += c as f64 * phi[t as usize];
                         }

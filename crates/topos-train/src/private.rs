@@ -473,7 +473,7 @@ mod tests {
             num_words: 300,
             num_topics: 5,
             mean_doc_len: 60,
-            alpha: 0.1,
+            alpha: topos_model::Alpha::symmetric(5, 0.1),
             shape: TopicShape::Dirichlet { beta: 0.05 },
             seed: 11,
         };

@@ -18,7 +18,7 @@
 //! fails earlier charges nothing; an over-budget run is refused at the start (checked, not
 //! charged) and again at the charge if another query spent the budget meanwhile.
 
-use crate::checkpoint::{CheckpointHeader, CheckpointWriter};
+use crate::checkpoint::{CheckpointHeader, CheckpointWriter, LearnedPriors};
 use crate::counts::WordTopics;
 use crate::device::{Device, DeviceChoice};
 use crate::engine::{for_each_row_piece, DeviceOptions, Engine, EngineSetup, Start, TrainDocs};
@@ -33,7 +33,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use topos_corpus::{Corpus, Docs};
-use topos_model::{DocTopicsWriter, FoldInOptions, Hyperparameters, ModelWriter, Phi, Provenance};
+use topos_model::{
+    Alpha, DocTopicsWriter, FoldInOptions, Hyperparameters, ModelWriter, Phi, Provenance,
+};
 
 /// Tokens of assignments read back per piece (checkpoints, document-topic counts).
 const TOKENS_PER_PIECE: u64 = 1 << 24;
@@ -89,6 +91,13 @@ pub struct RunConfig {
     pub skip_heldout: bool,
     /// No training log-likelihood (speed runs).
     pub skip_train_ll: bool,
+    /// Learn an asymmetric α and a symmetric β from the counts on this schedule (`None`: the
+    /// priors of `hyper` stay fixed). See [`crate::priors`].
+    pub optimize_priors: Option<crate::priors::PriorSchedule>,
+    /// Word-topic counts added to the sampled ones at every iteration (V of the corpus, K of
+    /// `hyper`): an earlier model's (`topos update`) or seed words' (`--seed-words`); see
+    /// [`EngineSetup::fixed_counts`].
+    pub fixed_counts: Option<Arc<WordTopics>>,
 }
 
 impl RunConfig {
@@ -121,6 +130,8 @@ impl RunConfig {
             private: None,
             skip_heldout: false,
             skip_train_ll: false,
+            optimize_priors: None,
+            fixed_counts: None,
         }
     }
 
@@ -172,6 +183,11 @@ pub struct LogLine {
     /// waiting for the slowest process): present in a run of several processes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub communication_seconds: Option<f64>,
+    /// Σ_k α_k and β as they stand (present when the run learns its priors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha_sum: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
 }
 
 /// Progress after an iteration, for progress bars.
@@ -209,8 +225,12 @@ pub struct Summary {
     pub model: String,
     pub algorithm: String,
     pub topics: u32,
-    pub alpha: f64,
+    /// The document prior of the model: a number when symmetric, one value per topic when
+    /// learned (`--optimize-priors`).
+    pub alpha: topos_model::Alpha,
     pub beta: f64,
+    /// The schedule the priors were learned on (`null`: fixed priors).
+    pub optimize_priors: Option<crate::priors::PriorSchedule>,
     pub iterations: u32,
     pub threads: usize,
     pub partitions: usize,
@@ -272,6 +292,8 @@ pub struct Phases {
     pub checkpoints: f64,
     /// A private run's noisy releases.
     pub releases: f64,
+    /// Learning the priors (`--optimize-priors`).
+    pub priors: f64,
     /// Writing the model and its side file.
     pub outputs: f64,
     /// Of the sampling loop, the transport's collectives (several processes only).
@@ -336,6 +358,26 @@ pub struct Run {
     last_train_ll: Option<(u32, f64)>,
     last_heldout_ll: Option<(u32, f64)>,
     phases: Phases,
+    /// The α and β the run started from (what its checkpoints are matched against; the
+    /// priors it learns are recorded beside them).
+    starting_priors: (f64, f64),
+    /// What its checkpoints record of the fixed counts.
+    fixed_checksum: Option<u64>,
+}
+
+/// Whether `device` can honour the run's options beyond its sampler: privacy, learned priors,
+/// fixed counts (what `--device auto` filters on).
+fn can_run_options(device: &dyn Device, config: &RunConfig) -> bool {
+    (config.private.is_none() || device.supports_private())
+        && ((config.optimize_priors.is_none() && config.hyper.alpha.symmetric_value().is_some())
+            || device.learns_priors())
+        && (config.fixed_counts.is_none() || device.takes_fixed_counts())
+}
+
+/// The one α a checkpoint header records for the priors a run starts from: the symmetric value,
+/// or the mean of an asymmetric α given by a library caller.
+fn starting_alpha(h: &Hyperparameters) -> f64 {
+    h.alpha.symmetric_value().unwrap_or_else(|| h.alpha.mean())
 }
 
 fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
@@ -393,9 +435,9 @@ impl Run {
                 device.prepare(ordinal)
             }
             DeviceChoice::Auto => {
-                let first = crate::device::DEVICES.iter().find(|d| {
-                    d.runs(config.sampler) && (config.private.is_none() || d.supports_private())
-                });
+                let first = crate::device::DEVICES
+                    .iter()
+                    .find(|d| d.runs(config.sampler) && can_run_options(**d, &config));
                 if let Some(d) = first {
                     d.prepare(None);
                 }
@@ -459,13 +501,65 @@ impl Run {
             }
         }
         let sampler = config.sampler;
-        let h = config.hyper;
+        let mut h = config.hyper.clone();
         let threads = if config.threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {
             config.threads
         };
 
+        // Learned priors: on a device that learns them, never from private data.
+        if let Some(p) = config.optimize_priors {
+            if p.every == 0 {
+                return Err(RunError::Invalid(
+                    "--optimize-priors needs an interval of at least 1 iteration".into(),
+                ));
+            }
+            if config.private.is_some() {
+                return Err(RunError::Invalid("--optimize-priors cannot be used with --private: priors learned from the training counts would be released without noise".into()));
+            }
+            let named = match config.device {
+                DeviceChoice::Named { device, .. } | DeviceChoice::Every { device } => Some(device),
+                DeviceChoice::Auto => None,
+            };
+            if let Some(device) = named.filter(|d| !d.learns_priors()) {
+                let able: Vec<&str> = crate::device::DEVICES
+                    .iter()
+                    .filter(|d| d.learns_priors())
+                    .map(|d| d.name())
+                    .collect();
+                return Err(RunError::Invalid(format!(
+                    "--optimize-priors runs on {} only for now, not {}; use --device {} or auto",
+                    able.join(", "),
+                    device.name(),
+                    able.join(" or --device ")
+                )));
+            }
+        }
+        if let Some(f) = &config.fixed_counts {
+            if config.private.is_some() {
+                return Err(RunError::Invalid("--private cannot start from fixed counts (topos update, --seed-words): train the private model from its corpus alone".into()));
+            }
+            if f.num_words() != corpus.vocab().len() || f.num_topics != h.num_topics {
+                return Err(RunError::Invalid(format!(
+                    "fixed counts of {} words and {} topics for a corpus of {} words and K = {}",
+                    f.num_words(),
+                    f.num_topics,
+                    corpus.vocab().len(),
+                    h.num_topics
+                )));
+            }
+            let named = match config.device {
+                DeviceChoice::Named { device, .. } | DeviceChoice::Every { device } => Some(device),
+                DeviceChoice::Auto => None,
+            };
+            if let Some(device) = named.filter(|d| !d.takes_fixed_counts()) {
+                return Err(RunError::Invalid(format!(
+                    "updating a model and seed words run on the CPU only for now, not {}; use --device cpu or auto",
+                    device.name()
+                )));
+            }
+        }
         // Private runs: what they refuse, and their capped documents.
         if config.private.is_some() {
             if !sampler.supports_private() {
@@ -539,13 +633,24 @@ impl Run {
         let expected = CheckpointHeader {
             algorithm: sampler.name().to_string(),
             num_topics: h.num_topics,
-            alpha: h.alpha,
+            alpha: starting_alpha(&h),
             beta: h.beta,
             seed: config.seed,
             partitions: 0,
             corpus_checksum: corpus.checksum(),
             iteration: 0,
+            priors: config.optimize_priors.map(|schedule| LearnedPriors {
+                schedule,
+                alpha: h.alpha.values().to_vec(),
+                beta: h.beta,
+            }),
+            fixed_counts: config
+                .fixed_counts
+                .as_deref()
+                .map(crate::checkpoint::fixed_counts_checksum),
         };
+        let starting_priors = (expected.alpha, expected.beta);
+        let fixed_checksum = expected.fixed_counts;
         let mut partitions = config.partitions;
         let start = if config.resume {
             let c = Checkpoint::read(&ckpt_path).map_err(|e| {
@@ -573,6 +678,16 @@ impl Run {
             }
             if fixed {
                 partitions = Some(got.partitions as usize);
+            }
+            // The priors as learned when the checkpoint was written: the next iteration samples
+            // with them, as the uninterrupted run's would.
+            if let Some(p) = &got.priors {
+                h = Hyperparameters::with_alpha(
+                    Alpha::from_values(p.alpha.clone())
+                        .map_err(|e| RunError::Invalid(format!("cannot resume: {e}")))?,
+                    Some(p.beta),
+                )
+                .map_err(|e| RunError::Invalid(format!("cannot resume: {e}")))?;
             }
             observer.info(&format!(
                 "resuming from {} at iteration {}",
@@ -646,13 +761,14 @@ impl Run {
             docs: docs.clone(),
             num_words: corpus.vocab().len(),
             sampler,
-            hyper: h,
+            hyper: h.clone(),
             seed,
             threads,
             partitions,
             start,
             device: config.device_options,
             transport: transport.clone(),
+            fixed_counts: config.fixed_counts.clone(),
         };
         let admit = |device: &dyn Device, observer: &mut dyn Observer| {
             let estimate = device.host_memory(&shape, sampler);
@@ -715,7 +831,7 @@ impl Run {
                     .copied()
                     .filter(|d| {
                         d.runs(sampler)
-                            && (releases.is_none() || d.supports_private())
+                            && can_run_options(*d, &config)
                             && (workers == 1 || d.joins_workers())
                     })
                     .collect();
@@ -827,6 +943,8 @@ impl Run {
             0
         });
         let start_iteration = engine.iteration();
+        let mut config = config;
+        config.hyper = h;
         let mut run = Run {
             config,
             corpus,
@@ -848,6 +966,8 @@ impl Run {
             last_train_ll: None,
             last_heldout_ll: None,
             phases: Phases::default(),
+            starting_priors,
+            fixed_checksum,
         };
         // A private run of 0 iterations releases its start as the model.
         run.release_if_due()?;
@@ -920,6 +1040,11 @@ impl Run {
         let tokens = self.docs.view().num_tokens();
         self.sampled_tokens += tokens;
         let it = self.engine.iteration();
+        if self.config.optimize_priors.is_some_and(|p| p.due(it)) {
+            let t = Instant::now();
+            self.learn_priors(observer)?;
+            self.phases.priors += t.elapsed().as_secs_f64();
+        }
         let is_last = it == self.config.iterations;
         let due = |every: u32| every > 0 && it.is_multiple_of(every);
         let t = Instant::now();
@@ -953,6 +1078,11 @@ impl Run {
                 train_ll,
                 heldout_ll,
                 communication_seconds,
+                alpha_sum: self
+                    .config
+                    .optimize_priors
+                    .map(|_| self.config.hyper.alpha.sum()),
+                beta: self.config.optimize_priors.map(|_| self.config.hyper.beta),
             };
             if let Some(w) = self.log.as_mut() {
                 let out = |e: std::io::Error| RunError::Output {
@@ -996,19 +1126,48 @@ impl Run {
         Ok(true)
     }
 
+    /// Re-estimates α and β from the current state ([`crate::priors`]); the next iteration
+    /// samples with them, and the model is written with them. Collective with several workers
+    /// (their documents' histograms are summed; the counts are everyone's already).
+    fn learn_priors(&mut self, observer: &mut dyn Observer) -> Result<(), RunError> {
+        let (docs, words) = self.engine.prior_statistics()?.ok_or_else(|| {
+            RunError::Invalid(format!(
+                "{} cannot learn priors; use --device cpu",
+                self.engine.describe()
+            ))
+        })?;
+        let docs = docs.across_workers(self.transport.as_ref())?;
+        let learned = crate::priors::learn(&self.config.hyper, &docs, &words)?;
+        self.engine.set_priors(&learned)?;
+        observer.info(&format!(
+            "priors learned at iteration {}: alpha {}, beta {:.6}",
+            self.engine.iteration(),
+            learned.alpha,
+            learned.beta
+        ));
+        self.config.hyper = learned;
+        Ok(())
+    }
+
     /// Writes a checkpoint of the current state, the assignments streamed from the engine.
     fn write_checkpoint(&mut self, path: &Path) -> Result<(), RunError> {
-        let h = self.config.hyper;
+        let h = &self.config.hyper;
         let tokens = self.docs.view().num_tokens();
         let header = CheckpointHeader {
             algorithm: self.config.sampler.name().to_string(),
             num_topics: h.num_topics,
-            alpha: h.alpha,
-            beta: h.beta,
+            alpha: self.starting_priors.0,
+            beta: self.starting_priors.1,
             seed: self.seed,
             partitions: self.engine.partitions() as u32,
             corpus_checksum: self.corpus.checksum(),
             iteration: self.engine.iteration(),
+            priors: self.config.optimize_priors.map(|schedule| LearnedPriors {
+                schedule,
+                alpha: h.alpha.values().to_vec(),
+                beta: h.beta,
+            }),
+            fixed_counts: self.fixed_checksum,
         };
         // Every worker sends its assignments piece by piece; the first writes them.
         let mut w = if self.transport.is_root() {
@@ -1049,7 +1208,7 @@ impl Run {
             }
         }
         let v = self.corpus.vocab().len();
-        let h = self.config.hyper;
+        let h = self.config.hyper.clone();
         let words = &self.heldout_words;
         let phi = |totals: &[u64]| {
             Phi::builder_for_words(
@@ -1121,7 +1280,7 @@ impl Run {
             seed: self.config.seed,
             ..FoldInOptions::default()
         };
-        let h = self.config.hyper;
+        let h = self.config.hyper.clone();
         let result = topos_model::heldout_log_likelihood(phi, &h, self.corpus.heldout(), &opts)?;
         Ok(result.ll_per_token)
     }
@@ -1149,7 +1308,7 @@ impl Run {
         };
         self.release_if_due()?;
         let it = self.engine.iteration();
-        let h = self.config.hyper;
+        let h = self.config.hyper.clone();
         let vocab = self.corpus.vocab().clone();
         let docs = self.docs.clone();
         let view = docs.view();
@@ -1209,7 +1368,7 @@ impl Run {
                 let mut w = ModelWriter::create(
                     &output,
                     &vocab,
-                    h,
+                    h.clone(),
                     &provenance,
                     &b.totals,
                     Some(g.clone()),
@@ -1235,7 +1394,7 @@ impl Run {
                 let mut w = ModelWriter::create(
                     &output,
                     &vocab,
-                    h,
+                    h.clone(),
                     &provenance,
                     &totals,
                     None,
@@ -1396,7 +1555,7 @@ impl Run {
         ledger: Option<LedgerStatus>,
         doc_topics: Option<String>,
     ) -> Summary {
-        let h = self.config.hyper;
+        let h = self.config.hyper.clone();
         let view = self.docs.view();
         Summary {
             model: self.config.output.display().to_string(),
@@ -1404,6 +1563,7 @@ impl Run {
             topics: h.num_topics,
             alpha: h.alpha,
             beta: h.beta,
+            optimize_priors: self.config.optimize_priors,
             iterations: it,
             threads: self.engine.threads(),
             partitions: self.engine.partitions(),

@@ -95,7 +95,8 @@ pub struct SweepInput<'a> {
     pub doc_topics: Option<&'a DocTopics>,
     /// Word-topic counts the sweep samples from (a noisy release in a private run).
     pub word_topics: &'a WordTopics,
-    pub alpha: f64,
+    /// The document prior, one α_k per topic (learned by `--optimize-priors`, else symmetric).
+    pub alpha: &'a topos_model::Alpha,
     pub beta: f64,
     pub seed: u64,
     /// The iteration being sampled (1 for the first): keys the random numbers.

@@ -28,8 +28,9 @@ pub struct SyntheticSpec {
     pub num_topics: usize,
     /// Mean document length (lengths are Poisson-like: uniform in [mean/2, 3·mean/2]).
     pub mean_doc_len: usize,
-    /// Document-topic prior.
-    pub alpha: f64,
+    /// Document-topic prior (one α_k per topic: an asymmetric one makes some topics common and
+    /// others rare, what `--optimize-priors` should find).
+    pub alpha: topos_model::Alpha,
     pub shape: TopicShape,
     pub seed: u64,
 }
@@ -106,7 +107,7 @@ fn draw_doc(
     words: &mut Vec<u32>,
 ) -> Vec<f64> {
     let mut rng = CounterRng::new(spec.seed, Stream::Synthetic, 2, d as u64);
-    let theta = dirichlet(&mut rng, &vec![spec.alpha; spec.num_topics]);
+    let theta = dirichlet(&mut rng, spec.alpha.values());
     let theta_cum = cumulative(&theta);
     let lo = (spec.mean_doc_len / 2).max(1);
     let len = lo + rng.below(spec.mean_doc_len as u32 + 1) as usize;
@@ -290,7 +291,7 @@ mod tests {
             num_words: 200,
             num_topics: 4,
             mean_doc_len: 40,
-            alpha: 0.2,
+            alpha: topos_model::Alpha::symmetric(4, 0.2),
             shape: TopicShape::PermutedZipf {
                 exponent: 1.0,
                 concentration: 50.0,

@@ -25,7 +25,7 @@ fn spec(seed: u64, docs: usize) -> SyntheticSpec {
         num_words: 500,
         num_topics: 8,
         mean_doc_len: 80,
-        alpha: 0.1,
+        alpha: topos_model::Alpha::symmetric(8, 0.1),
         shape: TopicShape::Dirichlet { beta: 0.05 },
         seed,
     }
@@ -53,6 +53,7 @@ fn setup(
         start: Start::Fresh,
         device,
         transport: std::sync::Arc::new(Local),
+        fixed_counts: None,
     }
 }
 
@@ -145,6 +146,8 @@ fn the_device_starts_where_the_cpu_does_and_agrees_on_the_likelihood() {
                 partitions: 1,
                 corpus_checksum: 0,
                 iteration: 3,
+                priors: None,
+                fixed_counts: None,
             },
             assignments: z,
         };

@@ -6,7 +6,7 @@
 use topos_corpus::Vocabulary;
 use topos_model::Hyperparameters;
 use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca};
+use topos_train::samplers::{cgs::Cgs, esca::Esca, mh::Mh};
 use topos_train::synthetic::{generate, SyntheticSpec, TopicShape};
 use topos_train::{TrainDocs, TrainOptions, Trainer};
 
@@ -16,7 +16,7 @@ fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32
         num_words: 400,
         num_topics: 6,
         mean_doc_len: 60,
-        alpha: 0.1,
+        alpha: topos_model::Alpha::symmetric(6, 0.1),
         shape: TopicShape::Dirichlet { beta: 0.05 },
         seed: 5,
     };
@@ -52,7 +52,7 @@ fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32
 }
 
 #[test]
-fn esca_and_cgs_models_are_pinned() {
+fn every_samplers_model_is_pinned() {
     for threads in [1, 3] {
         let esca = model_checksum(&Esca, threads, 15);
         let cgs = model_checksum(&Cgs, threads, 15);
@@ -62,8 +62,13 @@ fn esca_and_cgs_models_are_pinned() {
             "esca's model changed ({threads} threads)"
         );
         assert_eq!(cgs, PINNED_CGS, "cgs's model changed ({threads} threads)");
+        let mh = model_checksum(&Mh, threads, 15);
+        eprintln!("threads {threads}: mh {mh:#018x}");
+        assert_eq!(mh, PINNED_MH, "mh's model changed ({threads} threads)");
     }
 }
 
 const PINNED_ESCA: u64 = 0x5d8b73f283f479db;
 const PINNED_CGS: u64 = 0xe3c590a862301927;
+/// Pinned when `mh` was added (2026-11-25).
+const PINNED_MH: u64 = 0xce4e8fb7035575b0;

@@ -41,7 +41,7 @@ fn corpus(dir: &Path) -> PathBuf {
         num_words: 200,
         num_topics: 5,
         mean_doc_len: 40,
-        alpha: 0.1,
+        alpha: topos_model::Alpha::symmetric(5, 0.1),
         shape: TopicShape::Dirichlet { beta: 0.05 },
         seed: 4,
     };

@@ -2,12 +2,13 @@
 
 use topos_model::Hyperparameters;
 use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca};
+use topos_train::samplers::{cgs::Cgs, esca::Esca, mh::Mh};
 use topos_train::synthetic::{generate, recovery, SyntheticCorpus, SyntheticSpec, TopicShape};
 use topos_train::{Checkpoint, Start, TrainDocs, TrainOptions, Trainer};
 
 const ESCA: &dyn Sampler = &Esca;
 const CGS: &dyn Sampler = &Cgs;
+const MH: &dyn Sampler = &Mh;
 
 fn owned(corpus: &SyntheticCorpus) -> TrainDocs {
     TrainDocs::from(corpus.docs.clone())
@@ -19,7 +20,7 @@ fn spec(seed: u64) -> SyntheticSpec {
         num_words: 500,
         num_topics: 8,
         mean_doc_len: 80,
-        alpha: 0.1,
+        alpha: topos_model::Alpha::symmetric(8, 0.1),
         shape: TopicShape::Dirichlet { beta: 0.05 },
         seed,
     }
@@ -49,11 +50,11 @@ fn train(docs: TrainDocs, v: usize, opts: TrainOptions, iters: u32) -> Trainer {
 }
 
 #[test]
-fn both_samplers_recover_known_topics() {
+fn every_sampler_recovers_known_topics() {
     let s = spec(3);
     let corpus = generate(&s);
     let docs = owned(&corpus);
-    for algo in [ESCA, CGS] {
+    for algo in [ESCA, CGS, MH] {
         let untrained =
             Trainer::new(docs.clone(), s.num_words, options(algo, 8, 2, Some(3))).unwrap();
         let before = recovery(&corpus.topics, untrained.word_topics(), 0.01);
@@ -106,6 +107,21 @@ fn esca_is_bit_identical_for_any_thread_count() {
 }
 
 #[test]
+fn mh_is_bit_identical_for_any_thread_count() {
+    let s = spec(4);
+    let corpus = generate(&s);
+    let docs = owned(&corpus);
+    let one = train(docs.clone(), s.num_words, options(MH, 8, 1, None), 12);
+    let three = train(docs.clone(), s.num_words, options(MH, 8, 3, None), 12);
+    assert_ne!(one.partitions(), three.partitions());
+    assert_eq!(one.assignments(), three.assignments());
+    assert_eq!(
+        one.log_likelihood().to_bits(),
+        three.log_likelihood().to_bits()
+    );
+}
+
+#[test]
 fn cgs_is_bit_identical_for_any_thread_count_at_fixed_partitions() {
     let s = spec(5);
     let corpus = generate(&s);
@@ -137,6 +153,8 @@ fn resume_equals_uninterrupted() {
                 partitions: half.partitions() as u32,
                 corpus_checksum: 1,
                 iteration: 4,
+                priors: None,
+                fixed_counts: None,
             },
             assignments: half.assignments().to_vec(),
         };
@@ -163,7 +181,7 @@ fn large_k_runs_with_sparse_counts() {
         num_words: 100,
         num_topics: 3,
         mean_doc_len: 20,
-        alpha: 0.5,
+        alpha: topos_model::Alpha::symmetric(3, 0.5),
         shape: TopicShape::Dirichlet { beta: 0.1 },
         seed: 8,
     };
@@ -188,18 +206,66 @@ fn training_likelihood_matches_the_model_crates_dense_computation() {
     let s = spec(9);
     let corpus = generate(&s);
     let docs = owned(&corpus);
-    let t = train(docs.clone(), s.num_words, options(ESCA, 8, 2, None), 5);
-    let vocab = topos_corpus::Vocabulary::new((0..s.num_words).map(|i| format!("w{i}")).collect());
-    let model = t.model(vocab);
-    let phi = topos_model::Phi::from_model(&model).unwrap();
-    let dense =
-        topos_model::log_likelihood_per_token(&phi, &model.hyper, docs.view(), t.doc_topics())
+    // A symmetric α, then an asymmetric one (Σ_k α_k φ_kw and Σ_k α_k in both).
+    let asymmetric =
+        topos_model::Alpha::from_values((0..8).map(|k| 0.02 + 0.05 * f64::from(k)).collect())
             .unwrap();
-    let sparse = t.log_likelihood();
-    assert!(
-        (dense - sparse).abs() < 1e-4,
-        "dense {dense} vs sparse {sparse}"
-    );
+    for alpha in [None, Some(asymmetric)] {
+        let mut opts = options(ESCA, 8, 2, None);
+        if let Some(a) = alpha {
+            opts.hyper = Hyperparameters::with_alpha(a, Some(0.01)).unwrap();
+        }
+        let t = train(docs.clone(), s.num_words, opts, 5);
+        let vocab =
+            topos_corpus::Vocabulary::new((0..s.num_words).map(|i| format!("w{i}")).collect());
+        let model = t.model(vocab);
+        let phi = topos_model::Phi::from_model(&model).unwrap();
+        let dense =
+            topos_model::log_likelihood_per_token(&phi, &model.hyper, docs.view(), t.doc_topics())
+                .unwrap();
+        let sparse = t.log_likelihood();
+        assert!(
+            (dense - sparse).abs() < 1e-4,
+            "dense {dense} vs sparse {sparse}"
+        );
+    }
+}
+
+/// One token alone in the corpus: with its own assignment removed every count is 0, so the
+/// exact conditional is p(k) ∝ α_k β / (Vβ) ∝ α_k whatever the state. A sampler that draws from
+/// it (cgs), or leaves it invariant (mh's Metropolis–Hastings steps), visits each topic a
+/// fraction α_k / Σα of the iterations: a check of an asymmetric α in both, and of mh's
+/// acceptance rates through both of its proposals.
+#[test]
+fn a_lone_token_visits_topics_in_proportion_to_an_asymmetric_alpha() {
+    let alpha = [0.2, 1.0, 2.8];
+    let sum: f64 = alpha.iter().sum();
+    for algo in [CGS, MH] {
+        let docs: topos_corpus::OwnedDocs = [&[0u32][..]].into_iter().collect();
+        let opts = TrainOptions {
+            hyper: Hyperparameters::with_alpha(
+                topos_model::Alpha::from_values(alpha.to_vec()).unwrap(),
+                Some(0.3),
+            )
+            .unwrap(),
+            ..options(algo, 3, 1, Some(1))
+        };
+        let mut t = Trainer::new(TrainDocs::from(docs), 1, opts).unwrap();
+        let iterations = 30_000;
+        let mut visits = [0u32; 3];
+        for _ in 0..iterations {
+            t.step();
+            visits[usize::from(t.assignments()[0])] += 1;
+        }
+        for k in 0..3 {
+            let got = f64::from(visits[k]) / f64::from(iterations);
+            let want = alpha[k] / sum;
+            assert!(
+                (got - want).abs() < 0.015,
+                "{algo:?}: topic {k} visited {got:.4} of the time, want {want:.4}"
+            );
+        }
+    }
 }
 
 /// Exactness of `cgs` within a partition: on a corpus small enough to enumerate, the chain's

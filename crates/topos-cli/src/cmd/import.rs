@@ -18,9 +18,13 @@ pub struct Args {
     /// Number of topics.
     #[arg(short = 'k', long = "topics")]
     pub topics: u32,
-    /// α the other system used.
-    #[arg(long)]
-    pub alpha: f64,
+    /// α the other system used (symmetric).
+    #[arg(long, required_unless_present = "alpha_values")]
+    pub alpha: Option<f64>,
+    /// The asymmetric α the other system learned instead: one α_k per topic, comma-separated
+    /// (e.g. the `#alpha :` line of Mallet's --output-state after --optimize-interval).
+    #[arg(long, value_delimiter = ',', num_args = 1.., conflicts_with = "alpha", value_name = "A1,A2,…")]
+    pub alpha_values: Vec<f64>,
     /// β the other system used.
     #[arg(long)]
     pub beta: f64,
@@ -34,7 +38,21 @@ pub struct Args {
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     let corpus = Corpus::open(&args.corpus)?;
-    let hyper = Hyperparameters::new(args.topics, Some(args.alpha), Some(args.beta))?;
+    let hyper = match args.alpha {
+        Some(a) => Hyperparameters::new(args.topics, Some(a), Some(args.beta))?,
+        None => {
+            anyhow::ensure!(
+                args.alpha_values.len() == args.topics as usize,
+                "--alpha-values has {} values for {} topics: give one per topic",
+                args.alpha_values.len(),
+                args.topics
+            );
+            Hyperparameters::with_alpha(
+                topos_model::Alpha::from_values(args.alpha_values.clone())?,
+                Some(args.beta),
+            )?
+        }
+    };
     let k = hyper.k();
     let vocab = corpus.vocab().clone();
     let mut counts = vec![0u32; vocab.len() * k];

@@ -17,3 +17,4 @@ pub mod similar;
 pub mod synth;
 pub mod topics;
 pub mod train;
+pub mod update;

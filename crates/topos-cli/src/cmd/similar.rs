@@ -58,13 +58,13 @@ fn theta_matrix(rows: impl Iterator<Item = Vec<f32>>, k: usize) -> Result<CsrMat
 }
 
 /// θ of training document `d` from its topic counts.
-fn train_theta(a: &DocTopics, d: usize, alpha: f64) -> Vec<f32> {
-    let k = a.num_topics as usize;
-    let denom = a.row_total(d) as f64 + k as f64 * alpha;
-    let mut row = vec![(alpha / denom) as f32; k];
+fn train_theta(a: &DocTopics, d: usize, alpha: &topos_model::Alpha) -> Vec<f32> {
+    let denom = a.row_total(d) as f64 + alpha.sum();
+    let mut row: Vec<f32> = alpha.values().iter().map(|&a| (a / denom) as f32).collect();
     let (topics, counts) = a.row(d);
     for (&t, &c) in topics.iter().zip(counts) {
-        row[usize::from(t)] = ((f64::from(c) + alpha) / denom) as f32;
+        let t = usize::from(t);
+        row[t] = ((f64::from(c) + alpha.get(t)) / denom) as f32;
     }
     row
 }
@@ -121,7 +121,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         );
     }
     let k_topics = model.num_topics();
-    let alpha = model.hyper.alpha;
+    let alpha = &model.hyper.alpha;
     let index = theta_matrix(
         (0..n_train).map(|d| train_theta(&doc_topics, d, alpha)),
         k_topics,

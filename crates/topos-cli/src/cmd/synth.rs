@@ -27,9 +27,13 @@ pub struct Args {
     /// Mean document length in tokens.
     #[arg(long, default_value_t = 332)]
     pub doc_len: usize,
-    /// Document-topic prior of the generator.
+    /// Document-topic prior of the generator (symmetric).
     #[arg(long, default_value_t = 0.1)]
     pub alpha: f64,
+    /// An asymmetric document-topic prior instead: one α_k per topic, comma-separated (as many
+    /// as --topics), for checking that `topos train --optimize-priors` recovers it.
+    #[arg(long, value_delimiter = ',', num_args = 1.., conflicts_with = "alpha", value_name = "A1,A2,…")]
+    pub alpha_values: Vec<f64>,
     /// Zipf exponent of the word profile.
     #[arg(long, default_value_t = 1.07)]
     pub zipf: f64,
@@ -67,13 +71,28 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         (0.0..1.0).contains(&args.holdout),
         "--holdout must be in [0, 1)"
     );
+    let alpha = if args.alpha_values.is_empty() {
+        topos_model::Alpha::symmetric(args.topics as u32, args.alpha)
+    } else {
+        anyhow::ensure!(
+            args.alpha_values.len() == args.topics,
+            "--alpha-values has {} values for --topics {}: give one per topic",
+            args.alpha_values.len(),
+            args.topics
+        );
+        topos_model::Alpha::from_values(args.alpha_values.clone())?
+    };
+    anyhow::ensure!(
+        alpha.values().iter().all(|a| a.is_finite() && *a > 0.0),
+        "--alpha must be a positive number"
+    );
     let start = std::time::Instant::now();
     let spec = SyntheticSpec {
         num_docs: args.docs,
         num_words: args.vocab,
         num_topics: args.topics,
         mean_doc_len: args.doc_len,
-        alpha: args.alpha,
+        alpha,
         shape: TopicShape::PermutedZipf {
             exponent: args.zipf,
             concentration: args.concentration,

@@ -52,13 +52,18 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     })
 }
 
-/// One line per topic: number, share of tokens, top words.
+/// One line per topic: number, share of tokens (and its α_k when α was learned), top words.
 pub fn print_report(report: &TopicsReport) {
     let width = report.topics.len().saturating_sub(1).to_string().len();
+    let alpha = &report.hyperparameters.alpha;
     for t in &report.topics {
         let words: Vec<&str> = t.top_words.iter().map(|w| w.word.as_str()).collect();
+        let prior = match alpha.symmetric_value() {
+            Some(_) => String::new(),
+            None => format!(", alpha {:.4}", alpha.get(t.topic as usize)),
+        };
         println!(
-            "topic {:>width$} ({:>5.2}%): {}",
+            "topic {:>width$} ({:>5.2}%{prior}): {}",
             t.topic,
             100.0 * t.share,
             words.join(" ")

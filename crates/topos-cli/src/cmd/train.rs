@@ -1,7 +1,7 @@
 //! `topos train`: corpus file → model file, with progress, evaluation log and checkpoints.
 
 use crate::ui::Ui;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::path::PathBuf;
 use topos_model::Hyperparameters;
@@ -36,6 +36,24 @@ pub struct Args {
     /// Topic-word prior β.
     #[arg(long, default_value_t = 0.01)]
     pub beta: f64,
+    /// Learn the priors from the data every N iterations: an asymmetric document prior α (one
+    /// α_k per topic, so common topics can be common and rare ones rare) and a symmetric β, by
+    /// Minka's fixed-point iteration on the current topic counts, as Mallet's
+    /// --optimize-interval does (Wallach, Mimno & McCallum 2009, "Rethinking LDA: why priors
+    /// matter"). --alpha and --beta are then where they start. The model records the learned
+    /// priors, and eval, infer and similar use them. CPU only for now.
+    #[arg(long, value_name = "N", verbatim_doc_comment)]
+    pub optimize_priors: Option<u32>,
+    /// Iterations before the first --optimize-priors update, while the topics form.
+    #[arg(long, value_name = "N", default_value_t = topos_train::priors::DEFAULT_BURN_IN, requires = "optimize_priors")]
+    pub optimize_burn_in: u32,
+    /// Topics nudged towards given words: a TOML file of [[topic]] tables (id = topic, words =
+    /// [...], optional weight = pseudo-tokens per word, default the word's count in the corpus).
+    /// Each seed adds that many tokens of the word to the topic at every iteration, i.e. a prior
+    /// β + weight on that cell (tomotopy's set_word_prior, in whole pseudo-counts); the model
+    /// keeps them, so eval and infer see the prior training used. CPU only for now.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
+    pub seed_words: Option<PathBuf>,
     /// Document partitions (cgs results depend on it; default: about one per 250K tokens, a
     /// multiple of 4, at most 64).
     #[arg(long)]
@@ -253,6 +271,41 @@ impl Args {
         c.private = self.private_options()?;
         c.skip_heldout = self.skip_heldout;
         c.skip_train_ll = self.skip_train_ll;
+        if let Some(path) = &self.seed_words {
+            // β is learned from every count the run holds, and seeds are not data: learning it
+            // from their pseudo-counts would bias it (an update's old counts are data, and may).
+            anyhow::ensure!(
+                self.optimize_priors.is_none(),
+                "--seed-words cannot be combined with --optimize-priors yet (the seeds' pseudo-counts would bias the learned beta); drop one of them"
+            );
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the seed words {}", path.display()))?;
+            let seeds = topos_train::seeds::SeedWords::parse(&text)
+                .with_context(|| path.display().to_string())?;
+            let corpus = std::sync::Arc::new(topos_corpus::Corpus::open(&self.corpus)?);
+            let mut counts = vec![0u64; corpus.vocab().len()];
+            for &w in corpus.train().tokens() {
+                counts[w as usize] += 1;
+            }
+            let fixed = seeds
+                .fixed_counts(corpus.vocab(), self.topics, &counts)
+                .with_context(|| path.display().to_string())?;
+            c.corpus = topos_train::run::CorpusSource::Loaded {
+                corpus,
+                path: Some(self.corpus.clone()),
+            };
+            c.fixed_counts = Some(std::sync::Arc::new(fixed));
+        }
+        c.optimize_priors = match self.optimize_priors {
+            Some(0) => anyhow::bail!(
+                "--optimize-priors needs an interval of at least 1 iteration (or leave it out to keep the priors fixed)"
+            ),
+            Some(every) => Some(topos_train::priors::PriorSchedule {
+                every,
+                burn_in: self.optimize_burn_in,
+            }),
+            None => None,
+        };
         Ok(c)
     }
 }
@@ -326,7 +379,11 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
 
 /// Runs the training `args` ask for; shared with `demo`.
 pub fn train(args: &Args, ui: Ui) -> Result<Summary> {
-    let config = args.config()?;
+    train_config(args.config()?, ui)
+}
+
+/// Runs `config` with the terminal's observer; shared with `update`.
+pub fn train_config(config: RunConfig, ui: Ui) -> Result<Summary> {
     let mut observer = TerminalObserver::new(ui, config.sampler.name());
     let result =
         topos_train::Run::start(config, &mut observer).and_then(|r| r.run_to_end(&mut observer));
@@ -334,7 +391,7 @@ pub fn train(args: &Args, ui: Ui) -> Result<Summary> {
     Ok(result?)
 }
 
-fn print_summary(summary: &Summary) {
+pub fn print_summary(summary: &Summary) {
     println!(
         "wrote {} ({} topics, {} iterations of {} in {:.1} s, {:.2}M tokens/s)",
         summary.model,

@@ -67,6 +67,8 @@ pub struct Trainer {
     layout: Layout,
     z: Vec<u16>,
     iteration: u32,
+    /// Counts added to the sampled ones ([`EngineSetup::fixed_counts`]).
+    fixed: Option<Arc<WordTopics>>,
     /// Document-topic counts of the current assignments. ESCA samples from them, so it rebuilds
     /// them every iteration; CGS keeps its own per-partition rows and rebuilds these only when
     /// asked (log-likelihood, model output), which saves a pass over the corpus per iteration.
@@ -223,7 +225,25 @@ impl Trainer {
             exchanged: None,
             global_tokens: whole.num_tokens(),
             exchanges,
+            fixed: None,
         })
+    }
+
+    /// Adds `fixed` to the word-topic counts now and after every exchange
+    /// ([`EngineSetup::fixed_counts`]).
+    pub fn with_fixed_counts(mut self, fixed: Arc<WordTopics>) -> Result<Self, TrainError> {
+        if fixed.num_words() != self.num_words || fixed.num_topics != self.hyper.num_topics {
+            return Err(TrainError::Unsupported(format!(
+                "fixed counts of {} words and {} topics for a run of {} words and {} topics",
+                fixed.num_words(),
+                fixed.num_topics,
+                self.num_words,
+                self.hyper.num_topics
+            )));
+        }
+        self.word_topics = self.pool.install(|| self.word_topics.plus(&fixed));
+        self.fixed = Some(fixed);
+        Ok(self)
     }
 
     /// Runs one whole iteration (sample, commit) in one process: for tests and tools that drive
@@ -269,7 +289,7 @@ impl Trainer {
                 docs,
                 doc_topics: a,
                 word_topics: b,
-                alpha: hyper.alpha,
+                alpha: &hyper.alpha,
                 beta: hyper.beta,
                 seed: *seed,
                 iteration: next,
@@ -288,12 +308,16 @@ impl Trainer {
         let local = self
             .pool
             .install(|| count_word_topics(&self.layout, &self.z, self.num_words, k));
-        self.exchanged = Some(crate::exchange::sum_across_workers(
+        let summed = crate::exchange::sum_across_workers(
             local,
             Some(&self.word_topics),
             transport,
             &mut self.exchanges,
-        )?);
+        )?;
+        self.exchanged = Some(match &self.fixed {
+            Some(f) => self.pool.install(|| summed.plus(f)),
+            None => summed,
+        });
         Ok(())
     }
 
@@ -336,14 +360,14 @@ impl Trainer {
 
     /// [`Trainer::log_likelihood`], with the transport's failure as an error.
     pub fn try_log_likelihood(&self) -> Result<f64, TrainError> {
-        let h = self.hyper;
+        let h = &self.hyper;
         let mine = self.pool.install(|| {
             loglik::log_likelihood_sum(
                 self.docs(),
                 &self.layout,
                 self.doc_topics(),
                 &self.word_topics,
-                h.alpha,
+                &h.alpha,
                 h.beta,
             )
         });
@@ -429,7 +453,7 @@ impl Trainer {
             num_tokens: self.docs().num_tokens(),
         };
         let dense = self.pool.install(|| self.word_topics.to_dense());
-        TopicModel::from_counts(vocab, self.hyper, dense, provenance)
+        TopicModel::from_counts(vocab, self.hyper.clone(), dense, provenance)
     }
 }
 
@@ -540,6 +564,30 @@ impl Engine for Trainer {
             },
         )
     }
+    fn prior_statistics(
+        &mut self,
+    ) -> Result<Option<(crate::priors::DocHistograms, crate::priors::WordHistogram)>, TrainError>
+    {
+        let k = self.hyper.k();
+        Ok(Some(self.pool.install(|| {
+            (
+                crate::priors::DocHistograms::of(self.docs(), &self.z, k),
+                crate::priors::WordHistogram::of(&self.word_topics),
+            )
+        })))
+    }
+
+    fn set_priors(&mut self, hyper: &topos_model::Hyperparameters) -> Result<(), TrainError> {
+        if hyper.num_topics != self.hyper.num_topics {
+            return Err(TrainError::Unsupported(format!(
+                "priors for K = {} given to a run of K = {}",
+                hyper.num_topics, self.hyper.num_topics
+            )));
+        }
+        self.hyper = hyper.clone();
+        Ok(())
+    }
+
     fn sample_from_release(&mut self, counts: Arc<WordTopics>) -> Result<(), TrainError> {
         self.release = Some(counts);
         Ok(())
@@ -576,7 +624,8 @@ fn split_by_partition<'z>(mut z: &'z mut [u16], layout: &Layout) -> Vec<&'z mut 
 
 /// Opens a CPU engine for a run.
 pub(crate) fn open(setup: EngineSetup) -> Result<Trainer, TrainError> {
-    Trainer::open_with(
+    let fixed = setup.fixed_counts.clone();
+    let trainer = Trainer::open_with(
         setup.docs,
         setup.num_words,
         TrainOptions {
@@ -588,5 +637,9 @@ pub(crate) fn open(setup: EngineSetup) -> Result<Trainer, TrainError> {
         },
         setup.start,
         setup.transport,
-    )
+    )?;
+    match fixed {
+        Some(b) => trainer.with_fixed_counts(b),
+        None => Ok(trainer),
+    }
 }

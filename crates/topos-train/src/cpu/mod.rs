@@ -30,6 +30,12 @@ impl Device for Cpu {
     fn supports_private(&self) -> bool {
         true
     }
+    fn learns_priors(&self) -> bool {
+        true
+    }
+    fn takes_fixed_counts(&self) -> bool {
+        true
+    }
     fn joins_workers(&self) -> bool {
         true
     }

@@ -98,6 +98,17 @@ impl CudaEngine {
     /// Opens the device, plans its memory, uploads the corpus in pieces and draws (or loads)
     /// the start on the device.
     pub fn open(ordinal: Option<usize>, setup: EngineSetup) -> Result<Self, GpuError> {
+        if setup.fixed_counts.is_some() {
+            return Err(GpuError::Unsupported(
+                "fixed counts (topos update, --seed-words) run on the CPU only for now; use --device cpu".into(),
+            ));
+        }
+        // The kernels take one α for every topic; a learned (asymmetric) one runs on the CPU.
+        let Some(alpha) = setup.hyper.alpha.symmetric_value() else {
+            return Err(GpuError::Unsupported(
+                "an asymmetric alpha (learned by --optimize-priors) runs on the CPU only for now; use --device cpu".into(),
+            ));
+        };
         let kernel = setup.sampler.gpu().ok_or_else(|| {
             GpuError::Unsupported(format!(
                 "the {} sampler has no GPU implementation; use --device cpu",
@@ -220,7 +231,7 @@ impl CudaEngine {
             exclude_own_assignment: kernel.exclude_own_assignment,
             topics,
             words: num_words as u32,
-            alpha: setup.hyper.alpha,
+            alpha,
             beta: setup.hyper.beta,
             seed: setup.seed,
             wide_rows: setup.device.wide_rows || engine::wide_rows(longest),

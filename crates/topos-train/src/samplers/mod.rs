@@ -6,6 +6,7 @@ use crate::sampler::Sampler;
 
 pub mod cgs;
 pub mod esca;
+pub mod mh;
 
 /// Every sampler, the default first (`--algo`, `topos algos`).
-pub static SAMPLERS: &[&dyn Sampler] = &[&cgs::Cgs, &esca::Esca];
+pub static SAMPLERS: &[&dyn Sampler] = &[&cgs::Cgs, &esca::Esca, &mh::Mh];

@@ -232,7 +232,8 @@ pub struct Shared<'a> {
     pub doc_starts: &'a [u64],
     /// Word of every token of the corpus, in corpus order.
     pub tokens: &'a [u32],
-    pub alpha: f64,
+    /// α_k by topic (all equal unless learned: the arithmetic is the same either way).
+    pub alpha: &'a [f64],
     pub beta: f64,
 }
 
@@ -284,14 +285,19 @@ fn sweep<const AVX2: bool>(
     let b = shared.word_topics;
     let k_topics = b.num_topics as usize;
     let (alpha, beta) = (shared.alpha, shared.beta);
+    debug_assert_eq!(alpha.len(), k_topics);
     let v_beta = b.num_words() as f64 * beta;
     let mut words = WordRows::build(p, b);
     let tokens = &shared.tokens[p.token_start as usize..p.token_start as usize + p.num_tokens];
     // Partition-local n_k: the global totals plus this partition's changes so far.
     let mut nk: Vec<i64> = b.totals.iter().map(|&n| n as i64).collect();
     let mut s: Vec<f64> = nk.iter().map(|&n| 1.0 / (n as f64 + v_beta)).collect();
-    let mut smoothing =
-        BlockedSums::from_weights(&s.iter().map(|&x| alpha * beta * x).collect::<Vec<_>>());
+    let mut smoothing = BlockedSums::from_weights(
+        &s.iter()
+            .zip(alpha)
+            .map(|(&x, &a)| a * beta * x)
+            .collect::<Vec<_>>(),
+    );
     let Scratch {
         doc_count,
         doc_nonzeros,
@@ -302,8 +308,8 @@ fn sweep<const AVX2: bool>(
     } = scratch;
     let doc_count = &mut doc_count[..k_topics];
     let coef = &mut coef[..k_topics + 1];
-    for (c, &sk) in coef.iter_mut().zip(&s) {
-        *c = alpha * sk;
+    for ((c, &sk), &a) in coef.iter_mut().zip(&s).zip(alpha) {
+        *c = a * sk;
     }
     coef[k_topics] = 0.0;
     let gen = Philox4x32::new(seed);
@@ -330,7 +336,7 @@ fn sweep<const AVX2: bool>(
         let mut r = 0.0;
         for &k in doc_nonzeros.iter() {
             let (k, c) = (k as usize, doc_count[k as usize] as f64);
-            coef[k] = (c + alpha) * s[k];
+            coef[k] = (c + alpha[k]) * s[k];
             r += c * s[k];
         }
         r *= beta;
@@ -371,9 +377,9 @@ fn sweep<const AVX2: bool>(
             }
             nk[o] -= 1;
             s[o] = 1.0 / (nk[o] as f64 + v_beta);
-            smoothing.set(o, alpha * beta * s[o]);
+            smoothing.set(o, alpha[o] * beta * s[o]);
             r += beta * (c_old - 1) as f64 * s[o];
-            coef[o] = ((c_old - 1) as f64 + alpha) * s[o];
+            coef[o] = ((c_old - 1) as f64 + alpha[o]) * s[o];
 
             // q over the word's non-zeros with the token's own count left out at o, as running
             // sums in a preallocated buffer; the same pass finds o in the row.
@@ -446,16 +452,16 @@ fn sweep<const AVX2: bool>(
             doc_count[n] = c_new + 1;
             nk[n] += 1;
             s[n] = 1.0 / (nk[n] as f64 + v_beta);
-            smoothing.set(n, alpha * beta * s[n]);
+            smoothing.set(n, alpha[n] * beta * s[n]);
             r += beta * (c_new + 1) as f64 * s[n];
-            coef[n] = ((c_new + 1) as f64 + alpha) * s[n];
+            coef[n] = ((c_new + 1) as f64 + alpha[n]) * s[n];
             z_part[i] = new;
         }
         // Leave the scratch row empty and the coefficients at α·s_k for the next document.
         for &k in doc_nonzeros.iter() {
             let k = k as usize;
             doc_count[k] = 0;
-            coef[k] = alpha * s[k];
+            coef[k] = alpha[k] * s[k];
         }
     }
 }
@@ -610,7 +616,7 @@ impl crate::sampler::CpuSampler for CgsCpu {
                 word_topics: input.word_topics,
                 doc_starts: input.docs.offsets(),
                 tokens: input.docs.tokens(),
-                alpha: input.alpha,
+                alpha: input.alpha.values(),
                 beta: input.beta,
             },
             topics: input.word_topics.num_topics as usize,

@@ -38,9 +38,13 @@ pub struct Frozen<'a> {
     pub word_topics: &'a WordTopics,
     /// 1 / (n_k + Vβ).
     pub inv_norm: Vec<f32>,
-    /// 32-ary tree over β / (n_k + Vβ).
+    /// 32-ary tree over w_k β / (n_k + Vβ).
     pub smoothing: WaryTree,
+    /// α_k = `alpha` · w_k: a symmetric α is the factor with weights 1 (the arithmetic ESCA
+    /// always had), an asymmetric one (`--optimize-priors`) the weights with factor 1.
     pub alpha: f32,
+    /// w_k, when α is asymmetric.
+    pub alpha_weights: Option<Vec<f32>>,
     pub beta: f32,
 }
 
@@ -49,7 +53,7 @@ impl<'a> Frozen<'a> {
     pub fn new(
         doc_topics: &'a DocTopics,
         word_topics: &'a WordTopics,
-        alpha: f64,
+        alpha: &topos_model::Alpha,
         beta: f64,
     ) -> Self {
         let inv_norm: Vec<f32> =
@@ -58,14 +62,32 @@ impl<'a> Frozen<'a> {
                 .map(|x| x as f32)
                 .collect();
         let beta32 = beta as f32;
-        let smoothing =
-            WaryTree::from_weights(&inv_norm.iter().map(|&x| x * beta32).collect::<Vec<_>>());
+        let (factor, alpha_weights) = match alpha.symmetric_value() {
+            Some(a) => (a as f32, None),
+            None => (
+                1.0,
+                Some(alpha.values().iter().map(|&a| a as f32).collect::<Vec<_>>()),
+            ),
+        };
+        let smoothing = match &alpha_weights {
+            None => {
+                WaryTree::from_weights(&inv_norm.iter().map(|&x| x * beta32).collect::<Vec<_>>())
+            }
+            Some(w) => WaryTree::from_weights(
+                &inv_norm
+                    .iter()
+                    .zip(w)
+                    .map(|(&x, &a)| a * (x * beta32))
+                    .collect::<Vec<_>>(),
+            ),
+        };
         Self {
             doc_topics,
             word_topics,
             inv_norm,
             smoothing,
-            alpha: alpha as f32,
+            alpha: factor,
+            alpha_weights,
             beta: beta32,
         }
     }
@@ -111,7 +133,10 @@ pub fn sweep_partition(
         for (&k, &c) in wt.iter().zip(wc) {
             let inv = frozen.inv_norm[k as usize];
             scratch.bhat[k as usize] = (c as f32 + frozen.beta) * inv;
-            scratch.word_weights.push(c as f32 * inv);
+            scratch.word_weights.push(match &frozen.alpha_weights {
+                None => c as f32 * inv,
+                Some(a) => a[k as usize] * (c as f32 * inv),
+            });
         }
         scratch
             .word_tree
