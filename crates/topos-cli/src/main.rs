@@ -38,11 +38,15 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Infer the topic mixtures of unseen documents.
     Infer(cmd::infer::Args),
+    /// What a model learned as one self-contained HTML page (or the LDAvis data format).
+    Report(cmd::report::Args),
+    /// Plot the convergence of training runs, or a model's topic prevalence (SVG or PNG).
+    Plot(cmd::plot::Args),
     /// Train on a small corpus built into the binary and print its topics.
     Demo(cmd::demo::Args),
     /// Generate a corpus from the LDA generative model (benchmarks at NYTimes/PubMed scale).
     Synth(cmd::synth::Args),
-    /// Write a corpus as plain text (for running other LDA systems on the same split).
+    /// Export a model (θ, φ, topic keys as CSV, JSON Lines, .npy, Parquet; Mallet files), or a corpus as plain text.
     Export(cmd::export::Args),
     /// Turn another system's word-topic counts into a model file (for evaluating it like ours).
     Import(cmd::import::Args),
@@ -77,6 +81,8 @@ fn main() {
         Command::Topics(a) => cmd::topics::run(a, ui),
         Command::Eval(a) => cmd::eval::run(a, ui),
         Command::Infer(a) => cmd::infer::run(a, ui),
+        Command::Report(a) => cmd::report::run(a, ui),
+        Command::Plot(a) => cmd::plot::run(a, ui),
         Command::Demo(a) => cmd::demo::run(a, ui),
         Command::Synth(a) => cmd::synth::run(a, ui),
         Command::Export(a) => cmd::export::run(a, ui),

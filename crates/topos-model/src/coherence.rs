@@ -156,6 +156,251 @@ fn intersection_size(a: &[u32], b: &[u32]) -> usize {
     n
 }
 
+/// A coherence measure over sliding windows (Röder, Both & Hinneburg 2015, "Exploring the space of
+/// topic coherence measures", the measures of their Palmetto tool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowMeasure {
+    /// C_NPMI: the mean NPMI of every pair of top words (Bouma 2009; Aletras & Stevenson 2013).
+    Npmi,
+    /// C_UCI: the mean PMI of every pair of top words (Newman et al. 2010).
+    Uci,
+    /// C_V: for each top word, the cosine between its NPMI context vector over the topic's words and
+    /// that of the whole set of top words, averaged (Röder et al. 2015, Table 2).
+    CV,
+}
+
+impl WindowMeasure {
+    /// The name used on the command line and in JSON (`npmi`, `uci`, `c_v`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowMeasure::Npmi => "npmi",
+            WindowMeasure::Uci => "uci",
+            WindowMeasure::CV => "c_v",
+        }
+    }
+
+    /// The default window of each measure, as in Palmetto and gensim: 110 tokens for C_V, 10 for
+    /// NPMI and UCI.
+    pub fn default_window(self) -> usize {
+        match self {
+            WindowMeasure::CV => 110,
+            WindowMeasure::Npmi | WindowMeasure::Uci => 10,
+        }
+    }
+
+    /// Parses `npmi`, `c_npmi`, `uci`, `c_uci`, `pmi`, `c_v` or `cv`.
+    pub fn parse(name: &str) -> Option<WindowMeasure> {
+        match name.to_ascii_lowercase().as_str() {
+            "npmi" | "c_npmi" => Some(WindowMeasure::Npmi),
+            "uci" | "c_uci" | "pmi" => Some(WindowMeasure::Uci),
+            "c_v" | "cv" => Some(WindowMeasure::CV),
+            _ => None,
+        }
+    }
+}
+
+/// Coherence of every topic by one sliding-window measure.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WindowCoherence {
+    pub measure: WindowMeasure,
+    /// Tokens per sliding window.
+    pub window: usize,
+    /// Top words per topic.
+    pub top_words: usize,
+    /// Windows counted (the probability space).
+    pub windows: u64,
+    /// Mean over topics.
+    pub mean: f64,
+    pub per_topic: Vec<f64>,
+}
+
+/// The ε that keeps the logarithms of NPMI and PMI finite for pairs that never co-occur; gensim's
+/// `direct_confirmation_measure.EPSILON`, so that the numbers agree with it.
+pub const EPSILON: f64 = 1e-12;
+
+/// `measure` of each topic of `model` over its `top_words` most frequent words (words with a zero
+/// count left out, as for UMass), with probabilities counted over sliding windows of `window`
+/// tokens of `docs` (normally the training documents, in their stored token order).
+pub fn window_coherence(
+    model: &TopicModel,
+    docs: Docs,
+    measure: WindowMeasure,
+    top_words: usize,
+    window: usize,
+) -> Result<WindowCoherence, ModelError> {
+    if top_words < 2 {
+        return Err(ModelError::Options(format!(
+            "coherence needs at least 2 top words per topic, got {top_words}"
+        )));
+    }
+    let lists: Vec<Vec<u32>> = top_word_ids(model, top_words)
+        .into_iter()
+        .map(|l| {
+            l.into_iter()
+                .filter(|&(_, count)| count > 0)
+                .map(|(id, _)| id)
+                .collect()
+        })
+        .collect();
+    let (windows, per_topic) = window_coherence_of(&lists, docs, measure, window)?;
+    let mean = per_topic.iter().sum::<f64>() / per_topic.len().max(1) as f64;
+    Ok(WindowCoherence {
+        measure,
+        window,
+        top_words,
+        windows,
+        mean,
+        per_topic,
+    })
+}
+
+/// `measure` of explicit word lists (best first) over sliding windows of `docs`: returns the number
+/// of windows and one score per list.
+///
+/// The probabilities are those of Röder et al.'s boolean sliding window: a document of L tokens
+/// gives L − w + 1 windows of w consecutive tokens (one window, the whole document, when L < w,
+/// also when it is empty); p(x) is the share of windows containing x and p(x, y) the share
+/// containing both. NPMI(x, y) = log((p(x, y) + ε) / (p(x) p(y))) / −log(p(x, y) + ε) and
+/// PMI(x, y) = log((p(x, y) + ε) / (p(x) p(y))) with ε = [`EPSILON`], as gensim computes them. A list
+/// with a word that occurs in no window scores NaN for PMI and NPMI (its probability is 0).
+pub fn window_coherence_of(
+    topics: &[Vec<u32>],
+    docs: Docs,
+    measure: WindowMeasure,
+    window: usize,
+) -> Result<(u64, Vec<f64>), ModelError> {
+    if window == 0 {
+        return Err(ModelError::Options(
+            "the coherence window must be at least 1 token".into(),
+        ));
+    }
+    let bound = topics.iter().flatten().max().map_or(0, |&w| w as usize + 1);
+    let mut slot = vec![NONE; bound];
+    let mut slots = 0u32;
+    for &w in topics.iter().flatten() {
+        if slot[w as usize] == NONE {
+            slot[w as usize] = slots;
+            slots += 1;
+        }
+    }
+    let counts = WindowCounts::count(docs, &slot, slots as usize, window);
+    let n = counts.windows as f64;
+    let p = |a: u32| counts.occurrences(slot[a as usize]) as f64 / n;
+    let joint =
+        |a: u32, b: u32| counts.co_occurrences(slot[a as usize], slot[b as usize]) as f64 / n;
+    let pmi = |a: u32, b: u32| ((joint(a, b) + EPSILON) / (p(a) * p(b))).ln();
+    let npmi = |a: u32, b: u32| pmi(a, b) / -(joint(a, b) + EPSILON).ln();
+    let per_topic = topics
+        .par_iter()
+        .map(|words| {
+            let m = words.len();
+            match measure {
+                WindowMeasure::Npmi | WindowMeasure::Uci => {
+                    if m < 2 {
+                        return 0.0;
+                    }
+                    let mut sum = 0.0;
+                    for i in 0..m {
+                        for j in i + 1..m {
+                            sum += if measure == WindowMeasure::Npmi {
+                                npmi(words[i], words[j])
+                            } else {
+                                pmi(words[i], words[j])
+                            };
+                        }
+                    }
+                    sum / (m * (m - 1) / 2) as f64
+                }
+                WindowMeasure::CV => {
+                    if m == 0 {
+                        return 0.0;
+                    }
+                    // Context vectors over the topic's words: v(x)_j = NPMI(x, w_j), and the set's
+                    // vector is the sum of its words' vectors (γ = 1).
+                    let vectors: Vec<Vec<f64>> = words
+                        .iter()
+                        .map(|&x| words.iter().map(|&y| npmi(x, y)).collect())
+                        .collect();
+                    let set: Vec<f64> =
+                        (0..m).map(|j| vectors.iter().map(|v| v[j]).sum()).collect();
+                    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+                    let set_norm = norm(&set);
+                    let mut sum = 0.0;
+                    for v in &vectors {
+                        let dot: f64 = v.iter().zip(&set).map(|(a, b)| a * b).sum();
+                        sum += dot / (norm(v) * set_norm);
+                    }
+                    sum / m as f64
+                }
+            }
+        })
+        .collect();
+    Ok((counts.windows, per_topic))
+}
+
+/// For each needed word, the windows containing it, as merged half-open intervals of global window
+/// indices in increasing order: a token at position p of a document with W windows of w tokens lies
+/// in its windows max(0, p − w + 1) ..= min(p, W − 1). Occurrence and co-occurrence counts are then
+/// interval lengths and intersections, so no window is materialized.
+struct WindowCounts {
+    windows: u64,
+    intervals: Vec<Vec<(u64, u64)>>,
+}
+
+impl WindowCounts {
+    fn count(docs: Docs, slot: &[u32], slots: usize, window: usize) -> WindowCounts {
+        let mut intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); slots];
+        let mut base = 0u64;
+        for words in docs.iter() {
+            let len = words.len();
+            let doc_windows = if len < window { 1 } else { len - window + 1 };
+            for (p, &w) in words.iter().enumerate() {
+                let Some(&s) = slot.get(w as usize) else {
+                    continue;
+                };
+                if s == NONE {
+                    continue;
+                }
+                let lo = base + (p + 1).saturating_sub(window) as u64;
+                let hi = base + p.min(doc_windows - 1) as u64 + 1;
+                let list = &mut intervals[s as usize];
+                match list.last_mut() {
+                    Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                    _ => list.push((lo, hi)),
+                }
+            }
+            base += doc_windows as u64;
+        }
+        WindowCounts {
+            windows: base,
+            intervals,
+        }
+    }
+
+    fn occurrences(&self, s: u32) -> u64 {
+        self.intervals[s as usize].iter().map(|(a, b)| b - a).sum()
+    }
+
+    fn co_occurrences(&self, a: u32, b: u32) -> u64 {
+        let (x, y) = (&self.intervals[a as usize], &self.intervals[b as usize]);
+        let (mut i, mut j, mut n) = (0, 0, 0);
+        while i < x.len() && j < y.len() {
+            let lo = x[i].0.max(y[j].0);
+            let hi = x[i].1.min(y[j].1);
+            if lo < hi {
+                n += hi - lo;
+            }
+            if x[i].1 < y[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +464,175 @@ mod tests {
         assert_eq!(intersection_size(&long, &[0]), 1);
         assert_eq!(intersection_size(&[1, 2, 5], &[2, 3, 5, 8]), 2);
         assert_eq!(intersection_size(&[], &[1]), 0);
+    }
+
+    // Produced by gensim 4.4.0's CoherenceModel with `python3 crates/topos-model/tests/fixtures/coherence_gensim.py` (its header says how).
+    const TEXTS: [&[u32]; 40] = [
+        &[17, 21, 19, 0, 22, 4, 3, 12, 7, 8, 24],
+        &[1, 10, 15, 24, 23, 9, 17],
+        &[15, 6, 17, 2, 9],
+        &[11, 8, 2],
+        &[13, 20, 4, 23, 3, 18, 6, 21, 24, 11, 5, 9, 14, 2, 17],
+        &[9, 0, 1, 6],
+        &[13, 0, 14, 12, 3, 8, 10, 23, 20],
+        &[],
+        &[
+            15, 5, 2, 24, 8, 20, 18, 9, 17, 4, 7, 11, 23, 12, 0, 1, 22, 21, 19,
+        ],
+        &[21, 9, 17],
+        &[4, 19, 5, 10, 6, 20, 11, 17, 14, 21, 12, 13, 1],
+        &[6, 19, 12, 2, 21, 11, 24, 14, 10, 3, 9, 18, 16, 7],
+        &[
+            15, 23, 9, 5, 2, 18, 17, 11, 4, 10, 3, 14, 8, 24, 12, 1, 21, 7,
+        ],
+        &[23, 0, 14, 15, 13, 24, 20, 12, 10, 6, 7],
+        &[14, 19, 1, 21, 9, 10, 24, 16, 20, 2, 11],
+        &[
+            17, 2, 1, 22, 3, 14, 15, 0, 21, 7, 6, 18, 9, 19, 8, 5, 12, 16,
+        ],
+        &[22, 23, 8, 5, 9, 21, 7],
+        &[4],
+        &[14, 13, 20, 4, 21],
+        &[
+            19, 6, 5, 21, 22, 11, 13, 7, 20, 10, 3, 18, 24, 14, 9, 12, 0, 4, 1,
+        ],
+        &[4, 13, 10, 7, 5],
+        &[
+            6, 13, 2, 17, 23, 20, 22, 21, 0, 16, 5, 14, 18, 8, 9, 3, 19, 15,
+        ],
+        &[12, 1, 9, 22, 15, 6, 21, 11, 16, 14, 7, 8, 2, 10],
+        &[6, 20, 0, 11, 2, 10, 5, 22, 4, 7, 16, 23, 12, 24, 18, 14, 19],
+        &[6, 15, 18, 1, 5, 24, 16, 21, 12, 20, 4, 19, 14],
+        &[1, 18, 9, 21, 6, 4, 19, 0],
+        &[9, 16, 12, 11, 2, 8, 18, 10, 23, 13],
+        &[7, 8, 6, 4, 18, 15, 22, 5, 3, 2, 11, 23],
+        &[19, 12, 4, 18, 10, 24, 21, 23, 3, 14],
+        &[17, 8, 5, 10, 22, 20],
+        &[
+            4, 1, 16, 0, 10, 15, 24, 13, 14, 19, 20, 9, 23, 3, 5, 6, 21, 12, 17,
+        ],
+        &[4, 10, 17, 6, 8, 0, 21, 24, 1, 3, 14, 20, 22, 15, 2, 13, 7],
+        &[
+            2, 21, 6, 17, 5, 19, 14, 4, 15, 3, 22, 18, 12, 10, 16, 11, 1, 24, 0, 20,
+        ],
+        &[
+            24, 19, 21, 13, 17, 16, 22, 12, 1, 5, 7, 9, 3, 20, 2, 8, 23, 4,
+        ],
+        &[4, 10, 1, 21, 20, 23, 3, 11, 24, 15, 9, 7, 13, 16, 14, 5, 18],
+        &[21, 7, 1, 18, 5, 10, 16, 23],
+        &[21, 3, 16, 2, 13, 17, 5, 10],
+        &[11, 3, 18],
+        &[3, 6, 15, 8, 7, 4, 2, 5, 21, 17, 16, 22, 14, 10],
+        &[1, 8, 13, 20],
+    ];
+    const TOPICS: [[u32; 6]; 4] = [
+        [3, 7, 11, 0, 19, 2],
+        [5, 6, 14, 22, 1, 9],
+        [12, 13, 8, 24, 17, 4],
+        [10, 15, 16, 18, 20, 21],
+    ];
+    const GENSIM: [(&str, usize, [f64; 4]); 5] = [
+        (
+            "c_npmi",
+            10,
+            [
+                -0.06890016224010119,
+                -0.04807726929553725,
+                -0.04448436146978897,
+                -0.046421357959817736,
+            ],
+        ),
+        (
+            "c_uci",
+            10,
+            [
+                -0.21043403680214035,
+                -0.12158428881679707,
+                -0.2014097638626805,
+                -0.09168126173942241,
+            ],
+        ),
+        (
+            "c_v",
+            110,
+            [
+                0.6711219042965365,
+                0.6764659048985279,
+                0.5934154992754042,
+                0.6539368575970373,
+            ],
+        ),
+        (
+            "c_v",
+            5,
+            [
+                0.1857486040342569,
+                0.2733753820527813,
+                0.21403679345758453,
+                0.20592784424540042,
+            ],
+        ),
+        (
+            "c_npmi",
+            3,
+            [
+                -0.24591132767922602,
+                -0.14627631483575387,
+                -0.17792495215697293,
+                -0.1745233491319155,
+            ],
+        ),
+    ];
+
+    #[test]
+    fn matches_gensim_coherence_model() {
+        let docs: OwnedDocs = TEXTS.into_iter().collect();
+        let topics: Vec<Vec<u32>> = TOPICS.iter().map(|t| t.to_vec()).collect();
+        for (name, window, expected) in GENSIM {
+            let measure = WindowMeasure::parse(name).unwrap();
+            let (windows, got) =
+                window_coherence_of(&topics, docs.view(), measure, window).unwrap();
+            assert!(windows > 0);
+            for (g, e) in got.iter().zip(expected) {
+                assert!(
+                    (g - e).abs() < 1e-9,
+                    "{name} window {window}: {got:?} vs gensim {expected:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn windows_count_a_word_while_any_occurrence_is_inside() {
+        // One document a b a c with windows of 2 tokens: [a b] [b a] [a c]; a is in all three,
+        // b in two, c in one; a and b share two windows, a and c one, b and c none.
+        let docs: OwnedDocs = [&[0u32, 1, 0, 2][..], &[], &[1]].into_iter().collect();
+        let mut slot = vec![NONE; 3];
+        for (i, s) in slot.iter_mut().enumerate() {
+            *s = i as u32;
+        }
+        let c = WindowCounts::count(docs.view(), &slot, 3, 2);
+        // The empty document and the short one are a window each.
+        assert_eq!(c.windows, 5);
+        assert_eq!(
+            (c.occurrences(0), c.occurrences(1), c.occurrences(2)),
+            (3, 3, 1)
+        );
+        assert_eq!(c.co_occurrences(0, 1), 2);
+        assert_eq!(c.co_occurrences(0, 2), 1);
+        assert_eq!(c.co_occurrences(1, 2), 0);
+        assert_eq!(c.co_occurrences(1, 1), 3);
+        // NPMI of a and b from those counts.
+        let (w, npmi) =
+            window_coherence_of(&[vec![0, 1]], docs.view(), WindowMeasure::Npmi, 2).unwrap();
+        let (pa, pb, pab) = (3.0 / 5.0, 3.0 / 5.0, 2.0 / 5.0);
+        let expected = ((pab + EPSILON) / (pa * pb)).ln() / -(pab + EPSILON).ln();
+        assert_eq!(w, 5);
+        assert!((npmi[0] - expected).abs() < 1e-12);
+        assert!(window_coherence_of(&[vec![0, 1]], docs.view(), WindowMeasure::CV, 0).is_err());
+        for name in ["npmi", "c_npmi", "uci", "c_v", "CV"] {
+            assert!(WindowMeasure::parse(name).is_some(), "{name}");
+        }
+        assert!(WindowMeasure::parse("umass").is_none());
     }
 }

@@ -10,7 +10,7 @@
 //! * [`likelihood`]: training log-likelihood per token from point estimates.
 //! * [`foldin`]: the Gibbs fold-in sampler with φ fixed, shared by [`heldout`] and [`mod@infer`].
 //! * [`heldout`]: held-out log-likelihood and perplexity by document completion.
-//! * [`coherence`]: UMass topic coherence.
+//! * [`coherence`]: topic coherence: UMass, and NPMI, UCI and C_V over sliding windows.
 //! * [`eval`]: all of the above in one serializable report.
 //! * [`mod@infer`]: topic mixtures of unseen documents.
 //! * [`mem`]: memory accounting for the large dense arrays.
@@ -35,7 +35,10 @@ pub mod phi;
 pub mod topics;
 pub mod writer;
 
-pub use coherence::{umass_coherence, umass_coherence_of, Coherence};
+pub use coherence::{
+    umass_coherence, umass_coherence_of, window_coherence, window_coherence_of, Coherence,
+    WindowCoherence, WindowMeasure,
+};
 pub use error::ModelError;
 pub use eval::{evaluate, EvalOptions, Evaluation};
 pub use file::{doc_topics_path, DOC_TOPICS_KIND, MODEL_KIND, MODEL_VERSION};

@@ -1,11 +1,43 @@
-//! `topos eval`: held-out log-likelihood per token (document completion), perplexity and UMass
-//! coherence of a model on the corpus it was trained on.
+//! `topos eval`: held-out log-likelihood per token (document completion), perplexity and topic
+//! coherence (UMass, and with `--coherence` NPMI, UCI and C_V over sliding windows) of a model on
+//! the corpus it was trained on.
 
 use crate::ui::Ui;
 use anyhow::{bail, Context, Result};
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 use topos_corpus::Corpus;
-use topos_model::{evaluate, DocTopics, EvalOptions, Phi, TopicModel};
+use topos_model::{
+    evaluate, window_coherence, DocTopics, EvalOptions, Evaluation, Phi, TopicModel,
+    WindowCoherence, WindowMeasure,
+};
+
+/// The evaluation with the sliding-window coherences asked for (`coherence`, absent when none).
+#[derive(Serialize)]
+struct Report {
+    #[serde(flatten)]
+    evaluation: Evaluation,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    coherence: Vec<WindowCoherence>,
+}
+
+/// The sliding-window measures named in `--coherence` (`umass` is always computed).
+fn measures(names: &[String]) -> Result<Vec<WindowMeasure>> {
+    let mut out = Vec::new();
+    for name in names {
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("umass") || name.eq_ignore_ascii_case("u_mass") {
+            continue;
+        }
+        let Some(m) = WindowMeasure::parse(name) else {
+            bail!("unknown coherence measure {name:?}; use umass, npmi, uci or c_v");
+        };
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -15,8 +47,15 @@ pub struct Args {
     #[arg(long)]
     pub corpus: Option<PathBuf>,
     /// Top words per topic for coherence.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, visible_alias = "top", default_value_t = 10)]
     pub coherence_words: usize,
+    /// Coherence measures, comma-separated: umass (document co-occurrence, always computed), npmi,
+    /// uci, c_v (sliding windows over the training documents; Röder et al. 2015, as gensim).
+    #[arg(long, value_delimiter = ',', default_value = "umass")]
+    pub coherence: Vec<String>,
+    /// Tokens per sliding window for npmi, uci and c_v (default: 10 for npmi and uci, 110 for c_v).
+    #[arg(long)]
+    pub window: Option<usize>,
     #[command(flatten)]
     pub foldin: super::foldin::FoldInArgs,
 }
@@ -53,6 +92,10 @@ pub fn corpus_for(model_path: &Path, model: &TopicModel, corpus: Option<&Path>) 
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    let measures = measures(&args.coherence)?;
+    if args.window == Some(0) {
+        bail!("--window must be at least 1 token");
+    }
     let (model, model_checksum) = TopicModel::read_with_checksum(&args.model)?;
     let corpus = corpus_for(&args.model, &model, args.corpus.as_deref())?;
     if corpus.heldout().is_empty() {
@@ -80,7 +123,25 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         &opts,
     )
     .context("evaluation failed")?;
-    ui.result(&e, || {
+    let coherence = measures
+        .iter()
+        .map(|&m| {
+            window_coherence(
+                &model,
+                corpus.train(),
+                m,
+                args.coherence_words,
+                args.window.unwrap_or(m.default_window()),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .context("coherence failed")?;
+    let report = Report {
+        evaluation: e,
+        coherence,
+    };
+    let e = &report.evaluation;
+    ui.result(&report, || {
         println!("{}", topos_model::privacy_line(e.privacy.as_ref()));
         println!(
             "held-out log-likelihood per token: {:.4} (perplexity {:.1}) over {} documents, {} scored tokens",
@@ -94,5 +155,18 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         worst.sort_by(|a, b| a.1.total_cmp(&b.1));
         let list: Vec<String> = worst.iter().take(5).map(|(k, c)| format!("{k} ({c:.1})")).collect();
         println!("least coherent topics: {}", list.join(", "));
+        for c in &report.coherence {
+            println!(
+                "{} coherence (top {} words, windows of {} tokens): mean {:.4}",
+                match c.measure {
+                    WindowMeasure::Npmi => "NPMI",
+                    WindowMeasure::Uci => "UCI",
+                    WindowMeasure::CV => "C_V",
+                },
+                c.top_words,
+                c.window,
+                c.mean
+            );
+        }
     })
 }

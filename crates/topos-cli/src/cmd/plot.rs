@@ -1,0 +1,62 @@
+//! `topos plot`: the convergence of one or more training runs (their `--log` files), or with
+//! `--prevalence` the topic sizes of a model, as SVG or PNG (by the output's extension).
+
+use super::report::{check_output, write_atomic};
+use crate::ui::Ui;
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use topos_model::TopicModel;
+use topos_report::{plot, read_log};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Training logs (topos train --log), overlaid one colour each.
+    pub logs: Vec<PathBuf>,
+    /// Plot the topic prevalence of this model instead.
+    #[arg(long, conflicts_with = "logs")]
+    pub prevalence: Option<PathBuf>,
+    /// Output file: .svg or .png.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Bars at most in the prevalence plot (the rest are summed in one bar).
+    #[arg(long, default_value_t = 50)]
+    pub max_bars: usize,
+}
+
+pub fn run(args: Args, ui: Ui) -> Result<()> {
+    check_output(&args.output)?;
+    let ext = args
+        .output
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let png = match ext.as_deref() {
+        Some("svg") => false,
+        Some("png") => true,
+        _ => bail!(
+            "cannot tell the format of {}: name it .svg or .png",
+            args.output.display()
+        ),
+    };
+    let svg = if let Some(model) = &args.prevalence {
+        let model = TopicModel::read(model)?;
+        plot::prevalence_svg(&topos_model::topic_sizes(&model), args.max_bars)
+    } else {
+        if args.logs.is_empty() {
+            bail!("give one or more training logs (topos train --log), or --prevalence MODEL");
+        }
+        let logs = args
+            .logs
+            .iter()
+            .map(|p| read_log(p).map_err(anyhow::Error::msg))
+            .collect::<Result<Vec<_>>>()?;
+        plot::convergence_svg(&logs)
+    };
+    let bytes = if png {
+        plot::svg_to_png(&svg).map_err(anyhow::Error::msg)?
+    } else {
+        svg.into_bytes()
+    };
+    write_atomic(&args.output, &bytes)?;
+    ui.info(format!("wrote {}", args.output.display()));
+    Ok(())
+}

@@ -1,0 +1,475 @@
+//! End-to-end tests of issue 23's commands: `report` (HTML and LDAvis JSON, in a real browser
+//! when one is installed), `plot`, `export` and `eval --coherence`.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+/// A trained model with its side file, corpus, source text and training log. The words include
+/// markup and CSV metacharacters, kept by the whitespace tokenizer.
+struct Trained {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+    model: PathBuf,
+    corpus: PathBuf,
+    source: PathBuf,
+    log: PathBuf,
+}
+
+fn trained(k: &str) -> Trained {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let themes = [
+        "river water fish boat lake stream flood rain <script> water",
+        "stock market price trade money invest profit share a,\"b market",
+        "game team player score match season coach league win team",
+    ];
+    let source = write_themes(&d, "docs", &themes, 240, 20, 0);
+    let corpus = prepare_text(
+        &source,
+        &d.join("c.tcorp"),
+        "0.2",
+        &["--tokenizer", "whitespace"],
+    );
+    let model = d.join("c.tmod");
+    let log = d.join("run.log");
+    ok(&[
+        "train",
+        s(&corpus),
+        "-k",
+        k,
+        "--iters",
+        "30",
+        "--alpha",
+        "0.1",
+        "--doc-topics",
+        "--log",
+        s(&log),
+        "--eval-every",
+        "10",
+        "-o",
+        s(&model),
+        "-q",
+    ]);
+    Trained {
+        _dir: dir,
+        dir: d,
+        model,
+        corpus,
+        source,
+        log,
+    }
+}
+
+/// Every `src=`/`href=` of the page, and whether any names another host.
+fn external_references(html: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for attr in ["src=", "href=", "url(", "@import"] {
+        for (i, _) in html.match_indices(attr) {
+            let rest = &html[i + attr.len()..];
+            let value: String = rest.chars().take(12).collect();
+            let v = value.trim_start_matches(['"', '\'']);
+            if v.starts_with("http:") || v.starts_with("https:") || v.starts_with("//") {
+                found.push(value);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn report_is_one_self_contained_escaped_page() {
+    let t = trained("3");
+    let out = t.dir.join("report.html");
+    ok(&[
+        "report",
+        s(&t.model),
+        "-o",
+        s(&out),
+        "--log",
+        s(&t.log),
+        "--source",
+        s(&t.source),
+        "-q",
+    ]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(
+        html.contains("default-src 'none'"),
+        "a CSP that forbids requests"
+    );
+    assert_eq!(external_references(&html), Vec::<String>::new());
+    assert!(
+        !html.contains("http://")
+            || html.matches("http://").count() == html.matches("http://www.w3.org/").count()
+    );
+    assert!(!html.contains("https://"));
+    // The word <script> is data, never markup: the page has exactly its own two script elements.
+    assert_eq!(
+        html.matches("<script").count(),
+        2,
+        "only the page's own script elements"
+    );
+    assert!(
+        html.contains("\\u003cscript\\u003e"),
+        "the word travels escaped"
+    );
+    assert!(html.contains("a,\\\"b"));
+    // The convergence figure is inline SVG.
+    assert!(html.contains("<svg xmlns"));
+    // No temporary left beside it.
+    let names: Vec<String> = std::fs::read_dir(&t.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    browser_check(&out, 3);
+
+    // The LDAvis data format.
+    let vis = t.dir.join("vis.json");
+    ok(&["report", s(&t.model), "--ldavis-json", "-o", s(&vis), "-q"]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&vis).unwrap()).unwrap();
+    assert_eq!(v["mdsDat"]["x"].as_array().unwrap().len(), 3);
+    // R is 30, or the vocabulary's size when smaller; the overview lists R words.
+    let r = v["R"].as_u64().unwrap() as usize;
+    let defaults = v["tinfo"]["Category"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| *c == "Default")
+        .count();
+    assert!(r <= 30 && defaults == r, "R {r}, {defaults} default rows");
+    let freq: f64 = v["mdsDat"]["Freq"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .sum();
+    assert!((freq - 100.0).abs() < 1e-9);
+    assert!(v["tinfo"]["Term"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w == "<script>"));
+
+    // Bad input: one line, non-zero exit, nothing written.
+    let missing = t.dir.join("no/such/dir/r.html");
+    fails(
+        &["report", s(&t.model), "-o", s(&missing)],
+        "does not exist",
+    );
+    let bad_log = t.dir.join("bad.log");
+    std::fs::write(&bad_log, "not a log\n").unwrap();
+    let never = t.dir.join("never.html");
+    fails(
+        &["report", s(&t.model), "-o", s(&never), "--log", s(&bad_log)],
+        "line 1",
+    );
+    assert!(!never.exists());
+    fails(&["report", s(&t.corpus), "-o", s(&never)], "");
+    assert!(!never.exists());
+}
+
+/// Loads the page in headless Chromium with the network blocked and reads what its `#selftest`
+/// found: K circles, bars that change with λ after a click on a topic, no request, no error. A
+/// screenshot is left in `target/test-artifacts/report.png`. Skipped (with a note) when no
+/// Chromium is installed, unless `TOPOS_REQUIRE_CHROMIUM` is set (as `.ci/run` sets it).
+fn browser_check(page: &Path, k: usize) {
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            std::process::Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    let Some(browser) = browser else {
+        assert!(
+            std::env::var_os("TOPOS_REQUIRE_CHROMIUM").is_none(),
+            "TOPOS_REQUIRE_CHROMIUM is set but no chromium is installed"
+        );
+        eprintln!("note: no chromium installed; the report was not loaded in a browser");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}#selftest", page.canonicalize().unwrap().display());
+    let common = [
+        "--headless".to_string(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--host-resolver-rules=MAP * ~NOTFOUND".into(),
+        "--proxy-server=127.0.0.1:9".into(),
+        format!("--user-data-dir={}", profile.path().display()),
+        "--virtual-time-budget=5000".into(),
+    ];
+    let out = std::process::Command::new(browser)
+        .args(&common)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let start = dom
+        .find("<pre id=\"selftest\">")
+        .expect("the page's self-test ran")
+        + 19;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let text = dom[start..end]
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let r: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(r["circles"], k, "{r}");
+    assert_eq!(r["requests"], 0, "the page made requests: {r}");
+    assert_eq!(r["errors"].as_array().unwrap().len(), 0, "errors: {r}");
+    assert_eq!(
+        r["selected"], 0,
+        "a click on a circle selects its topic: {r}"
+    );
+    assert!(!r["overview"].as_str().unwrap().is_empty());
+    assert_ne!(r["lambda0"], r["lambda1"], "moving λ changes the bars: {r}");
+    assert!(
+        r["docs"].as_u64().unwrap() > 0,
+        "example documents listed: {r}"
+    );
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("report.png");
+    let status = std::process::Command::new(browser)
+        .args(&common)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1280,1100")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        shot.exists(),
+        "screenshot: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+}
+
+#[test]
+fn eval_reports_npmi_c_v_and_umass() {
+    let t = trained("3");
+    let v = json(&[
+        "eval",
+        s(&t.model),
+        "--coherence",
+        "npmi,c_v,umass",
+        "--top",
+        "5",
+    ]);
+    let c = v["coherence"].as_array().unwrap();
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[0]["measure"], "npmi");
+    assert_eq!(c[0]["window"], 10);
+    assert_eq!(c[1]["measure"], "c_v");
+    assert_eq!(c[1]["window"], 110);
+    assert_eq!(c[1]["per_topic"].as_array().unwrap().len(), 3);
+    let cv = c[1]["mean"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&cv), "{cv}");
+    assert_eq!(v["coherence_top_words"], 5);
+    let human = ok(&["eval", s(&t.model), "--coherence", "uci", "--window", "20"]);
+    assert!(
+        human.contains("UCI coherence (top 10 words, windows of 20 tokens)"),
+        "{human}"
+    );
+    fails(
+        &["eval", s(&t.model), "--coherence", "cosine"],
+        "unknown coherence measure",
+    );
+    // Without --coherence the output is what it was.
+    let plain = json(&["eval", s(&t.model)]);
+    assert!(plain.get("coherence").is_none());
+}
+
+/// Parses CSV as RFC 4180 writes it.
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let (mut rows, mut row, mut field, mut quoted) = (vec![], vec![], String::new(), false);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if field.is_empty() => quoted = true,
+            (',', false) => row.push(std::mem::take(&mut field)),
+            ('\n', false) => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (c, _) => field.push(c),
+        }
+    }
+    rows
+}
+
+#[test]
+fn exports_round_trip_and_match_topics() {
+    let t = trained("3");
+    // Topic keys equal `topics --json`.
+    let keys = t.dir.join("keys.csv");
+    ok(&[
+        "export",
+        s(&t.model),
+        "--what",
+        "topic-keys",
+        "--top",
+        "5",
+        "-o",
+        s(&keys),
+        "-q",
+    ]);
+    let rows = parse_csv(&std::fs::read_to_string(&keys).unwrap());
+    assert_eq!(rows[0], ["topic", "rank", "word", "count", "phi"]);
+    let topics = json(&["topics", s(&t.model), "--top", "5"]);
+    for tp in topics["topics"].as_array().unwrap() {
+        let k = tp["topic"].as_u64().unwrap().to_string();
+        let words: Vec<&str> = tp["top_words"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["word"].as_str().unwrap())
+            .collect();
+        let ours: Vec<&str> = rows[1..]
+            .iter()
+            .filter(|r| r[0] == k)
+            .map(|r| r[2].as_str())
+            .collect();
+        assert_eq!(ours, words, "topic {k}");
+    }
+    // φ wide: the header quotes the word with a comma and a quote, and rows sum to 1.
+    let phi = t.dir.join("phi.csv");
+    ok(&["export", s(&t.model), "--what", "phi", "-o", s(&phi), "-q"]);
+    let rows = parse_csv(&std::fs::read_to_string(&phi).unwrap());
+    assert!(rows[0].iter().any(|w| w == "a,\"b") && rows[0].iter().any(|w| w == "<script>"));
+    assert_eq!(rows.len(), 4);
+    for r in &rows[1..] {
+        let sum: f64 = r[1..].iter().map(|x| x.parse::<f64>().unwrap()).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+    }
+    // θ as JSON Lines (wide and long) and .npy agree.
+    let wide = t.dir.join("theta.jsonl");
+    ok(&["export", s(&t.model), "-o", s(&wide), "-q"]);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&wide)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let npy = t.dir.join("theta.npy");
+    ok(&[
+        "export",
+        s(&t.model),
+        "--what",
+        "doc-topics",
+        "--format",
+        "npy",
+        "-o",
+        s(&npy),
+        "-q",
+    ]);
+    let bytes = std::fs::read(&npy).unwrap();
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 10;
+    let header = String::from_utf8_lossy(&bytes[10..header_len]);
+    assert!(
+        header.contains(&format!("'shape': ({}, 3)", lines.len())),
+        "{header}"
+    );
+    let first = f64::from_le_bytes(bytes[header_len..header_len + 8].try_into().unwrap());
+    assert_eq!(first, lines[0]["theta"][0].as_f64().unwrap());
+    let long = t.dir.join("long.csv");
+    ok(&[
+        "export",
+        s(&t.model),
+        "--layout",
+        "long",
+        "-o",
+        s(&long),
+        "-q",
+    ]);
+    let rows = parse_csv(&std::fs::read_to_string(&long).unwrap());
+    assert_eq!(rows[0], ["doc", "topic", "count", "theta"]);
+    let r = &rows[1];
+    let (d, k): (usize, usize) = (r[0].parse().unwrap(), r[1].parse().unwrap());
+    assert_eq!(
+        r[3].parse::<f64>().unwrap(),
+        lines[d]["theta"][k].as_f64().unwrap()
+    );
+    // Mallet's files.
+    let mallet = t.dir.join("mallet");
+    ok(&[
+        "export",
+        s(&t.model),
+        "--format",
+        "mallet",
+        "-o",
+        s(&mallet),
+        "-q",
+    ]);
+    let dt = std::fs::read_to_string(mallet.join("doc-topics.txt")).unwrap();
+    assert_eq!(dt.lines().count(), lines.len());
+    assert_eq!(dt.lines().next().unwrap().split('\t').count(), 2 + 3);
+    let tk = std::fs::read_to_string(mallet.join("topic-keys.txt")).unwrap();
+    assert!(tk.starts_with("0\t0.1\t"), "{tk}");
+    let wtc = std::fs::read_to_string(mallet.join("word-topic-counts.txt")).unwrap();
+    assert!(wtc.lines().next().unwrap().starts_with("0 "));
+    // Refusals: one line, nothing written.
+    let no = t.dir.join("no.npy");
+    fails(
+        &["export", s(&t.model), "--what", "topic-keys", "-o", s(&no)],
+        "npy",
+    );
+    fails(
+        &["export", s(&t.model), "-o", s(&t.dir.join("x.txt"))],
+        "--format",
+    );
+    assert!(!no.exists());
+    // The corpus export is unchanged.
+    let text = t.dir.join("text");
+    ok(&["export", s(&t.corpus), "-o", s(&text), "-q"]);
+    assert!(text.join("train.txt").exists());
+}
+
+#[test]
+fn plots_overlay_runs_as_svg_and_png() {
+    let t = trained("3");
+    let other = t.dir.join("other.log");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(&t.log)
+            .unwrap()
+            .replace("\"iteration\":1", "\"iteration\":2"),
+    )
+    .unwrap();
+    let svg = t.dir.join("conv.svg");
+    ok(&["plot", s(&t.log), s(&other), "-o", s(&svg), "-q"]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains(">run<") && text.contains(">other<"));
+    assert_eq!(text.matches("<polyline").count(), 8);
+    let png = t.dir.join("conv.png");
+    ok(&["plot", s(&t.log), "-o", s(&png), "-q"]);
+    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+    let prev = t.dir.join("prev.svg");
+    ok(&["plot", "--prevalence", s(&t.model), "-o", s(&prev), "-q"]);
+    assert!(std::fs::read_to_string(&prev)
+        .unwrap()
+        .contains("topic prevalence"));
+    fails(
+        &["plot", s(&t.log), "-o", s(&t.dir.join("conv.gif"))],
+        ".svg or .png",
+    );
+    fails(
+        &["plot", s(&t.model), "-o", s(&t.dir.join("x.svg"))],
+        "training log",
+    );
+    assert!(!t.dir.join("x.svg").exists());
+}
