@@ -440,23 +440,29 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["cgs", "esca", "mh"]);
+    assert_eq!(names, ["cgs", "fcgs", "esca", "mh"]);
     let defaults: Vec<bool> = v["samplers"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["default"].as_bool().unwrap())
         .collect();
-    assert_eq!(defaults, [true, false, false]);
+    assert_eq!(defaults, [true, false, false, false]);
     assert_eq!(v["samplers"][0]["exactness"], "exact");
-    // mh has no GPU kernel yet: the cuda device does not list it.
-    assert_eq!(
-        v["samplers"][2]["determinism"],
-        "any-threads-any-partitions"
-    );
-    assert_eq!(v["samplers"][1]["private_training"], true);
+    assert_eq!(v["samplers"][1]["exactness"], "exact");
     assert_eq!(
         v["samplers"][1]["determinism"],
+        "any-threads-any-partitions"
+    );
+    // mh has no GPU kernel yet: the cuda device does not list it.
+    assert_eq!(
+        v["samplers"][3]["determinism"],
+        "any-threads-any-partitions"
+    );
+    assert_eq!(v["samplers"][2]["private_training"], true);
+    assert_eq!(v["samplers"][1]["private_training"], false);
+    assert_eq!(
+        v["samplers"][2]["determinism"],
         "any-threads-any-partitions"
     );
     assert_eq!(v["devices"][1]["name"], "cpu");

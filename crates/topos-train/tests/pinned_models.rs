@@ -6,7 +6,7 @@
 use topos_corpus::Vocabulary;
 use topos_model::Hyperparameters;
 use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca, mh::Mh};
+use topos_train::samplers::{cgs::Cgs, esca::Esca, fcgs::Fcgs, mh::Mh};
 use topos_train::synthetic::{generate, SyntheticSpec, TopicShape};
 use topos_train::{TrainDocs, TrainOptions, Trainer};
 
@@ -65,6 +65,9 @@ fn every_samplers_model_is_pinned() {
         let mh = model_checksum(&Mh, threads, 15);
         eprintln!("threads {threads}: mh {mh:#018x}");
         assert_eq!(mh, PINNED_MH, "mh's model changed ({threads} threads)");
+        let fcgs = model_checksum(&Fcgs, threads, 15);
+        eprintln!("threads {threads}: fcgs {fcgs:#018x}");
+        assert_eq!(fcgs, PINNED_FCGS, "fcgs's model changed ({threads} threads)");
     }
 }
 
@@ -72,3 +75,5 @@ const PINNED_ESCA: u64 = 0x5d8b73f283f479db;
 const PINNED_CGS: u64 = 0xe3c590a862301927;
 /// Pinned when `mh` was added (2026-11-25).
 const PINNED_MH: u64 = 0xce4e8fb7035575b0;
+/// Pinned when `fcgs` was added (2026-11-26).
+const PINNED_FCGS: u64 = 0x27f3ef5617490b83;

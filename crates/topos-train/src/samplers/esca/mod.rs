@@ -47,7 +47,9 @@ impl Sampler for Esca {
         (threads * 4).max(1)
     }
     fn cpu(&self) -> &'static dyn CpuSampler {
-        &cpu::EscaCpu
+        &cpu::EscaCpu {
+            own: cpu::OwnAssignment::Kept,
+        }
     }
     fn gpu(&self) -> Option<GpuKernelSpec> {
         Some(gpu::KERNEL)
