@@ -118,7 +118,7 @@ if [ "$mode" = check ]; then
   row "racecheck	esca	$(grep -o 'RACECHECK SUMMARY: [0-9]* hazard[s]* displayed[^)]*)' "$WORK/racecheck.log" || echo none)"
 
   echo "== 20news, K = 100, 200 iterations: GPU against the CPU reference"
-  for run in "cpu cgs" "cpu esca" "cuda esca" "cuda cgs"; do
+  for run in "cpu cgs" "cpu fcgs" "cpu esca" "cuda esca" "cuda cgs" "cuda fcgs"; do
     set -- $run
     train "20news-$1-$2" .devdata/20news.tcorp -k 100 --iters 200 --device "$1" --algo "$2" -o "/tmp/20news-$1-$2.tmod"
     row "20news K=100	$1 $2	heldout $(field "$WORK/20news-$1-$2.json" heldout_ll)	train $(field "$WORK/20news-$1-$2.json" train_ll)	$(field "$WORK/20news-$1-$2.json" tokens_per_second) tok/s	$(field "$WORK/20news-$1-$2.json" seconds) s"
@@ -128,7 +128,7 @@ if [ "$mode" = check ]; then
 import json, sys
 out = sys.argv[1]
 bad = []
-for algo in ["esca", "cgs"]:
+for algo in ["esca", "cgs", "fcgs"]:
     ref = json.load(open(f"{out}/20news-cpu-{algo}.json"))["heldout_ll"]
     ll = json.load(open(f"{out}/20news-cuda-{algo}.json"))["heldout_ll"]
     print(f"{algo}: GPU held-out {ll:.4f} vs CPU {ref:.4f} (diff {ll-ref:+.4f}; tolerance -0.03)")
@@ -241,7 +241,7 @@ if [ "$mode" = profile ]; then
   for k in ${*:-1024 10000}; do
     parts=$([ "$k" -le 2048 ] && echo 7 || echo 1)
     export TOPOS_GPU_WORD_TOPICS=dense
-    ncu --clock-control none --kernel-name sample --launch-skip $((parts * (at - 1))) --launch-count 1 \
+    ncu --clock-control none --kernel-name regex:^sample_ --launch-skip $((parts * (at - 1))) --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis --section SchedulerStats \
       --metrics 'dram__bytes_read.sum,dram__bytes_write.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
@@ -253,7 +253,7 @@ if [ "$mode" = profile ]; then
       > "$WORK/ncu-times-$k.txt" 2>&1 || tail -20 "$WORK/ncu-times-$k.txt"
     if [ -n "${SOURCE:-}" ]; then
       # Per-instruction counts and stall samples of the sampler (line information compiled in).
-      TOPOS_GPU_LINEINFO=1 ncu --clock-control none --kernel-name sample --launch-skip $((parts * (at - 1))) --launch-count 1 \
+      TOPOS_GPU_LINEINFO=1 ncu --clock-control none --kernel-name regex:^sample_ --launch-skip $((parts * (at - 1))) --launch-count 1 \
         --section SourceCounters --section WarpStateStats -o "$WORK/src-$k" -f \
         topos train /tmp/nyt.tcorp -k "$k" --iters $((at + 1)) --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
         > "$WORK/ncu-src-$k.log" 2>&1 || tail -5 "$WORK/ncu-src-$k.log"

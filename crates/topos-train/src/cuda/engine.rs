@@ -280,6 +280,7 @@ fn compile(
     topics: u32,
     sample_threads: u32,
     wide_rows: bool,
+    exclude_own_assignment: bool,
 ) -> Result<Kernels, GpuError> {
     let shape = sampler_shape(topics, sample_threads);
     let (major, minor) = ctx
@@ -305,7 +306,12 @@ fn compile(
         normalizers: f("normalizers")?,
         count_words: f("count_words")?,
         rebuild: f("rebuild_doc_topics")?,
-        sample: f("sample")?,
+        // Each sampler's own entry point (kernels.cu, `sample_body<EXCLUDE>`).
+        sample: f(if exclude_own_assignment {
+            "sample_fcgs"
+        } else {
+            "sample_esca"
+        })?,
         init: f("init_assignments")?,
         word_mass: f("word_mass")?,
         loglik: f("loglik")?,
@@ -577,7 +583,13 @@ impl Engine {
         let smem_bytes = tree_floats(cfg.topics) * 4;
         let sample_threads = sample_block_threads(smem_bytes, device.shared_per_multiprocessor);
         let wide = cfg.wide_rows;
-        let kernels = compile(&ctx, cfg.topics, sample_threads, wide)?;
+        let kernels = compile(
+            &ctx,
+            cfg.topics,
+            sample_threads,
+            wide,
+            cfg.exclude_own_assignment,
+        )?;
         clock.lap("kernels");
         // Streams are synchronized explicitly with events below (two chunk streams share the
         // model: B is read-only during a sweep, B' only receives commutative atomics).
@@ -2017,7 +2029,6 @@ fn sweep_view(
     let (alpha, beta) = (cfg.alpha as f32, cfg.beta as f32);
     let v_beta = f64::from(cfg.words) * cfg.beta;
     let (seed_lo, seed_hi) = (cfg.seed as u32, (cfg.seed >> 32) as u32);
-    let exclude = i32::from(cfg.exclude_own_assignment);
     // SAFETY: argument types and order match `sample` in kernels.cu.
     unsafe {
         s.launch_builder(&k.sample)
@@ -2043,7 +2054,6 @@ fn sweep_view(
             .arg(&seed_lo)
             .arg(&seed_hi)
             .arg(&model.iteration)
-            .arg(&exclude)
             .launch(sample_cfg)
     }
     .check(|| "launching sample".into())?;

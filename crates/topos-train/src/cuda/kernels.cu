@@ -557,13 +557,18 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 //                             + α p*(k)            [p2: dense, the word's tree]
 //
 // esca (exclude == 0): every count is the previous iteration's (SaberLDA's ESCA).
-// cgs  (exclude == 1): the collapsed Gibbs conditional with the token's own assignment removed
-// from A, B and n (the −dn counts of Eq. 1), the other tokens' counts from the previous
-// iteration (CuLDA_CGS's sampler reads stale counts without removing the token: its conditional is
-// biased towards the token's old topic). Drawn exactly: the old topic k₀ gets weight
-// p'(k₀) = (A−1+α)(B−1+β)/(n−1+Vβ) and the other topics keep theirs; x < p'(k₀) picks k₀, else
-// the rest is drawn from p with k₀'s entries left out (p1 skips it; p2 redraws from the tree while
-// it lands on k₀, with fresh Philox blocks).
+// fcgs (exclude == 1; cgs on the GPU): the collapsed Gibbs conditional with the token's own
+// assignment removed from A, B and n (the −dn counts of Eq. 1), the other tokens' counts from the
+// previous iteration (CuLDA_CGS's sampler reads stale counts without removing the token: its
+// conditional is biased towards the token's old topic). The old topic k₀ has target weight
+// t(k₀) = (A−1+α)(B−1+β)/(n−1+Vβ), the other topics keep ESCA's e(k); t(k₀) ≤ e(k₀) =
+// (A+α)(B+β)/(n+Vβ) because B + β ≤ n + Vβ. So ESCA's draw is a proposal corrected by
+// rejection (samplers/esca/cpu.rs derives it): a draw k ≠ k₀ is kept; k₀ is kept with
+// probability t(k₀)/e(k₀), else the token draws again (Philox block `attempt` of its stream:
+// x, tree, acceptance). The draw costs ESCA's plus, only when it lands on k₀, the lookup of A_dk₀.
+// After MAX_PROPOSALS draws (a lone token of a rare word in a short document can reject for long)
+// the target is drawn directly: k₀'s reduced weight as its own branch, p1 without k₀, p2
+// redrawing from the tree while it lands on k₀.
 //
 // A warp prepares 32 tokens at once, one per lane (document, row offset and length, Philox
 // numbers, and for cgs the old topic and its counts), so those loads overlap; then it samples
@@ -571,12 +576,21 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+// Proposals from ESCA's draw before fcgs draws its target directly (0: always directly, the
+// sampler's earlier form; an A/B switch through TOPOS_GPU_DEFINES).
+#ifndef MAX_PROPOSALS
+#define MAX_PROPOSALS 16
+#endif
 // Groups of 32 leaves whose loads a warp keeps in flight when it fills the tree (the engine
 // sets 8 above K = 2,048: +1% at K = 10,000; 4 below, where 8 cost 1%).
 #ifndef LEAF_BATCH
 #define LEAF_BATCH 4
 #endif
-extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample(
+// EXCLUDE: 0 for esca, 1 for fcgs (a template argument, so that each sampler's kernel carries
+// only its own path: one kernel with a run-time switch cost esca 4-37% of its speed in registers,
+// measured on an H100 at K = 1,024 and 10,000).
+template <int EXCLUDE>
+__device__ __forceinline__ void sample_body(
     const uint4* __restrict__ items, u32 num_items,
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
     const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
@@ -584,7 +598,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
     const u64* __restrict__ n, const float* __restrict__ inv_norm,
     u32 K, float alpha, float beta, double v_beta,
     u16* __restrict__ z, u32* __restrict__ Bn,
-    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration, int exclude) {
+    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration) {
     extern __shared__ float smem[];
     Tree tree;
     tree_layout(tree, smem, K);
@@ -671,7 +685,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                 my_nnz = row_nnz[my_doc];
                 u64 g = token_base + my_src;
                 r = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, STREAM_TRAIN << 24), seed_lo, seed_hi);
-                if (exclude) {
+                if (EXCLUDE) {
                     my_k0 = z[my_src];
                     // p*(k₀) without this token: (B−1+β)/(n−1+Vβ).
                     my_pex = ((float)word_count(B, woff, wslots, K, my_k0) - 1.0f + beta) *
@@ -735,61 +749,103 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                         }
                     }
                 }
-                u32 k;
-                if (!exclude) {
-                    float x = unit_f32(r0) * (s + q);
-                    if (x >= s) {
-                        k = tree_sample(tree, unit_f32(r1) * total);
-                    } else if (in_regs) {
-                        k = row_draw(row, scan, lane_sum, x, ROW_REGS, 0.0f, 0);
-                    } else {
-                        k = sample_row(rows + ra, row.nnz, pstar, x, NO_TOPIC, 0);
-                    }
-                } else {
+                // ESCA's draw (Eq. 1): x and y uniform words, the branch and the tree.
+                auto esca_draw = [&](u32 xw, u32 yw) -> u32 {
+                    float x = unit_f32(xw) * (s + q);
+                    if (x >= s) return tree_sample(tree, unit_f32(yw) * total);
+                    if (in_regs) return row_draw(row, scan, lane_sum, x, ROW_REGS, 0.0f, 0);
+                    return sample_row(rows + ra, row.nnz, pstar, x, NO_TOPIC, 0);
+                };
+                u32 k = esca_draw(r0, r1);
+                if (EXCLUDE) {
                     // The token's own assignment and its counts.
                     u32 k0 = __shfl_sync(FULL, my_k0, j);
                     float pstar_ex = __shfl_sync(FULL, my_pex, j);
                     float p0 = pstar[k0];
-                    float a0 = 0.0f, s_ex, sum_ex = 0.0f, scan_ex = 0.0f;
-                    float w0 = 0.0f;
-                    u32 slot0 = ROW_REGS;
-                    if (in_regs) {
-                        u32 c0 = row_find(row, k0, pstar, w0, slot0);
-                        // k₀'s weight is the very product row_load added: the lane's sum
-                        // without it is 0 when it was the lane's only entry.
-                        sum_ex = lane_sum - w0;
-                        scan_ex = warp_inclusive_scan(sum_ex);
-                        s_ex = __shfl_sync(FULL, scan_ex, 31);
-                        u32 holder = __ballot_sync(FULL, c0 != 0);
-                        if (holder) a0 = (float)__shfl_sync(FULL, c0, __ffs(holder) - 1);
-                    } else {
-                        for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
-                            u32 i = i0 + lane;
-                            RowEntry e = i < row.nnz ? rows[ra + i] : 0;
-                            u32 hit = __ballot_sync(FULL, i < row.nnz && entry_topic(e) == k0);
-                            if (hit) {
-                                a0 = (float)__shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
-                                break;
+                    u64 g = token_base + src;
+                    u32 accept_word = __shfl_sync(FULL, r.z, j);
+                    u32 attempt = 0;
+                    float accept = -1.0f;  // t(k₀)/e(k₀), found when first needed
+                    bool direct = MAX_PROPOSALS == 0;
+                    while (!direct && k == k0) {  // uniform across the warp
+                        if (accept < 0.0f) {
+                            float a0 = 0.0f;
+                            if (in_regs) {
+                                float w0;
+                                u32 slot0;
+                                u32 c0 = row_find(row, k0, pstar, w0, slot0);
+                                u32 holder = __ballot_sync(FULL, c0 != 0);
+                                if (holder) a0 = (float)__shfl_sync(FULL, c0, __ffs(holder) - 1);
+                            } else {
+                                for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
+                                    u32 i = i0 + lane;
+                                    RowEntry e = i < row.nnz ? rows[ra + i] : 0;
+                                    u32 hit = __ballot_sync(FULL, i < row.nnz && entry_topic(e) == k0);
+                                    if (hit) {
+                                        a0 = (float)__shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
+                                        break;
+                                    }
+                                }
                             }
+                            float e0 = (a0 + alpha) * p0;
+                            float t0 = fmaxf(a0 - 1.0f + alpha, 0.0f) * fmaxf(pstar_ex, 0.0f);
+                            accept = e0 > 0.0f ? fminf(t0 / e0, 1.0f) : 1.0f;
                         }
-                        s_ex = fmaxf(s - a0 * p0, 0.0f);
+                        if (unit_f32(accept_word) < accept) break;
+                        if (++attempt == (u32)MAX_PROPOSALS) {
+                            direct = true;
+                            break;
+                        }
+                        uint4 rr = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | attempt), seed_lo, seed_hi);
+                        k = esca_draw(rr.x, rr.y);
+                        accept_word = rr.z;
                     }
-                    float w_old = (a0 - 1.0f + alpha) * fmaxf(pstar_ex, 0.0f);
-                    float q_ex = fmaxf(q - alpha * p0, 0.0f);
-                    float x = unit_f32(r0) * (w_old + s_ex + q_ex);
-                    if (x < w_old) {
-                        k = k0;
-                    } else if ((x -= w_old) < s_ex) {
-                        k = in_regs ? row_draw(row, scan_ex, sum_ex, x, slot0, w0, k0)
-                                    : sample_row(rows + ra, row.nnz, pstar, x, k0, k0);
-                    } else {
-                        // p2 without k0: redraw while the tree lands on k0 (fresh blocks of the
-                        // token's stream; bounded, then k0 is kept).
-                        u64 g = token_base + src;
-                        k = tree_sample(tree, unit_f32(r1) * total);
-                        for (u32 attempt = 1; k == k0 && attempt < 64; attempt++) {
-                            uint4 rr = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | attempt), seed_lo, seed_hi);
-                            k = tree_sample(tree, unit_f32(rr.x) * total);
+                    if (direct) {
+                        // The target drawn directly (the rejections' attempts are used up, so the
+                        // blocks below start at MAX_PROPOSALS).
+                        uint4 rd = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | (u32)MAX_PROPOSALS), seed_lo, seed_hi);
+                        r0 = rd.x;
+                        r1 = rd.y;
+                        float a0 = 0.0f, s_ex, sum_ex = 0.0f, scan_ex = 0.0f;
+                        float w0 = 0.0f;
+                        u32 slot0 = ROW_REGS;
+                        if (in_regs) {
+                            u32 c0 = row_find(row, k0, pstar, w0, slot0);
+                            // k₀'s weight is the very product row_load added: the lane's sum
+                            // without it is 0 when it was the lane's only entry.
+                            sum_ex = lane_sum - w0;
+                            scan_ex = warp_inclusive_scan(sum_ex);
+                            s_ex = __shfl_sync(FULL, scan_ex, 31);
+                            u32 holder = __ballot_sync(FULL, c0 != 0);
+                            if (holder) a0 = (float)__shfl_sync(FULL, c0, __ffs(holder) - 1);
+                        } else {
+                            for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
+                                u32 i = i0 + lane;
+                                RowEntry e = i < row.nnz ? rows[ra + i] : 0;
+                                u32 hit = __ballot_sync(FULL, i < row.nnz && entry_topic(e) == k0);
+                                if (hit) {
+                                    a0 = (float)__shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
+                                    break;
+                                }
+                            }
+                            s_ex = fmaxf(s - a0 * p0, 0.0f);
+                        }
+                        float w_old = (a0 - 1.0f + alpha) * fmaxf(pstar_ex, 0.0f);
+                        float q_ex = fmaxf(q - alpha * p0, 0.0f);
+                        float x = unit_f32(r0) * (w_old + s_ex + q_ex);
+                        if (x < w_old) {
+                            k = k0;
+                        } else if ((x -= w_old) < s_ex) {
+                            k = in_regs ? row_draw(row, scan_ex, sum_ex, x, slot0, w0, k0)
+                                        : sample_row(rows + ra, row.nnz, pstar, x, k0, k0);
+                        } else {
+                            // p2 without k0: redraw while the tree lands on k0 (fresh blocks of the
+                            // token's stream; bounded, then k0 is kept).
+                            k = tree_sample(tree, unit_f32(r1) * total);
+                            for (u32 attempt = MAX_PROPOSALS + 1u; k == k0 && attempt < MAX_PROPOSALS + 64u; attempt++) {
+                                uint4 rr = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | attempt), seed_lo, seed_hi);
+                                k = tree_sample(tree, unit_f32(rr.x) * total);
+                            }
                         }
                     }
                 }
@@ -801,6 +857,30 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
         }
         __syncthreads();
     }
+}
+
+// The two samplers' entry points (samplers/esca/gpu.rs, samplers/fcgs/gpu.rs).
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_esca(
+    const uint4* __restrict__ items, u32 num_items,
+    const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
+    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
+    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
+    const u64* __restrict__ n, const float* __restrict__ inv_norm,
+    u32 K, float alpha, float beta, double v_beta,
+    u16* __restrict__ z, u32* __restrict__ Bn,
+    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration) {
+    sample_body<0>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration);
+}
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_fcgs(
+    const uint4* __restrict__ items, u32 num_items,
+    const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
+    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
+    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
+    const u64* __restrict__ n, const float* __restrict__ inv_norm,
+    u32 K, float alpha, float beta, double v_beta,
+    u16* __restrict__ z, u32* __restrict__ Bn,
+    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration) {
+    sample_body<1>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration);
 }
 
 // ---------------------------------------------------------------------------------------------
