@@ -276,9 +276,27 @@ fn eval_reports_npmi_c_v_and_umass() {
     let cv = c[1]["mean"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&cv), "{cv}");
     assert_eq!(v["coherence_top_words"], 5);
+    // Windows are counted as gensim counts them unless --window-counting exact says otherwise.
+    assert_eq!(c[0]["counting"], "gensim");
+    let exact = json(&[
+        "eval",
+        s(&t.model),
+        "--coherence",
+        "npmi",
+        "--top",
+        "5",
+        "--window-counting",
+        "exact",
+    ]);
+    assert_eq!(exact["coherence"][0]["counting"], "exact");
+    assert_eq!(exact["coherence"][0]["windows"], c[0]["windows"]);
+    fails(
+        &["eval", s(&t.model), "--window-counting", "palmetto"],
+        "gensim or exact",
+    );
     let human = ok(&["eval", s(&t.model), "--coherence", "uci", "--window", "20"]);
     assert!(
-        human.contains("UCI coherence (top 10 words, windows of 20 tokens)"),
+        human.contains("UCI coherence (top 10 words, windows of 20 tokens counted as gensim)"),
         "{human}"
     );
     fails(
