@@ -206,12 +206,18 @@ fn browser_check(page: &Path, k: usize) {
         format!("--user-data-dir={}", profile.path().display()),
         "--virtual-time-budget=5000".into(),
     ];
+    // Chromium logs every console message of the page, of any level, and every uncaught error as
+    // a `CONSOLE` line on stderr with --enable-logging=stderr; the page itself writes none.
     let out = std::process::Command::new(browser)
         .args(&common)
+        .args(["--enable-logging=stderr", "--v=0"])
         .arg("--dump-dom")
         .arg(&url)
         .output()
         .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
     let dom = String::from_utf8_lossy(&out.stdout);
     let start = dom
         .find("<pre id=\"selftest\">")
