@@ -206,12 +206,18 @@ fn browser_check(page: &Path, k: usize) {
         format!("--user-data-dir={}", profile.path().display()),
         "--virtual-time-budget=5000".into(),
     ];
+    // Chromium logs every console message of the page, of any level, and every uncaught error as
+    // a `CONSOLE` line on stderr with --enable-logging=stderr; the page itself writes none.
     let out = std::process::Command::new(browser)
         .args(&common)
+        .args(["--enable-logging=stderr", "--v=0"])
         .arg("--dump-dom")
         .arg(&url)
         .output()
         .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
     let dom = String::from_utf8_lossy(&out.stdout);
     let start = dom
         .find("<pre id=\"selftest\">")
@@ -276,9 +282,27 @@ fn eval_reports_npmi_c_v_and_umass() {
     let cv = c[1]["mean"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&cv), "{cv}");
     assert_eq!(v["coherence_top_words"], 5);
+    // Windows are counted as gensim counts them unless --window-counting exact says otherwise.
+    assert_eq!(c[0]["counting"], "gensim");
+    let exact = json(&[
+        "eval",
+        s(&t.model),
+        "--coherence",
+        "npmi",
+        "--top",
+        "5",
+        "--window-counting",
+        "exact",
+    ]);
+    assert_eq!(exact["coherence"][0]["counting"], "exact");
+    assert_eq!(exact["coherence"][0]["windows"], c[0]["windows"]);
+    fails(
+        &["eval", s(&t.model), "--window-counting", "palmetto"],
+        "gensim or exact",
+    );
     let human = ok(&["eval", s(&t.model), "--coherence", "uci", "--window", "20"]);
     assert!(
-        human.contains("UCI coherence (top 10 words, windows of 20 tokens)"),
+        human.contains("UCI coherence (top 10 words, windows of 20 tokens counted as gensim)"),
         "{human}"
     );
     fails(
@@ -437,6 +461,191 @@ fn exports_round_trip_and_match_topics() {
     let text = t.dir.join("text");
     ok(&["export", s(&t.corpus), "-o", s(&text), "-q"]);
     assert!(text.join("train.txt").exists());
+}
+
+#[test]
+fn mallet_files_import_back_as_the_same_model() {
+    let t = trained("3");
+    let original = json(&["topics", s(&t.model), "--top", "1000"]);
+    let beta = original["hyperparameters"]["beta"]
+        .as_f64()
+        .unwrap()
+        .to_string();
+    let mallet = t.dir.join("mallet");
+    ok(&[
+        "export",
+        s(&t.model),
+        "--format",
+        "mallet",
+        "-o",
+        s(&mallet),
+        "-q",
+    ]);
+    // The directory: counts, K and α from topic-keys.txt, the side file from doc-topics.txt.
+    let imported = t.dir.join("imported.tmod");
+    ok(&[
+        "import",
+        "--from",
+        "mallet",
+        s(&mallet),
+        "--corpus",
+        s(&t.corpus),
+        "--beta",
+        &beta,
+        "-o",
+        s(&imported),
+        "-q",
+    ]);
+    let back = json(&["topics", s(&imported), "--top", "1000"]);
+    assert_eq!(back["topics"], original["topics"], "every count and φ");
+    assert_eq!(back["hyperparameters"], original["hyperparameters"]);
+    assert_eq!(back["provenance"]["algorithm"], "imported");
+    // Exported again, the three files are the same bytes.
+    let again = t.dir.join("again");
+    ok(&[
+        "export",
+        s(&imported),
+        "--format",
+        "mallet",
+        "--corpus",
+        s(&t.corpus),
+        "-o",
+        s(&again),
+        "-q",
+    ]);
+    for name in ["doc-topics.txt", "topic-keys.txt", "word-topic-counts.txt"] {
+        assert_eq!(
+            std::fs::read(mallet.join(name)).unwrap(),
+            std::fs::read(again.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    // The side file came back: eval scores the training likelihood as for the original.
+    let e0 = json(&["eval", s(&t.model)]);
+    let e1 = json(&["eval", s(&imported), "--corpus", s(&t.corpus)]);
+    assert!(e0["train_ll_per_token"].is_number(), "{e0}");
+    assert_eq!(e1["train_ll_per_token"], e0["train_ll_per_token"]);
+    assert_eq!(e1["coherence_per_topic"], e0["coherence_per_topic"]);
+    // The counts file alone, with K and α given, and Mallet's doc-topics beside it.
+    let alone = t.dir.join("alone.tmod");
+    ok(&[
+        "import",
+        "--from",
+        "mallet",
+        s(&mallet.join("word-topic-counts.txt")),
+        "--doc-topics",
+        s(&mallet.join("doc-topics.txt")),
+        "--corpus",
+        s(&t.corpus),
+        "-k",
+        "3",
+        "--alpha",
+        "0.1",
+        "--beta",
+        &beta,
+        "-o",
+        s(&alone),
+        "-q",
+    ]);
+    assert_eq!(
+        std::fs::read(&alone).unwrap(),
+        std::fs::read(&imported).unwrap()
+    );
+    // The same counts as `word<TAB>topic<TAB>count` lines (--from tsv) make the same model.
+    let mut tsv = String::from("word\ttopic\tcount\n");
+    for line in std::fs::read_to_string(mallet.join("word-topic-counts.txt"))
+        .unwrap()
+        .lines()
+    {
+        let mut f = line.split(' ');
+        let word = f.nth(1).unwrap();
+        for pair in f {
+            let (topic, count) = pair.split_once(':').unwrap();
+            tsv.push_str(&format!("{word}\t{topic}\t{count}\n"));
+        }
+    }
+    let tsv_path = t.dir.join("counts.tsv");
+    std::fs::write(&tsv_path, tsv).unwrap();
+    let from_tsv = t.dir.join("tsv.tmod");
+    ok(&[
+        "import",
+        s(&tsv_path),
+        "--corpus",
+        s(&t.corpus),
+        "-k",
+        "3",
+        "--alpha",
+        "0.1",
+        "--beta",
+        &beta,
+        "-o",
+        s(&from_tsv),
+        "-q",
+    ]);
+    assert_eq!(
+        std::fs::read(&from_tsv).unwrap(),
+        std::fs::read(&alone).unwrap()
+    );
+    // Refusals, one line each: a word the corpus lacks, proportions that another α made, no K.
+    let bad = t.dir.join("bad.txt");
+    std::fs::write(&bad, "0 nosuchword 0:3\n").unwrap();
+    let no = t.dir.join("no.tmod");
+    let base = ["import", "--from", "mallet", "--corpus", s(&t.corpus)];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter()
+            .chain(extra)
+            .map(|x| x.to_string())
+            .chain(["-o".into(), s(&no).into()])
+            .collect()
+    };
+    let run = |a: Vec<String>, needle: &str| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        fails(&a, needle);
+    };
+    run(
+        with(&[s(&bad), "-k", "3", "--alpha", "0.1", "--beta", &beta]),
+        "not in the corpus vocabulary",
+    );
+    run(
+        with(&[
+            s(&mallet.join("word-topic-counts.txt")),
+            "--doc-topics",
+            s(&mallet.join("doc-topics.txt")),
+            "-k",
+            "3",
+            "--alpha",
+            "0.7",
+            "--beta",
+            &beta,
+        ]),
+        "alpha",
+    );
+    run(
+        with(&[
+            s(&mallet.join("word-topic-counts.txt")),
+            "--alpha",
+            "0.1",
+            "--beta",
+            &beta,
+        ]),
+        "-k",
+    );
+    fails(
+        &[
+            "import",
+            "--from",
+            "lda-c",
+            s(&mallet),
+            "--corpus",
+            s(&t.corpus),
+            "--beta",
+            &beta,
+            "-o",
+            s(&no),
+        ],
+        "not tsv or mallet",
+    );
+    assert!(!no.exists());
 }
 
 #[test]

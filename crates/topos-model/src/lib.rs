@@ -37,7 +37,7 @@ pub mod writer;
 
 pub use coherence::{
     umass_coherence, umass_coherence_of, window_coherence, window_coherence_of, Coherence,
-    WindowCoherence, WindowMeasure,
+    WindowCoherence, WindowCounting, WindowMeasure,
 };
 pub use error::ModelError;
 pub use eval::{evaluate, EvalOptions, Evaluation};

@@ -222,16 +222,23 @@ impl<'p> TableWriter<'p> {
                 }
             }
             _ => {
-                let mut map = serde_json::Map::new();
-                for (name, c) in self.columns.iter().zip(cells) {
+                // Keys in column order (a serde_json map would sort them), so pandas.read_json
+                // gives the columns of CSV and Parquet in the same order.
+                line.push('{');
+                for (i, (name, c)) in self.columns.iter().zip(cells).enumerate() {
+                    if i > 0 {
+                        line.push(',');
+                    }
+                    line.push_str(&serde_json::Value::from(name.as_str()).to_string());
+                    line.push(':');
                     let v = match c {
                         Cell::Int(x) => serde_json::Value::from(*x),
                         Cell::Float(x) => serde_json::Value::from(*x),
                         Cell::Text(s) => serde_json::Value::from(*s),
                     };
-                    map.insert(name.clone(), v);
+                    line.push_str(&v.to_string());
                 }
-                line = serde_json::Value::Object(map).to_string();
+                line.push('}');
             }
         }
         line.push('\n');
@@ -265,8 +272,13 @@ impl<'p> TableWriter<'p> {
                 self.write(line.as_bytes())
             }
             _ => {
-                let line =
-                    serde_json::json!({ key_name: key, values_name: values }).to_string() + "\n";
+                // The key first, as in the other formats.
+                let line = format!(
+                    "{{{}:{key},{}:{}}}\n",
+                    serde_json::Value::from(key_name),
+                    serde_json::Value::from(values_name),
+                    serde_json::Value::from(values)
+                );
                 self.write(line.as_bytes())
             }
         }
@@ -288,9 +300,10 @@ fn phi_row(model: &TopicModel, k: usize) -> Vec<f64> {
     let kk = model.num_topics();
     let v = model.num_words();
     let beta = model.hyper.beta;
-    let inv = 1.0 / (model.topic_totals[k] as f64 + v as f64 * beta);
+    // Divided, not multiplied by a reciprocal, so every φ is the same f64 as `topos topics`.
+    let denominator = model.topic_totals[k] as f64 + v as f64 * beta;
     (0..v)
-        .map(|w| (model.word_topic[w * kk + k] as f64 + beta) * inv)
+        .map(|w| (model.word_topic[w * kk + k] as f64 + beta) / denominator)
         .collect()
 }
 
@@ -346,11 +359,13 @@ pub fn export(
                     }
                     let mut row = vec![0.0; k];
                     for d in 0..a.len() {
-                        let norm = 1.0 / (a.row_total(d) as f64 + alpha_sum);
-                        row.iter_mut().zip(&alpha).for_each(|(x, a)| *x = a * norm);
+                        let denominator = a.row_total(d) as f64 + alpha_sum;
+                        row.iter_mut()
+                            .zip(&alpha)
+                            .for_each(|(x, a)| *x = a / denominator);
                         let (topics, counts) = a.row(d);
                         for (&tp, &c) in topics.iter().zip(counts) {
-                            row[tp as usize] = (c as f64 + alpha[tp as usize]) * norm;
+                            row[tp as usize] = (c as f64 + alpha[tp as usize]) / denominator;
                         }
                         t.wide("doc", d as u64, "theta", &row)?;
                     }
@@ -365,14 +380,14 @@ pub fn export(
                     ]);
                     let mut t = Sink::create(path, format, columns)?;
                     for d in 0..a.len() {
-                        let norm = 1.0 / (a.row_total(d) as f64 + alpha_sum);
+                        let denominator = a.row_total(d) as f64 + alpha_sum;
                         let (topics, counts) = a.row(d);
                         for (&tp, &c) in topics.iter().zip(counts) {
                             t.row(&[
                                 Cell::Int(d as u64),
                                 Cell::Int(u64::from(tp)),
                                 Cell::Int(u64::from(c)),
-                                Cell::Float((c as f64 + alpha[tp as usize]) * norm),
+                                Cell::Float((c as f64 + alpha[tp as usize]) / denominator),
                             ])?;
                         }
                     }
@@ -429,14 +444,14 @@ pub fn export(
             let mut t = Sink::create(path, format, columns)?;
             let beta = model.hyper.beta;
             for (tp, words) in topic_keys(model, top).iter().enumerate() {
-                let inv = 1.0 / (model.topic_totals[tp] as f64 + v as f64 * beta);
+                let denominator = model.topic_totals[tp] as f64 + v as f64 * beta;
                 for (rank, &(w, c)) in words.iter().enumerate() {
                     t.row(&[
                         Cell::Int(tp as u64),
                         Cell::Int(rank as u64 + 1),
                         Cell::Text(model.vocab.word(w)),
                         Cell::Int(u64::from(c)),
-                        Cell::Float((c as f64 + beta) * inv),
+                        Cell::Float((c as f64 + beta) / denominator),
                     ])?;
                 }
             }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use topos_corpus::Corpus;
 use topos_model::{
     evaluate, window_coherence, DocTopics, EvalOptions, Evaluation, Phi, TopicModel,
-    WindowCoherence, WindowMeasure,
+    WindowCoherence, WindowCounting, WindowMeasure,
 };
 
 /// The evaluation with the sliding-window coherences asked for (`coherence`, absent when none).
@@ -56,6 +56,13 @@ pub struct Args {
     /// Tokens per sliding window for npmi, uci and c_v (default: 10 for npmi and uci, 110 for c_v).
     #[arg(long)]
     pub window: Option<usize>,
+    /// How a window's words are counted for npmi, uci and c_v: gensim (as gensim's
+    /// CoherenceModel, whose numbers people compare: a word is forgotten when one of its
+    /// occurrences leaves the window) or exact (a window holds every word with an occurrence
+    /// inside, as Röder et al. and Palmetto define it). They differ only where a word repeats
+    /// within a window's reach (docs/report.md, "Coherence").
+    #[arg(long, default_value = "gensim")]
+    pub window_counting: String,
     #[command(flatten)]
     pub foldin: super::foldin::FoldInArgs,
 }
@@ -93,6 +100,12 @@ pub fn corpus_for(model_path: &Path, model: &TopicModel, corpus: Option<&Path>) 
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     let measures = measures(&args.coherence)?;
+    let Some(counting) = WindowCounting::parse(&args.window_counting) else {
+        bail!(
+            "--window-counting {:?} is not gensim or exact",
+            args.window_counting
+        );
+    };
     if args.window == Some(0) {
         bail!("--window must be at least 1 token");
     }
@@ -132,6 +145,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                 m,
                 args.coherence_words,
                 args.window.unwrap_or(m.default_window()),
+                counting,
             )
         })
         .collect::<Result<Vec<_>, _>>()
@@ -157,7 +171,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         println!("least coherent topics: {}", list.join(", "));
         for c in &report.coherence {
             println!(
-                "{} coherence (top {} words, windows of {} tokens): mean {:.4}",
+                "{} coherence (top {} words, windows of {} tokens counted as {}): mean {:.4}",
                 match c.measure {
                     WindowMeasure::Npmi => "NPMI",
                     WindowMeasure::Uci => "UCI",
@@ -165,6 +179,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                 },
                 c.top_words,
                 c.window,
+                c.counting.name(),
                 c.mean
             );
         }
