@@ -480,21 +480,26 @@ __device__ __forceinline__ float row_load(RowRegs& row, const RowEntry* __restri
 
 // Topic `skip` in this lane's slots: its count (0 when this lane does not hold it), its weight
 // (the very product row_load added) and its slot (ROW_REGS when absent). The count is read back
-// from the running sums: the slot's weight count·p*(skip) over p*(skip), rounded.
+// from the running sums: the slot's weight count·p*(skip) over p*(skip), rounded. Also where its
+// span lies in the lane's running sums: `before` (the sum before its slot) and `span` (its width
+// as the sums hold it).
 template <int R>
 __device__ __forceinline__ u32 row_find_n(const RowRegs& row, u32 skip, const float* pstar, float& weight,
-                                          u32& slot) {
+                                          u32& slot, float& before, float& span) {
     u32 mine = row_mine(row);
-    float w = 0.0f;
+    float w = 0.0f, b = 0.0f;
     slot = ROW_REGS;
 #pragma unroll
     for (int r = 0; r < R; r++) {
         u32 t = (row.tp[r >> 1] >> ((r & 1) * 16)) & 0xffffu;
         if ((u32)r < mine && t == skip) {
+            b = r == 0 ? 0.0f : row.cum[r - 1];
             w = r == 0 ? row.cum[0] : row.cum[r] - row.cum[r - 1];
             slot = r;
         }
     }
+    before = b;
+    span = w;
     if (slot == ROW_REGS) {
         weight = 0.0f;
         return 0;
@@ -506,8 +511,8 @@ __device__ __forceinline__ u32 row_find_n(const RowRegs& row, u32 skip, const fl
 }
 
 __device__ __forceinline__ u32 row_find(const RowRegs& row, u32 skip, const float* pstar, float& weight,
-                                        u32& slot) {
-    return ROW_AT_WIDTH(row.nnz, row_find_n, row, skip, pstar, weight, slot);
+                                        u32& slot, float& before, float& span) {
+    return ROW_AT_WIDTH(row.nnz, row_find_n, row, skip, pstar, weight, slot, before, span);
 }
 
 // The owner lane's pick among its R slots: the first slot (topic `skip`'s slot `skip_slot` left
@@ -556,19 +561,17 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 //   p(k) ∝ (A_dk + α) p*(k)  =  A_dk p*(k)          [p1: sparse, the document's non-zeros]
 //                             + α p*(k)            [p2: dense, the word's tree]
 //
-// esca (exclude == 0): every count is the previous iteration's (SaberLDA's ESCA).
-// fcgs (exclude == 1; cgs on the GPU): the collapsed Gibbs conditional with the token's own
-// assignment removed from A, B and n (the −dn counts of Eq. 1), the other tokens' counts from the
-// previous iteration (CuLDA_CGS's sampler reads stale counts without removing the token: its
-// conditional is biased towards the token's old topic). The old topic k₀ has target weight
-// t(k₀) = (A−1+α)(B−1+β)/(n−1+Vβ), the other topics keep ESCA's e(k); t(k₀) ≤ e(k₀) =
-// (A+α)(B+β)/(n+Vβ) because B + β ≤ n + Vβ. So ESCA's draw is a proposal corrected by
-// rejection (samplers/esca/cpu.rs derives it): a draw k ≠ k₀ is kept; k₀ is kept with
-// probability t(k₀)/e(k₀), else the token draws again (Philox block `attempt` of its stream:
-// x, tree, acceptance). The draw costs ESCA's plus, only when it lands on k₀, the lookup of A_dk₀.
-// After MAX_PROPOSALS draws (a lone token of a rare word in a short document can reject for long)
-// the target is drawn directly: k₀'s reduced weight as its own branch, p1 without k₀, p2
-// redrawing from the tree while it lands on k₀.
+// esca (EXCLUDE == 0): every count is the previous iteration's (SaberLDA's ESCA).
+// fcgs (EXCLUDE == 1; cgs on the GPU too): the collapsed Gibbs conditional with the token's own
+// assignment removed from A, B and n (the −dn counts of Eq. 1), the other tokens' counts from the previous
+// iteration (CuLDA_CGS's sampler reads stale counts without removing the token: its conditional is
+// biased towards the token's old topic). Drawn exactly: the old topic k₀ gets weight
+// p'(k₀) = (A−1+α)(B−1+β)/(n−1+Vβ) and the other topics keep theirs; x < p'(k₀) picks k₀, else
+// the rest is drawn from p with k₀'s entries left out: p1 skips k₀'s span in the document row's
+// running sums (a draw past its start moves up by its width, so the row needs no second scan;
+// CGS_GAP), p2 redraws from the tree while it lands on k₀, with fresh Philox blocks. (The CPU's
+// fcgs corrects ESCA's draw by rejection instead; on the GPU that form was slower, at α = 50/K a
+// topic a document holds once is rejected nearly every time: BENCHMARKS.md, "fcgs".)
 //
 // A warp prepares 32 tokens at once, one per lane (document, row offset and length, Philox
 // numbers, and for cgs the old topic and its counts), so those loads overlap; then it samples
@@ -576,19 +579,18 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
-// Proposals from ESCA's draw before fcgs draws its target directly (0: always directly, the
-// sampler's earlier form; an A/B switch through TOPOS_GPU_DEFINES).
-#ifndef MAX_PROPOSALS
-#define MAX_PROPOSALS 16
+// fcgs's draw from p1 without k₀: skip k₀'s span in the row's running sums (1), or scan the
+// row again without it (0, the earlier form; an A/B switch through TOPOS_GPU_DEFINES).
+#ifndef CGS_GAP
+#define CGS_GAP 1
 #endif
 // Groups of 32 leaves whose loads a warp keeps in flight when it fills the tree (the engine
 // sets 8 above K = 2,048: +1% at K = 10,000; 4 below, where 8 cost 1%).
 #ifndef LEAF_BATCH
 #define LEAF_BATCH 4
 #endif
-// EXCLUDE: 0 for esca, 1 for fcgs (a template argument, so that each sampler's kernel carries
-// only its own path: one kernel with a run-time switch cost esca 4-37% of its speed in registers,
-// measured on an H100 at K = 1,024 and 10,000).
+// EXCLUDE: 0 for esca, 1 for fcgs and cgs (a template argument: each sampler's kernel carries
+// only its own path, measured on an H100 in BENCHMARKS.md, "fcgs on the GPU").
 template <int EXCLUDE>
 __device__ __forceinline__ void sample_body(
     const uint4* __restrict__ items, u32 num_items,
@@ -749,103 +751,84 @@ __device__ __forceinline__ void sample_body(
                         }
                     }
                 }
-                // ESCA's draw (Eq. 1): x and y uniform words, the branch and the tree.
-                auto esca_draw = [&](u32 xw, u32 yw) -> u32 {
-                    float x = unit_f32(xw) * (s + q);
-                    if (x >= s) return tree_sample(tree, unit_f32(yw) * total);
-                    if (in_regs) return row_draw(row, scan, lane_sum, x, ROW_REGS, 0.0f, 0);
-                    return sample_row(rows + ra, row.nnz, pstar, x, NO_TOPIC, 0);
-                };
-                u32 k = esca_draw(r0, r1);
-                if (EXCLUDE) {
+                u32 k;
+                if (!EXCLUDE) {
+                    float x = unit_f32(r0) * (s + q);
+                    if (x >= s) {
+                        k = tree_sample(tree, unit_f32(r1) * total);
+                    } else if (in_regs) {
+                        k = row_draw(row, scan, lane_sum, x, ROW_REGS, 0.0f, 0);
+                    } else {
+                        k = sample_row(rows + ra, row.nnz, pstar, x, NO_TOPIC, 0);
+                    }
+                } else {
                     // The token's own assignment and its counts.
                     u32 k0 = __shfl_sync(FULL, my_k0, j);
                     float pstar_ex = __shfl_sync(FULL, my_pex, j);
                     float p0 = pstar[k0];
-                    u64 g = token_base + src;
-                    u32 accept_word = __shfl_sync(FULL, r.z, j);
-                    u32 attempt = 0;
-                    float accept = -1.0f;  // t(k₀)/e(k₀), found when first needed
-                    bool direct = MAX_PROPOSALS == 0;
-                    while (!direct && k == k0) {  // uniform across the warp
-                        if (accept < 0.0f) {
-                            float a0 = 0.0f;
-                            if (in_regs) {
-                                float w0;
-                                u32 slot0;
-                                u32 c0 = row_find(row, k0, pstar, w0, slot0);
-                                u32 holder = __ballot_sync(FULL, c0 != 0);
-                                if (holder) a0 = (float)__shfl_sync(FULL, c0, __ffs(holder) - 1);
-                            } else {
-                                for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
-                                    u32 i = i0 + lane;
-                                    RowEntry e = i < row.nnz ? rows[ra + i] : 0;
-                                    u32 hit = __ballot_sync(FULL, i < row.nnz && entry_topic(e) == k0);
-                                    if (hit) {
-                                        a0 = (float)__shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
-                                        break;
-                                    }
-                                }
+                    float a0 = 0.0f, s_ex, sum_ex = 0.0f, scan_ex = 0.0f;
+                    float w0 = 0.0f;
+                    u32 slot0 = ROW_REGS;
+                    // k₀'s span in the row's running sums, [gap_lo, gap_lo + gap_w): with
+                    // CGS_GAP a draw from p1 without k₀ skips over it (x past gap_lo moves up by
+                    // gap_w), so the row's sums need no second scan.
+                    float gap_lo = 0.0f, gap_w = 0.0f;
+                    if (in_regs) {
+                        float before, span;
+                        u32 c0 = row_find(row, k0, pstar, w0, slot0, before, span);
+                        u32 holder = __ballot_sync(FULL, c0 != 0);
+                        if (CGS_GAP) {
+                            if (holder) {
+                                u32 h = __ffs(holder) - 1;
+                                a0 = (float)__shfl_sync(FULL, c0, h);
+                                gap_lo = __shfl_sync(FULL, scan - lane_sum + before, h);
+                                gap_w = __shfl_sync(FULL, span, h);
                             }
-                            float e0 = (a0 + alpha) * p0;
-                            float t0 = fmaxf(a0 - 1.0f + alpha, 0.0f) * fmaxf(pstar_ex, 0.0f);
-                            accept = e0 > 0.0f ? fminf(t0 / e0, 1.0f) : 1.0f;
-                        }
-                        if (unit_f32(accept_word) < accept) break;
-                        if (++attempt == (u32)MAX_PROPOSALS) {
-                            direct = true;
-                            break;
-                        }
-                        uint4 rr = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | attempt), seed_lo, seed_hi);
-                        k = esca_draw(rr.x, rr.y);
-                        accept_word = rr.z;
-                    }
-                    if (direct) {
-                        // The target drawn directly (the rejections' attempts are used up, so the
-                        // blocks below start at MAX_PROPOSALS).
-                        uint4 rd = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | (u32)MAX_PROPOSALS), seed_lo, seed_hi);
-                        r0 = rd.x;
-                        r1 = rd.y;
-                        float a0 = 0.0f, s_ex, sum_ex = 0.0f, scan_ex = 0.0f;
-                        float w0 = 0.0f;
-                        u32 slot0 = ROW_REGS;
-                        if (in_regs) {
-                            u32 c0 = row_find(row, k0, pstar, w0, slot0);
+                            s_ex = fmaxf(s - gap_w, 0.0f);
+                        } else {
                             // k₀'s weight is the very product row_load added: the lane's sum
                             // without it is 0 when it was the lane's only entry.
                             sum_ex = lane_sum - w0;
                             scan_ex = warp_inclusive_scan(sum_ex);
                             s_ex = __shfl_sync(FULL, scan_ex, 31);
-                            u32 holder = __ballot_sync(FULL, c0 != 0);
                             if (holder) a0 = (float)__shfl_sync(FULL, c0, __ffs(holder) - 1);
-                        } else {
-                            for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
-                                u32 i = i0 + lane;
-                                RowEntry e = i < row.nnz ? rows[ra + i] : 0;
-                                u32 hit = __ballot_sync(FULL, i < row.nnz && entry_topic(e) == k0);
-                                if (hit) {
-                                    a0 = (float)__shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
-                                    break;
-                                }
-                            }
-                            s_ex = fmaxf(s - a0 * p0, 0.0f);
                         }
-                        float w_old = (a0 - 1.0f + alpha) * fmaxf(pstar_ex, 0.0f);
-                        float q_ex = fmaxf(q - alpha * p0, 0.0f);
-                        float x = unit_f32(r0) * (w_old + s_ex + q_ex);
-                        if (x < w_old) {
-                            k = k0;
-                        } else if ((x -= w_old) < s_ex) {
-                            k = in_regs ? row_draw(row, scan_ex, sum_ex, x, slot0, w0, k0)
-                                        : sample_row(rows + ra, row.nnz, pstar, x, k0, k0);
-                        } else {
-                            // p2 without k0: redraw while the tree lands on k0 (fresh blocks of the
-                            // token's stream; bounded, then k0 is kept).
-                            k = tree_sample(tree, unit_f32(r1) * total);
-                            for (u32 attempt = MAX_PROPOSALS + 1u; k == k0 && attempt < MAX_PROPOSALS + 64u; attempt++) {
-                                uint4 rr = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | attempt), seed_lo, seed_hi);
-                                k = tree_sample(tree, unit_f32(rr.x) * total);
+                    } else {
+                        for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
+                            u32 i = i0 + lane;
+                            RowEntry e = i < row.nnz ? rows[ra + i] : 0;
+                            u32 hit = __ballot_sync(FULL, i < row.nnz && entry_topic(e) == k0);
+                            if (hit) {
+                                a0 = (float)__shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
+                                break;
                             }
+                        }
+                        s_ex = fmaxf(s - a0 * p0, 0.0f);
+                    }
+                    float w_old = (a0 - 1.0f + alpha) * fmaxf(pstar_ex, 0.0f);
+                    float q_ex = fmaxf(q - alpha * p0, 0.0f);
+                    float x = unit_f32(r0) * (w_old + s_ex + q_ex);
+                    if (x < w_old) {
+                        k = k0;
+                    } else if ((x -= w_old) < s_ex) {
+                        if (!in_regs) {
+                            k = sample_row(rows + ra, row.nnz, pstar, x, k0, k0);
+                        } else if (CGS_GAP) {
+                            k = row_draw(row, scan, lane_sum, x < gap_lo ? x : x + gap_w, ROW_REGS, 0.0f, 0);
+                            // Rounding at the gap's upper edge can land on k₀ itself (an event of
+                            // float-rounding probability): the next topic of the row is taken.
+                            if (k == k0) k = row_draw(row, scan, lane_sum, nextafterf(gap_lo + gap_w, __int_as_float(0x7f800000)), ROW_REGS, 0.0f, 0);
+                        } else {
+                            k = row_draw(row, scan_ex, sum_ex, x, slot0, w0, k0);
+                        }
+                    } else {
+                        // p2 without k0: redraw while the tree lands on k0 (fresh blocks of the
+                        // token's stream; bounded, then k0 is kept).
+                        u64 g = token_base + src;
+                        k = tree_sample(tree, unit_f32(r1) * total);
+                        for (u32 attempt = 1; k == k0 && attempt < 64; attempt++) {
+                            uint4 rr = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | attempt), seed_lo, seed_hi);
+                            k = tree_sample(tree, unit_f32(rr.x) * total);
                         }
                     }
                 }
@@ -859,7 +842,7 @@ __device__ __forceinline__ void sample_body(
     }
 }
 
-// The two samplers' entry points (samplers/esca/gpu.rs, samplers/fcgs/gpu.rs).
+// The two kernels' entry points (samplers/esca/gpu.rs; samplers/fcgs/gpu.rs, which cgs shares).
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_esca(
     const uint4* __restrict__ items, u32 num_items,
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
