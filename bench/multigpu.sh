@@ -8,7 +8,8 @@
 #
 #   here:            bash bench/gpu.sh build; cargo build --release -p topos-cli --features mpi;
 #                    cp target/release/topos .devbin/topos-mpi
-#   device machine:  bash bench/multigpu.sh        (K="1000 10000", ITERS=100)
+#   device machine:  bash bench/multigpu.sh        (K="1000 10000", ITERS=100, CORPUS=nyt|pubmed,
+#                                                   TESTS=0 skips the GPU tests, FAULT=0 the fault run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/topos-multigpu-out}
@@ -24,13 +25,37 @@ nvidia-smi topo -m > "$OUT/topology.txt" 2>&1 || true
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 echo "gpus: $gpus" | tee -a "$table"
 
-(cd .devbin && ./gpu-tests --ignored --test-threads 1 --nocapture 2>&1) > "$OUT/gpu-tests.log" || {
-  tail -40 "$OUT/gpu-tests.log"; exit 1; }
-grep -E "test result|engines on" "$OUT/gpu-tests.log" | tee -a "$table"
+if [ "${TESTS:-1}" = 1 ]; then
+  (cd .devbin && ./gpu-tests --ignored --test-threads 1 --nocapture 2>&1) > "$OUT/gpu-tests.log" || {
+    tail -40 "$OUT/gpu-tests.log"; exit 1; }
+  grep -E "test result|engines on" "$OUT/gpu-tests.log" | tee -a "$table"
+fi
 
-corpus=/tmp/nyt.tcorp
-[ -f $corpus ] || topos synth -o $corpus --docs 303000 --vocab 100000 --topics 100 --doc-len 332 \
-  --holdout 0.01 -q
+# The corpora of the GPU section of BENCHMARKS.md (PubMed-shaped: 0.1% held out, as there).
+case ${CORPUS:-nyt} in
+  nyt) corpus=/tmp/nyt.tcorp
+    [ -f $corpus ] || topos synth -o $corpus --docs 303000 --vocab 100000 --topics 100 --doc-len 332 \
+      --holdout 0.01 -q ;;
+  pubmed) corpus=/tmp/pubmed.tcorp
+    [ -f $corpus ] || topos synth -o $corpus --docs 8282000 --vocab 141043 --topics 100 --doc-len 90 \
+      --holdout 0.001 -q ;;
+  *) echo "unknown CORPUS"; exit 2 ;;
+esac
+echo "corpus: ${CORPUS:-nyt}" | tee -a "$table"
+
+if [ "${FAULT:-1}" = 1 ]; then
+  # A GPU rank that fails mid-run (TOPOS_FAULT=RANK:ITERATION, as a device error would) must end
+  # the whole run with the rank named, non-zero, and leave no model.
+  rm -f /tmp/fault.tmod
+  set +e
+  TOPOS_FAULT=1:3 timeout 120 mpirun --bind-to none -np "$gpus" -x TOPOS_FAULT -x NCCL_NVLS_ENABLE \
+    topos-mpi train $corpus -k 1000 --iters 10 --device cuda -o /tmp/fault.tmod -q > "$OUT/fault.log" 2>&1
+  rc=$?
+  set -e
+  named=$(grep -c "process 1 of $gpus" "$OUT/fault.log" || true)
+  echo "fault run (TOPOS_FAULT=1:3, GPU ranks): exit $rc, rank named $named time(s), model left: $([ -e /tmp/fault.tmod ] && echo yes || echo no)" | tee -a "$table"
+  grep -m1 "error" "$OUT/fault.log" | tee -a "$table" || true
+fi
 
 train() { # name k iters launcher... -- args
   local name=$1 k=$2 iters=$3; shift 3

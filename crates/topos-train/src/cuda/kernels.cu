@@ -584,6 +584,10 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef CGS_GAP
 #define CGS_GAP 1
 #endif
+// fcgs's p*(k₀) without the token from the tree's leaf (1) or from the counts (0); see below.
+#ifndef CGS_PEX_LEAF
+#define CGS_PEX_LEAF 1
+#endif
 // Groups of 32 leaves whose loads a warp keeps in flight when it fills the tree (the engine
 // sets 8 above K = 2,048: +1% at K = 10,000; 4 below, where 8 cost 1%).
 #ifndef LEAF_BATCH
@@ -689,9 +693,18 @@ __device__ __forceinline__ void sample_body(
                 r = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, STREAM_TRAIN << 24), seed_lo, seed_hi);
                 if (EXCLUDE) {
                     my_k0 = z[my_src];
-                    // p*(k₀) without this token: (B−1+β)/(n−1+Vβ).
-                    my_pex = ((float)word_count(B, woff, wslots, K, my_k0) - 1.0f + beta) *
-                             (float)(1.0 / ((double)n[my_k0] - 1.0 + v_beta));
+                    // p*(k₀) without this token: (B−1+β)/(n−1+Vβ). With CGS_PEX_LEAF, from the
+                    // tree's leaf p*(k₀) = (B+β)·x, x = 1/(n+Vβ): since n−1+Vβ = (1−x)/x, it is
+                    // (p*(k₀) − x)/(1 − x), with no lookup in the word's row and no load of n
+                    // (its cancellation costs about 1e-7/β of relative precision; where x is near
+                    // 1, a corpus of almost no tokens, the counts are read).
+                    float x0 = inv_norm[my_k0];
+                    if (CGS_PEX_LEAF && x0 < 0.999f) {
+                        my_pex = (tree.base[my_k0] - x0) / (1.0f - x0);
+                    } else {
+                        my_pex = ((float)word_count(B, woff, wslots, K, my_k0) - 1.0f + beta) *
+                                 (float)(1.0 / ((double)n[my_k0] - 1.0 + v_beta));
+                    }
                 }
             }
             u32 count = min(32u, e1 - base);
