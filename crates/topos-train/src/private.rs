@@ -7,10 +7,16 @@
 //! counts of a Gibbs sampler would not be private — every assignment of every iteration depends
 //! on every document through the counts — so the guarantee here covers the **whole run**:
 //!
-//! 1. **Cap.** Every training document is cut to its first `L` tokens ([`cap_documents`], in
-//!    memory; the corpus file is untouched). One document then holds at most `L` tokens, and
-//!    since each token adds 1 to exactly one cell of the word-topic counts B, adding or removing
-//!    a document changes B by at most `L` in L1 norm, *whatever its assignments*.
+//! 1. **Contribution cap.** Every training document **contributes** at most `L` of its tokens to
+//!    a release ([`counted`]: all of them if it has ≤ L, else L positions spread evenly over it,
+//!    a choice that depends on its own length only). A release counts, for each document, the
+//!    word and current topic of its counted tokens ([`contribution_counts`]); each adds 1 to
+//!    exactly one cell, so adding or removing a document changes the released counts B by at
+//!    most `L` in L1 norm, *whatever its assignments*. The sampler itself reads **whole**
+//!    documents: a document's other tokens move only its own state (z_d, A_d), which is never
+//!    released, so capping them would cost data without buying any privacy. (Until issue 25 the
+//!    documents themselves were cut to their first L tokens: on 20 Newsgroups, K = 20, L = 50,
+//!    that cost 0.31 nats/token of held-out likelihood without noise, BENCHMARKS.md.)
 //! 2. **Releases.** The true B is never read by the sampler. It is **released** R times
 //!    (`--releases`, [`PrivateOptions::releases`]) as B̃ = max(0, B + Z), Z i.i.d. discrete
 //!    Laplace of scale b on **all** V × K cells ([`topos_privacy::DiscreteLaplace`], exact
@@ -19,8 +25,9 @@
 //!    T iterations ([`PrivateOptions::release_before`]; the first before iteration 1, of the
 //!    random start, which depends on which words the documents hold); the last one, of the
 //!    final assignments after iteration T, is the model.
-//! 3. **Sampler.** Only ESCA is allowed: within an iteration every token of document d is drawn
-//!    from (its own document-topic row A_d, the **latest release** B̃, its own random numbers).
+//! 3. **Sampler.** Only ESCA is allowed: within an iteration every token of document d (all of
+//!    them, counted or not) is drawn from (its own document-topic row A_d, the **latest
+//!    release** B̃, its own random numbers).
 //!    Between releases the sampler keeps reading the same B̃ while each document's own
 //!    assignments and A_d move on; they are never released. Iterations therefore cost no
 //!    privacy, only releases do. CGS is refused: its counts change token by token inside a
@@ -36,8 +43,10 @@
 //! i.i.d. uniform, see the caveat below). Induct over releases: if the releases B̃_1..B̃_{j−1}
 //! are equal in both worlds, then every other document's assignments are equal too, whatever
 //! number of iterations ran in between, because a document's state z_d (hence A_d) is a
-//! function of its own tokens, its own random numbers and the releases only. So the true B at
-//! release j differs only by d*'s tokens: an integer vector of L1 norm ≤ L. Release j is then
+//! function of its own tokens, its own random numbers and the releases only. So the counts B at
+//! release j, a sum of per-document contributions that are each a function of that document's
+//! state alone, differ only by d*'s contribution: an integer vector of L1 norm ≤ L (step 1),
+//! however long d* is and whatever its uncounted tokens did. Release j is then
 //! the discrete Laplace mechanism on a query of L1 sensitivity L given the previous releases:
 //! L/b-DP (Theorem 1, discrete form), and (α, τ_α(L))-RDP for every α > 1 (the worst vector of
 //! L1 norm L puts all of it in one cell, [`topos_privacy::rdp`]). Clamping at 0, deriving n_k,
@@ -157,7 +166,51 @@ impl PrivateOptions {
     }
 }
 
+/// Whether token `i` (0-based) of a document of `len` tokens is one of the at most `cap` tokens
+/// the document **contributes** to a release: all of them when `len ≤ cap`, else exactly `cap`
+/// positions spread evenly over the document (token i counts iff ⌊(i+1)·cap/len⌋ > ⌊i·cap/len⌋,
+/// which holds for exactly `cap` values of i). The choice depends only on the document's own
+/// length, never on other documents or on any assignment, so it is part of the document's own
+/// contribution (proof step 1 in the module documentation).
+pub fn counted(i: usize, len: usize, cap: u32) -> bool {
+    let (i, len, cap) = (i as u64, len as u64, u64::from(cap));
+    len <= cap || (i + 1) * cap / len > i * cap / len
+}
+
+/// The contribution of every document to a release, as dense word-major counts (V × K,
+/// `w·K + k`): the word and current topic of each of its [`counted`] tokens. `assignments` holds
+/// the topic of every token of `docs` in corpus order. One document adds at most `cap` to the
+/// L1 norm of the result, whatever its assignments: the L1 sensitivity of every release.
+pub fn contribution_counts(
+    docs: Docs<'_>,
+    assignments: &[u16],
+    num_words: usize,
+    num_topics: u32,
+    cap: u32,
+) -> Vec<u32> {
+    assert_eq!(
+        docs.tokens().len(),
+        assignments.len(),
+        "one topic per token"
+    );
+    let k = num_topics as usize;
+    let mut dense = vec![0u32; num_words * k];
+    let mut at = 0usize;
+    for d in docs.iter() {
+        let z = &assignments[at..at + d.len()];
+        for (i, (&w, &t)) in d.iter().zip(z).enumerate() {
+            if counted(i, d.len(), cap) {
+                dense[w as usize * k + usize::from(t)] += 1;
+            }
+        }
+        at += d.len();
+    }
+    dense
+}
+
 /// Every document cut to its first `max_tokens` tokens (deterministic: no data-dependent choice).
+/// No longer used by a run (the sampler reads whole documents; only what a document contributes
+/// to a release is capped, by [`counted`]); kept for tools that want capped copies.
 pub fn cap_documents(docs: Docs<'_>, max_tokens: u32) -> OwnedDocs {
     let mut out = OwnedDocs::new();
     for d in docs.iter() {
@@ -246,25 +299,39 @@ impl Releases {
     /// # Panics
     /// If the run has already made all of its planned releases: more would exceed its ε.
     pub fn release(&mut self, b: &WordTopics) -> &WordTopics {
+        self.release_dense(b.to_dense(), b.num_topics)
+    }
+
+    /// Releases dense word-major counts (`w·K + k`) with fresh noise on every cell, clamped at
+    /// 0, and returns the release (topic totals summed from the noisy counts).
+    ///
+    /// # Panics
+    /// If the run has already made all of its planned releases: more would exceed its ε.
+    pub fn release_dense(&mut self, mut dense: Vec<u32>, num_topics: u32) -> &WordTopics {
         assert!(
             (self.spent.len() as u64) < self.options.releases(),
             "a private run planned {} releases; one more would exceed its ε",
             self.options.releases()
         );
-        let released = noisy_word_topics(b, &self.mechanism, &mut self.source);
+        self.mechanism
+            .add_to_u32_clamped(&mut dense, &mut self.source);
         self.spent.push(
             self.mechanism
                 .epsilon_for(u64::from(self.options.max_doc_tokens)),
         );
-        self.latest.insert(released)
+        self.latest
+            .insert(WordTopics::from_dense(&dense, num_topics))
     }
 
     /// The release the schedule asks for now, if any: before iteration `engine.iteration() + 1`
     /// one the sampler will read (given to the engine), or after the last iteration the model.
-    /// Reads the engine's true counts (all rows) and adds fresh noise.
+    /// Reads the current topic of every token of `docs` (the engine's documents, whole) and
+    /// releases the documents' contributions ([`contribution_counts`]: at most L counted tokens
+    /// each) with fresh noise.
     pub fn release_if_due(
         &mut self,
         engine: &mut dyn crate::Engine,
+        docs: Docs<'_>,
         num_words: usize,
     ) -> Result<(), crate::TrainError> {
         let o = self.options;
@@ -274,8 +341,11 @@ impl Releases {
         if !(for_sampling || last) {
             return Ok(());
         }
-        let b = crate::engine::read_all_rows(engine, num_words)?;
-        let released = self.release(&b).clone();
+        let k = engine.topic_totals()?.len() as u32;
+        let mut z = vec![0u16; docs.tokens().len()];
+        engine.assignments(0, &mut z)?;
+        let dense = contribution_counts(docs, &z, num_words, k, o.max_doc_tokens);
+        let released = self.release_dense(dense, k).clone();
         if for_sampling {
             engine.sample_from_release(std::sync::Arc::new(released))?;
         }
@@ -301,18 +371,6 @@ impl Releases {
     }
 }
 
-/// B̃ = max(0, B + Z) for every one of the V × K cells (zeros included: which cells are zero is
-/// itself data), with topic totals summed from B̃.
-pub fn noisy_word_topics(
-    b: &WordTopics,
-    mechanism: &DiscreteLaplace,
-    source: &mut NoiseSource,
-) -> WordTopics {
-    let mut dense = b.to_dense();
-    mechanism.add_to_u32_clamped(&mut dense, source);
-    WordTopics::from_dense(&dense, b.num_topics)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +387,60 @@ mod tests {
         assert_eq!(rows, vec![&[1, 2, 3][..], &[], &[5, 6]]);
         assert_eq!(longest_document(capped.view()), 3);
         assert_eq!(longest_document(docs.view()), 4);
+    }
+
+    #[test]
+    fn a_document_contributes_at_most_the_cap_whatever_its_length_and_topics() {
+        for cap in [1u32, 3, 7, 50] {
+            for len in 0..200usize {
+                let n = (0..len).filter(|&i| counted(i, len, cap)).count();
+                assert_eq!(n, len.min(cap as usize), "len {len} cap {cap}");
+            }
+        }
+        // Neighbouring corpora: removing any one document moves the counts by exactly
+        // min(len, cap) in L1 norm, for any assignments.
+        let mut x = 12345u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let (v, k, cap) = (30usize, 4u32, 5u32);
+        let lens: Vec<usize> = (0..12).map(|_| next(15) as usize).collect();
+        let docs: OwnedDocs = lens
+            .iter()
+            .map(|&n| (0..n).map(|_| next(v as u64) as u32).collect::<Vec<u32>>())
+            .collect::<Vec<_>>()
+            .iter()
+            .map(Vec::as_slice)
+            .collect();
+        let z: Vec<u16> = (0..docs.view().num_tokens())
+            .map(|_| next(u64::from(k)) as u16)
+            .collect();
+        let all = contribution_counts(docs.view(), &z, v, k, cap);
+        let mut at = 0usize;
+        for (d, &n) in lens.iter().enumerate() {
+            let mut without = OwnedDocs::new();
+            let mut zw = Vec::new();
+            let mut pos = 0usize;
+            for (e, doc) in docs.view().iter().enumerate() {
+                if e != d {
+                    without.push(doc);
+                    zw.extend_from_slice(&z[pos..pos + doc.len()]);
+                }
+                pos += doc.len();
+            }
+            let rest = contribution_counts(without.view(), &zw, v, k, cap);
+            let l1: u64 = all
+                .iter()
+                .zip(&rest)
+                .map(|(&a, &b)| u64::from(a.abs_diff(b)))
+                .sum();
+            assert_eq!(l1, n.min(cap as usize) as u64, "document {d}");
+            at += n;
+        }
+        assert_eq!(at, z.len());
     }
 
     #[test]
@@ -479,7 +591,8 @@ mod tests {
         };
         let corpus = generate(&spec);
         let cap = 60;
-        let capped = std::sync::Arc::new(cap_documents(corpus.docs.view(), cap));
+        // Whole documents: the sampler reads them all, releases count at most `cap` tokens each.
+        let capped = std::sync::Arc::new(cap_documents(corpus.docs.view(), u32::MAX));
         let opts = TrainOptions {
             sampler: &Esca,
             hyper: Hyperparameters::new(5, Some(0.1), Some(0.01)).unwrap(),
@@ -493,7 +606,7 @@ mod tests {
             delta: 0.0,
             max_doc_tokens: cap,
             iterations,
-            releases: 11,
+            releases: 31,
         };
         let source = || NoiseSource::insecure_seeded(21);
         // As a run drives it: a release whenever the schedule asks, then the iteration.
@@ -501,17 +614,25 @@ mod tests {
         let mut t = Trainer::new(docs.clone(), spec.num_words, opts.clone()).unwrap();
         let mut r = Releases::new(private, source()).unwrap();
         let mut plain = Trainer::new(docs, spec.num_words, opts).unwrap();
-        r.release_if_due(&mut t, spec.num_words).unwrap();
+        r.release_if_due(&mut t, capped.view(), spec.num_words)
+            .unwrap();
         for _ in 0..iterations {
             t.step();
-            r.release_if_due(&mut t, spec.num_words).unwrap();
+            r.release_if_due(&mut t, capped.view(), spec.num_words)
+                .unwrap();
             plain.step();
         }
         assert_eq!(Engine::iteration(&t), iterations);
-        assert_eq!(r.spent().len(), 11);
+        assert_eq!(r.spent().len(), 31);
         let g = r.guarantee();
         let total: f64 = r.spent().iter().sum();
         assert!(total <= g.epsilon && total > g.epsilon * (1.0 - 1e-9));
+        // With a cap above every length, the contributions are the engine's own counts: the
+        // assignments are read in the documents' order.
+        let mut z = vec![0u16; capped.view().tokens().len()];
+        Engine::assignments(&mut t, 0, &mut z).unwrap();
+        let whole = contribution_counts(capped.view(), &z, spec.num_words, 5, u32::MAX);
+        assert_eq!(whole, t.word_topics().to_dense());
         // The release is noisy, not the true counts.
         let released = r.latest().unwrap();
         assert_ne!(released, t.word_topics());
@@ -520,14 +641,15 @@ mod tests {
         // Strongly separated topics are still recovered at ε = 1000.
         let js = match_topics(&corpus.topics, &phi(released, 0.01), spec.num_words);
         let mean = js.iter().sum::<f64>() / js.len() as f64;
+        let js_plain = match_topics(&corpus.topics, &phi(t.word_topics(), 0.01), spec.num_words);
         assert!(
             mean < 0.05,
-            "private run did not recover the topics: {js:?}"
+            "private run did not recover the topics: {js:?} (its true counts: {js_plain:?})"
         );
 
         // Zero iterations: the one release is the final one.
         let mut t0 = Trainer::new(
-            crate::TrainDocs::Owned(capped),
+            crate::TrainDocs::Owned(capped.clone()),
             spec.num_words,
             TrainOptions {
                 sampler: &Esca,
@@ -544,8 +666,10 @@ mod tests {
             ..private
         };
         let mut r0 = Releases::new(zero, source()).unwrap();
-        r0.release_if_due(&mut t0, spec.num_words).unwrap();
-        r0.release_if_due(&mut t0, spec.num_words).unwrap();
+        r0.release_if_due(&mut t0, capped.view(), spec.num_words)
+            .unwrap();
+        r0.release_if_due(&mut t0, capped.view(), spec.num_words)
+            .unwrap();
         assert_eq!(r0.spent().len(), 1);
     }
 }

@@ -67,7 +67,10 @@ fn every_samplers_model_is_pinned() {
         assert_eq!(mh, PINNED_MH, "mh's model changed ({threads} threads)");
         let fcgs = model_checksum(&Fcgs, threads, 15);
         eprintln!("threads {threads}: fcgs {fcgs:#018x}");
-        assert_eq!(fcgs, PINNED_FCGS, "fcgs's model changed ({threads} threads)");
+        assert_eq!(
+            fcgs, PINNED_FCGS,
+            "fcgs's model changed ({threads} threads)"
+        );
     }
 }
 

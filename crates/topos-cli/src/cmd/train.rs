@@ -83,8 +83,9 @@ pub struct Args {
     /// Differentially private training: the model file is (ε, δ)-differentially private with
     /// respect to adding or removing one training document.
     ///
-    /// Every training document is cut to its first --max-doc-tokens L tokens (in memory; the
-    /// corpus file is untouched). The word-topic counts are released --releases R times with
+    /// The sampler reads whole documents, but each training document contributes at most
+    /// --max-doc-tokens L of its tokens (spread evenly over it) to the word-topic counts, which
+    /// are released --releases R times with
     /// discrete Laplace noise on every count: R − 1 releases spread evenly over the iterations,
     /// which the ESCA sampler reads until the next one, and a last one after the final
     /// iteration, which is the model. Only releases cost privacy, not iterations. The noise
@@ -102,7 +103,7 @@ pub struct Args {
     /// Total ε of a --private run.
     #[arg(long)]
     pub epsilon: Option<f64>,
-    /// Per-document token cap L of a --private run (documents keep their first L tokens).
+    /// Per-document token cap L of a --private run (each document contributes at most L tokens, spread evenly over it, to every release).
     #[arg(long)]
     pub max_doc_tokens: Option<u32>,
     /// Noisy releases R of a --private run, the final model included (2 to T + 1; default 2,
