@@ -115,6 +115,9 @@ pub struct PrivateOptions {
     /// sampler reads, spread evenly over the T iterations, and the model. 1 ≤ R ≤ T + 1, and
     /// R ≥ 2 when T ≥ 1 (the sampler needs something to read).
     pub releases: u32,
+    /// The first release is of the **word counts** (V cells) instead of the word-topic counts
+    /// (V × K cells); it picks the vocabulary the later releases noise (see [`WordRelease`]).
+    pub word_release: bool,
 }
 
 impl PrivateOptions {
@@ -135,6 +138,9 @@ impl PrivateOptions {
         }
         if !(0.0..1.0).contains(&self.delta) {
             return bad(format!("--delta must be in [0, 1), got {}", self.delta));
+        }
+        if self.word_release && t == 0 {
+            return bad("a word release needs at least 1 iteration (it is not the model)".into());
         }
         if t == 0 && r != 1 {
             return bad(format!(
@@ -233,6 +239,140 @@ pub struct Releases {
     source: NoiseSource,
     spent: Vec<f64>,
     latest: Option<WordTopics>,
+    words: Option<WordRelease>,
+}
+
+/// The word release of a run with [`PrivateOptions::word_release`], and what is derived from it.
+///
+/// # Why it is private, and what it buys
+///
+/// Release 1 is ũ_w = max(0, u_w + Z_w), u_w = Σ_k B_wk the number of counted tokens of word w
+/// (the row sums of the contributions of step 1), Z_w discrete Laplace of the run's scale b.
+/// Removing a document moves u by at most L in L1 norm (its counted tokens, each in one word),
+/// so this release is exactly as private as a word-topic release (L/b-DP, (α, τ_α(L))-RDP): it
+/// is one of the R releases the calibration composes, and the guarantee is unchanged in form
+/// and in value. Everything below is a function of the releases and of fresh randomness
+/// independent of the data, i.e. post-processing:
+///
+/// * the **vocabulary** H = {w : ũ_w ≥ K·b}: the words whose counts, split over K topics, can
+///   stand above noise of scale b per cell. Later releases noise (and release) only the |H|·K
+///   cells of those rows: the contributions restricted to H, whose sensitivity is still ≤ L;
+///   the other rows are not released at all.
+/// * the **tail**: a word w ∉ H gets, in topic k, S·c_w·π_k, with c_w = ũ_w where ũ_w ≥ 2b and
+///   otherwise the mean of ũ over all words below 2b (their own counts are mostly noise), never
+///   below 1 ([`WordRelease::tail_count`]), π_k the share of
+///   topic k in the latest release's vocabulary counts (1/K before there is one) and S = K;
+///   rows of H get S·B̃_wk. Scaling every row by S keeps the tail's fractional shares in
+///   integers; the model's counts are then pseudo-counts (φ is what they mean).
+/// * what the sampler reads before the first word-topic release: ũ_w split over the K topics
+///   at random (multinomially, as a random start splits a word's tokens), which breaks the
+///   symmetry between topics the way a random start does.
+///
+/// On 20 Newsgroups the V × K noise was what drowned the signal (one counted token per cell);
+/// with H of a few hundred words the noise mass falls by two orders of magnitude
+/// (BENCHMARKS.md, "Utility of differentially private training").
+#[derive(Clone, Debug)]
+pub struct WordRelease {
+    /// ũ, the noisy word counts.
+    pub noisy: Vec<u32>,
+    /// Whether each word is in the vocabulary H.
+    pub head: Vec<bool>,
+    /// The mean of ũ over the words whose ũ_w < 2b (at most about twice the noise): their
+    /// counts are mostly noise, so each of them gets this mean instead of its own ũ_w.
+    pub low_mean: f64,
+    /// 2b, below which a word's count is replaced by `low_mean`.
+    pub low: f64,
+}
+
+impl WordRelease {
+    /// The vocabulary H from the noisy word counts: ũ_w ≥ K·b.
+    pub fn new(noisy: Vec<u32>, num_topics: u32, scale: f64) -> Self {
+        let threshold = f64::from(num_topics) * scale;
+        let head = noisy.iter().map(|&u| f64::from(u) >= threshold).collect();
+        let low = 2.0 * scale;
+        let (sum, n) = noisy
+            .iter()
+            .filter(|&&u| f64::from(u) < low)
+            .fold((0.0, 0u64), |(s, n), &u| (s + f64::from(u), n + 1));
+        let low_mean = if n == 0 {
+            1.0
+        } else {
+            (sum / n as f64).max(1.0)
+        };
+        Self {
+            noisy,
+            head,
+            low_mean,
+            low,
+        }
+    }
+
+    /// Number of words in the vocabulary H.
+    pub fn vocabulary(&self) -> usize {
+        self.head.iter().filter(|&&h| h).count()
+    }
+
+    /// Dense word-major pseudo-counts: S·B̃ on the rows of H (`released`, dense V × K; its other
+    /// rows are ignored) and S·max(ũ_w, 1)·π_k on the others, S = K.
+    pub fn compose(&self, released: &[u32], num_topics: u32) -> Vec<u32> {
+        let k = num_topics as usize;
+        let mut mass = vec![0u64; k];
+        for (row, _) in released.chunks_exact(k).zip(&self.head).filter(|(_, &h)| h) {
+            for (m, &c) in mass.iter_mut().zip(row) {
+                *m += u64::from(c);
+            }
+        }
+        let total: u64 = mass.iter().sum();
+        let share: Vec<f64> = mass
+            .iter()
+            .map(|&m| {
+                if total == 0 {
+                    1.0 / k as f64
+                } else {
+                    m as f64 / total as f64
+                }
+            })
+            .collect();
+        let s = f64::from(num_topics);
+        let mut out = vec![0u32; released.len()];
+        for ((o, r), (&u, &h)) in out
+            .chunks_exact_mut(k)
+            .zip(released.chunks_exact(k))
+            .zip(self.noisy.iter().zip(&self.head))
+        {
+            for t in 0..k {
+                let x = if h {
+                    s * f64::from(r[t])
+                } else {
+                    s * self.tail_count(u) * share[t]
+                };
+                o[t] = x.round().min(f64::from(u32::MAX)) as u32;
+            }
+        }
+        out
+    }
+
+    /// What a word outside H counts: ũ_w, or the mean of the low band when ũ_w < 2b; never
+    /// below 1.
+    pub fn tail_count(&self, u: u32) -> f64 {
+        if f64::from(u) < self.low {
+            self.low_mean
+        } else {
+            f64::from(u).max(1.0)
+        }
+    }
+
+    /// ũ split over the topics at random: each of ũ_w's units goes to a uniformly random topic.
+    pub fn random_split(&self, num_topics: u32, source: &mut NoiseSource) -> Vec<u32> {
+        let k = num_topics as usize;
+        let mut out = vec![0u32; self.noisy.len() * k];
+        for (row, &u) in out.chunks_exact_mut(k).zip(&self.noisy) {
+            for _ in 0..u {
+                row[source.below_u32(num_topics) as usize] += 1;
+            }
+        }
+        out
+    }
 }
 
 impl std::fmt::Debug for Releases {
@@ -266,6 +406,7 @@ impl Releases {
             source,
             spent: Vec::new(),
             latest: None,
+            words: None,
         })
     }
 
@@ -308,19 +449,69 @@ impl Releases {
     /// # Panics
     /// If the run has already made all of its planned releases: more would exceed its ε.
     pub fn release_dense(&mut self, mut dense: Vec<u32>, num_topics: u32) -> &WordTopics {
+        self.noise(&mut dense);
+        self.latest
+            .insert(WordTopics::from_dense(&dense, num_topics))
+    }
+
+    /// Adds fresh noise to `cells` (clamped at 0) and accounts one release.
+    ///
+    /// # Panics
+    /// If the run has already made all of its planned releases: more would exceed its ε.
+    fn noise(&mut self, cells: &mut [u32]) {
         assert!(
             (self.spent.len() as u64) < self.options.releases(),
             "a private run planned {} releases; one more would exceed its ε",
             self.options.releases()
         );
-        self.mechanism
-            .add_to_u32_clamped(&mut dense, &mut self.source);
+        self.mechanism.add_to_u32_clamped(cells, &mut self.source);
         self.spent.push(
             self.mechanism
                 .epsilon_for(u64::from(self.options.max_doc_tokens)),
         );
+    }
+
+    /// The word release and its vocabulary, once made.
+    pub fn words(&self) -> Option<&WordRelease> {
+        self.words.as_ref()
+    }
+
+    /// A release of a run with a word release: the first is of the word counts (row sums of
+    /// `dense`), the later ones of the rows of the vocabulary only; both composed into the
+    /// pseudo-counts the sampler reads and the model holds ([`WordRelease`]).
+    fn release_with_words(&mut self, dense: Vec<u32>, num_topics: u32) -> &WordTopics {
+        let k = num_topics as usize;
+        let view = match &self.words {
+            None => {
+                let mut u: Vec<u32> = dense.chunks_exact(k).map(|r| r.iter().sum()).collect();
+                self.noise(&mut u);
+                let words = WordRelease::new(u, num_topics, self.scale());
+                let split = words.random_split(num_topics, &mut self.source);
+                self.words = Some(words);
+                split
+            }
+            Some(words) => {
+                let head = words.head.clone();
+                let mut cells: Vec<u32> = dense
+                    .chunks_exact(k)
+                    .zip(&head)
+                    .filter(|(_, &h)| h)
+                    .flat_map(|(r, _)| r.iter().copied())
+                    .collect();
+                self.noise(&mut cells);
+                let mut released = vec![0u32; dense.len()];
+                let mut next = cells.chunks_exact(k);
+                for (row, _) in released.chunks_exact_mut(k).zip(&head).filter(|(_, &h)| h) {
+                    row.copy_from_slice(next.next().expect("one noisy row per word of H"));
+                }
+                self.words
+                    .as_ref()
+                    .expect("made by the first release")
+                    .compose(&released, num_topics)
+            }
+        };
         self.latest
-            .insert(WordTopics::from_dense(&dense, num_topics))
+            .insert(WordTopics::from_dense(&view, num_topics))
     }
 
     /// The release the schedule asks for now, if any: before iteration `engine.iteration() + 1`
@@ -345,7 +536,11 @@ impl Releases {
         let mut z = vec![0u16; docs.tokens().len()];
         engine.assignments(0, &mut z)?;
         let dense = contribution_counts(docs, &z, num_words, k, o.max_doc_tokens);
-        let released = self.release_dense(dense, k).clone();
+        let released = if o.word_release {
+            self.release_with_words(dense, k).clone()
+        } else {
+            self.release_dense(dense, k).clone()
+        };
         if for_sampling {
             engine.sample_from_release(std::sync::Arc::new(released))?;
         }
@@ -451,6 +646,7 @@ mod tests {
             max_doc_tokens: 10,
             iterations: 4,
             releases: 5,
+            word_release: false,
         };
         assert_eq!(opts.releases(), 5);
         let mut r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
@@ -503,6 +699,100 @@ mod tests {
     }
 
     #[test]
+    fn a_word_release_spends_one_of_the_releases_and_noises_only_its_vocabulary() {
+        let opts = PrivateOptions {
+            epsilon: eps(2.0),
+            delta: 0.0,
+            max_doc_tokens: 10,
+            iterations: 4,
+            releases: 3,
+            word_release: true,
+        };
+        let mut r = Releases::new(opts, NoiseSource::insecure_seeded(7)).unwrap();
+        // b = R·L/ε = 15: the vocabulary is ũ ≥ K·b = 30 (K = 2).
+        assert!((r.scale() - 15.0).abs() < 1e-6, "{}", r.scale());
+        let (v, k) = (400usize, 2u32);
+        // Words 0..4 are frequent (10,000 tokens each, all in topic 0), the others absent.
+        let mut dense = vec![0u32; v * 2];
+        for w in 0..4 {
+            dense[w * 2] = 10_000;
+        }
+        let first = r.release_with_words(dense.clone(), k).clone();
+        assert_eq!(r.spent().len(), 1);
+        let words = r.words().unwrap().clone();
+        assert_eq!(
+            words.noisy.len(),
+            v,
+            "one noisy count per word, not per cell"
+        );
+        assert!(words.head[..4].iter().all(|&h| h));
+        // Absent words pass K·b = 30 with probability about e^{-2} / 2 each.
+        let false_words = words.vocabulary() - 4;
+        assert!(
+            false_words < 60,
+            "{false_words} absent words in the vocabulary"
+        );
+        // The first view splits ũ over the topics: its row sums are ũ.
+        for w in 0..v {
+            let (_, c) = first.row(w as u32);
+            assert_eq!(c.iter().sum::<u32>(), words.noisy[w]);
+        }
+        let second = r.release_with_words(dense.clone(), k).clone();
+        // Vocabulary rows are S·(B + noise): topic 0 of word 0 ≈ 2·10,000, topic 1 near 0.
+        let row = |b: &WordTopics, w: u32| {
+            let mut out = [0u32; 2];
+            let (t, c) = b.row(w);
+            for (&t, &c) in t.iter().zip(c) {
+                out[usize::from(t)] = c;
+            }
+            out
+        };
+        let r0 = row(&second, 0);
+        assert!(r0[0] > 19_000 && r0[0] < 21_000 && r0[0] % 2 == 0, "{r0:?}");
+        assert!(r0[1] < 600 && r0[1] % 2 == 0, "{r0:?}");
+        // A word outside the vocabulary is not noised again: its row is the tail's share, the
+        // same in every release that follows.
+        let tail = (4..v).find(|&w| !words.head[w]).unwrap() as u32;
+        let third = r.release_with_words(dense, k).clone();
+        let (a, b) = (row(&second, tail), row(&third, tail));
+        let expect = |rel: &WordTopics| {
+            let head_mass: Vec<f64> = (0..2)
+                .map(|t| {
+                    (0..v as u32)
+                        .filter(|&w| words.head[w as usize])
+                        .map(|w| f64::from(row(rel, w)[t]))
+                        .sum::<f64>()
+                })
+                .collect();
+            let all = head_mass[0] + head_mass[1];
+            let c = words.tail_count(words.noisy[tail as usize]);
+            [0, 1].map(|t| (2.0 * c * head_mass[t] / all).round() as u32)
+        };
+        assert_eq!(a, expect(&second));
+        assert_eq!(b, expect(&third));
+        // Three releases, each L/b; a fourth is refused.
+        assert_eq!(r.spent().len(), 3);
+        let total: f64 = r.spent().iter().sum();
+        let g = r.guarantee();
+        assert!(
+            total <= g.epsilon && total > g.epsilon * (1.0 - 1e-9),
+            "{total}"
+        );
+        assert_eq!(g.accountant.releases, 3);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            r.release_with_words(vec![0; v * 2], k);
+        }));
+        assert!(caught.is_err(), "a fourth release must be refused");
+        // A run of 0 iterations has no room for a word release.
+        let zero = PrivateOptions {
+            iterations: 0,
+            releases: 1,
+            ..opts
+        };
+        assert!(Releases::new(zero, NoiseSource::insecure_seeded(1)).is_err());
+    }
+
+    #[test]
     fn releases_are_spread_evenly_over_the_iterations() {
         let at = |iterations, releases| {
             let o = PrivateOptions {
@@ -511,6 +801,7 @@ mod tests {
                 max_doc_tokens: 1,
                 iterations,
                 releases,
+                word_release: false,
             };
             (0..=iterations + 1)
                 .filter(|&i| o.release_before(i))
@@ -539,6 +830,7 @@ mod tests {
             max_doc_tokens: 50,
             iterations: 200,
             releases: 201,
+            word_release: false,
         };
         let r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
         let g = r.guarantee();
@@ -607,6 +899,7 @@ mod tests {
             max_doc_tokens: cap,
             iterations,
             releases: 31,
+            word_release: false,
         };
         let source = || NoiseSource::insecure_seeded(21);
         // As a run drives it: a release whenever the schedule asks, then the iteration.
