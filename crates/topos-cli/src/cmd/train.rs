@@ -86,7 +86,8 @@ pub struct Args {
     /// The sampler reads whole documents, but each training document contributes at most
     /// --max-doc-tokens L of its tokens (spread evenly over it) to the word-topic counts, which
     /// are released --releases R times with
-    /// discrete Laplace noise on every count: R − 1 releases spread evenly over the iterations,
+    /// discrete Laplace noise (the first of the word counts, picking the vocabulary whose counts
+    /// the later ones noise; see --no-word-release): R − 1 releases spread evenly over the iterations,
     /// which the ESCA sampler reads until the next one, and a last one after the final
     /// iteration, which is the model. Only releases cost privacy, not iterations. The noise
     /// scale is the smaller of basic composition's L·R/ε (pure ε) and what Rényi DP at --delta
