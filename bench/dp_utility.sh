@@ -5,7 +5,8 @@
 #   label  L  T  R  epsilon  delta  accountant  noise_scale  heldout_ll  umass_mean  train_s
 # usage: bench/dp_utility.sh CORPUS.tcorp OUTDIR "SETTING..."
 #   a SETTING is nonprivate:T or L:T:R:EPSILON[:DELTA] (R "d" = the default releases,
-#   DELTA default: train's default)
+#   DELTA default: train's default). DP_EXTRA adds flags to every private run, e.g.
+#   DP_EXTRA=--no-word-release for the V x K releases of before issue 25.
 set -euo pipefail
 TOPOS=${TOPOS:-$(dirname "$0")/../target/release/topos}
 corpus=$1; outdir=$2; settings=$3
@@ -20,6 +21,7 @@ for s in $settings; do
     extra=()
     [ "$c" != d ] && extra+=(--releases "$c")
     [ -n "${e:-}" ] && extra+=(--delta "$e")
+    [ -n "${DP_EXTRA:-}" ] && extra+=($DP_EXTRA)
     "$TOPOS" train "$corpus" -k 20 --iters "$b" --threads 1 -o "$m" --json -q \
       --private --epsilon "$d" --max-doc-tokens "$a" "${extra[@]}" > "$m.train.json"
   fi

@@ -7,10 +7,16 @@
 //! counts of a Gibbs sampler would not be private — every assignment of every iteration depends
 //! on every document through the counts — so the guarantee here covers the **whole run**:
 //!
-//! 1. **Cap.** Every training document is cut to its first `L` tokens ([`cap_documents`], in
-//!    memory; the corpus file is untouched). One document then holds at most `L` tokens, and
-//!    since each token adds 1 to exactly one cell of the word-topic counts B, adding or removing
-//!    a document changes B by at most `L` in L1 norm, *whatever its assignments*.
+//! 1. **Contribution cap.** Every training document **contributes** at most `L` of its tokens to
+//!    a release ([`counted`]: all of them if it has ≤ L, else L positions spread evenly over it,
+//!    a choice that depends on its own length only). A release counts, for each document, the
+//!    word and current topic of its counted tokens ([`contribution_counts`]); each adds 1 to
+//!    exactly one cell, so adding or removing a document changes the released counts B by at
+//!    most `L` in L1 norm, *whatever its assignments*. The sampler itself reads **whole**
+//!    documents: a document's other tokens move only its own state (z_d, A_d), which is never
+//!    released, so capping them would cost data without buying any privacy. (Until issue 25 the
+//!    documents themselves were cut to their first L tokens: on 20 Newsgroups, K = 20, L = 50,
+//!    that cost 0.31 nats/token of held-out likelihood without noise, BENCHMARKS.md.)
 //! 2. **Releases.** The true B is never read by the sampler. It is **released** R times
 //!    (`--releases`, [`PrivateOptions::releases`]) as B̃ = max(0, B + Z), Z i.i.d. discrete
 //!    Laplace of scale b on **all** V × K cells ([`topos_privacy::DiscreteLaplace`], exact
@@ -19,8 +25,9 @@
 //!    T iterations ([`PrivateOptions::release_before`]; the first before iteration 1, of the
 //!    random start, which depends on which words the documents hold); the last one, of the
 //!    final assignments after iteration T, is the model.
-//! 3. **Sampler.** Only ESCA is allowed: within an iteration every token of document d is drawn
-//!    from (its own document-topic row A_d, the **latest release** B̃, its own random numbers).
+//! 3. **Sampler.** Only ESCA is allowed: within an iteration every token of document d (all of
+//!    them, counted or not) is drawn from (its own document-topic row A_d, the **latest
+//!    release** B̃, its own random numbers).
 //!    Between releases the sampler keeps reading the same B̃ while each document's own
 //!    assignments and A_d move on; they are never released. Iterations therefore cost no
 //!    privacy, only releases do. CGS is refused: its counts change token by token inside a
@@ -36,8 +43,10 @@
 //! i.i.d. uniform, see the caveat below). Induct over releases: if the releases B̃_1..B̃_{j−1}
 //! are equal in both worlds, then every other document's assignments are equal too, whatever
 //! number of iterations ran in between, because a document's state z_d (hence A_d) is a
-//! function of its own tokens, its own random numbers and the releases only. So the true B at
-//! release j differs only by d*'s tokens: an integer vector of L1 norm ≤ L. Release j is then
+//! function of its own tokens, its own random numbers and the releases only. So the counts B at
+//! release j, a sum of per-document contributions that are each a function of that document's
+//! state alone, differ only by d*'s contribution: an integer vector of L1 norm ≤ L (step 1),
+//! however long d* is and whatever its uncounted tokens did. Release j is then
 //! the discrete Laplace mechanism on a query of L1 sensitivity L given the previous releases:
 //! L/b-DP (Theorem 1, discrete form), and (α, τ_α(L))-RDP for every α > 1 (the worst vector of
 //! L1 norm L puts all of it in one cell, [`topos_privacy::rdp`]). Clamping at 0, deriving n_k,
@@ -106,6 +115,9 @@ pub struct PrivateOptions {
     /// sampler reads, spread evenly over the T iterations, and the model. 1 ≤ R ≤ T + 1, and
     /// R ≥ 2 when T ≥ 1 (the sampler needs something to read).
     pub releases: u32,
+    /// The first release is of the **word counts** (V cells) instead of the word-topic counts
+    /// (V × K cells); it picks the vocabulary the later releases noise (see [`WordRelease`]).
+    pub word_release: bool,
 }
 
 impl PrivateOptions {
@@ -126,6 +138,9 @@ impl PrivateOptions {
         }
         if !(0.0..1.0).contains(&self.delta) {
             return bad(format!("--delta must be in [0, 1), got {}", self.delta));
+        }
+        if self.word_release && t == 0 {
+            return bad("a word release needs at least 1 iteration (it is not the model)".into());
         }
         if t == 0 && r != 1 {
             return bad(format!(
@@ -157,7 +172,51 @@ impl PrivateOptions {
     }
 }
 
+/// Whether token `i` (0-based) of a document of `len` tokens is one of the at most `cap` tokens
+/// the document **contributes** to a release: all of them when `len ≤ cap`, else exactly `cap`
+/// positions spread evenly over the document (token i counts iff ⌊(i+1)·cap/len⌋ > ⌊i·cap/len⌋,
+/// which holds for exactly `cap` values of i). The choice depends only on the document's own
+/// length, never on other documents or on any assignment, so it is part of the document's own
+/// contribution (proof step 1 in the module documentation).
+pub fn counted(i: usize, len: usize, cap: u32) -> bool {
+    let (i, len, cap) = (i as u64, len as u64, u64::from(cap));
+    len <= cap || (i + 1) * cap / len > i * cap / len
+}
+
+/// The contribution of every document to a release, as dense word-major counts (V × K,
+/// `w·K + k`): the word and current topic of each of its [`counted`] tokens. `assignments` holds
+/// the topic of every token of `docs` in corpus order. One document adds at most `cap` to the
+/// L1 norm of the result, whatever its assignments: the L1 sensitivity of every release.
+pub fn contribution_counts(
+    docs: Docs<'_>,
+    assignments: &[u16],
+    num_words: usize,
+    num_topics: u32,
+    cap: u32,
+) -> Vec<u32> {
+    assert_eq!(
+        docs.tokens().len(),
+        assignments.len(),
+        "one topic per token"
+    );
+    let k = num_topics as usize;
+    let mut dense = vec![0u32; num_words * k];
+    let mut at = 0usize;
+    for d in docs.iter() {
+        let z = &assignments[at..at + d.len()];
+        for (i, (&w, &t)) in d.iter().zip(z).enumerate() {
+            if counted(i, d.len(), cap) {
+                dense[w as usize * k + usize::from(t)] += 1;
+            }
+        }
+        at += d.len();
+    }
+    dense
+}
+
 /// Every document cut to its first `max_tokens` tokens (deterministic: no data-dependent choice).
+/// No longer used by a run (the sampler reads whole documents; only what a document contributes
+/// to a release is capped, by [`counted`]); kept for tools that want capped copies.
 pub fn cap_documents(docs: Docs<'_>, max_tokens: u32) -> OwnedDocs {
     let mut out = OwnedDocs::new();
     for d in docs.iter() {
@@ -180,6 +239,140 @@ pub struct Releases {
     source: NoiseSource,
     spent: Vec<f64>,
     latest: Option<WordTopics>,
+    words: Option<WordRelease>,
+}
+
+/// The word release of a run with [`PrivateOptions::word_release`], and what is derived from it.
+///
+/// # Why it is private, and what it buys
+///
+/// Release 1 is ũ_w = max(0, u_w + Z_w), u_w = Σ_k B_wk the number of counted tokens of word w
+/// (the row sums of the contributions of step 1), Z_w discrete Laplace of the run's scale b.
+/// Removing a document moves u by at most L in L1 norm (its counted tokens, each in one word),
+/// so this release is exactly as private as a word-topic release (L/b-DP, (α, τ_α(L))-RDP): it
+/// is one of the R releases the calibration composes, and the guarantee is unchanged in form
+/// and in value. Everything below is a function of the releases and of fresh randomness
+/// independent of the data, i.e. post-processing:
+///
+/// * the **vocabulary** H = {w : ũ_w ≥ K·b}: the words whose counts, split over K topics, can
+///   stand above noise of scale b per cell. Later releases noise (and release) only the |H|·K
+///   cells of those rows: the contributions restricted to H, whose sensitivity is still ≤ L;
+///   the other rows are not released at all.
+/// * the **tail**: a word w ∉ H gets, in topic k, S·c_w·π_k, with c_w = ũ_w where ũ_w ≥ 2b and
+///   otherwise the mean of ũ over all words below 2b (their own counts are mostly noise), never
+///   below 1 ([`WordRelease::tail_count`]), π_k the share of
+///   topic k in the latest release's vocabulary counts (1/K before there is one) and S = K;
+///   rows of H get S·B̃_wk. Scaling every row by S keeps the tail's fractional shares in
+///   integers; the model's counts are then pseudo-counts (φ is what they mean).
+/// * what the sampler reads before the first word-topic release: ũ_w split over the K topics
+///   at random (multinomially, as a random start splits a word's tokens), which breaks the
+///   symmetry between topics the way a random start does.
+///
+/// On 20 Newsgroups the V × K noise was what drowned the signal (one counted token per cell);
+/// with H of a few hundred words the noise mass falls by two orders of magnitude
+/// (BENCHMARKS.md, "Utility of differentially private training").
+#[derive(Clone, Debug)]
+pub struct WordRelease {
+    /// ũ, the noisy word counts.
+    pub noisy: Vec<u32>,
+    /// Whether each word is in the vocabulary H.
+    pub head: Vec<bool>,
+    /// The mean of ũ over the words whose ũ_w < 2b (at most about twice the noise): their
+    /// counts are mostly noise, so each of them gets this mean instead of its own ũ_w.
+    pub low_mean: f64,
+    /// 2b, below which a word's count is replaced by `low_mean`.
+    pub low: f64,
+}
+
+impl WordRelease {
+    /// The vocabulary H from the noisy word counts: ũ_w ≥ K·b.
+    pub fn new(noisy: Vec<u32>, num_topics: u32, scale: f64) -> Self {
+        let threshold = f64::from(num_topics) * scale;
+        let head = noisy.iter().map(|&u| f64::from(u) >= threshold).collect();
+        let low = 2.0 * scale;
+        let (sum, n) = noisy
+            .iter()
+            .filter(|&&u| f64::from(u) < low)
+            .fold((0.0, 0u64), |(s, n), &u| (s + f64::from(u), n + 1));
+        let low_mean = if n == 0 {
+            1.0
+        } else {
+            (sum / n as f64).max(1.0)
+        };
+        Self {
+            noisy,
+            head,
+            low_mean,
+            low,
+        }
+    }
+
+    /// Number of words in the vocabulary H.
+    pub fn vocabulary(&self) -> usize {
+        self.head.iter().filter(|&&h| h).count()
+    }
+
+    /// Dense word-major pseudo-counts: S·B̃ on the rows of H (`released`, dense V × K; its other
+    /// rows are ignored) and S·max(ũ_w, 1)·π_k on the others, S = K.
+    pub fn compose(&self, released: &[u32], num_topics: u32) -> Vec<u32> {
+        let k = num_topics as usize;
+        let mut mass = vec![0u64; k];
+        for (row, _) in released.chunks_exact(k).zip(&self.head).filter(|(_, &h)| h) {
+            for (m, &c) in mass.iter_mut().zip(row) {
+                *m += u64::from(c);
+            }
+        }
+        let total: u64 = mass.iter().sum();
+        let share: Vec<f64> = mass
+            .iter()
+            .map(|&m| {
+                if total == 0 {
+                    1.0 / k as f64
+                } else {
+                    m as f64 / total as f64
+                }
+            })
+            .collect();
+        let s = f64::from(num_topics);
+        let mut out = vec![0u32; released.len()];
+        for ((o, r), (&u, &h)) in out
+            .chunks_exact_mut(k)
+            .zip(released.chunks_exact(k))
+            .zip(self.noisy.iter().zip(&self.head))
+        {
+            for t in 0..k {
+                let x = if h {
+                    s * f64::from(r[t])
+                } else {
+                    s * self.tail_count(u) * share[t]
+                };
+                o[t] = x.round().min(f64::from(u32::MAX)) as u32;
+            }
+        }
+        out
+    }
+
+    /// What a word outside H counts: ũ_w, or the mean of the low band when ũ_w < 2b; never
+    /// below 1.
+    pub fn tail_count(&self, u: u32) -> f64 {
+        if f64::from(u) < self.low {
+            self.low_mean
+        } else {
+            f64::from(u).max(1.0)
+        }
+    }
+
+    /// ũ split over the topics at random: each of ũ_w's units goes to a uniformly random topic.
+    pub fn random_split(&self, num_topics: u32, source: &mut NoiseSource) -> Vec<u32> {
+        let k = num_topics as usize;
+        let mut out = vec![0u32; self.noisy.len() * k];
+        for (row, &u) in out.chunks_exact_mut(k).zip(&self.noisy) {
+            for _ in 0..u {
+                row[source.below_u32(num_topics) as usize] += 1;
+            }
+        }
+        out
+    }
 }
 
 impl std::fmt::Debug for Releases {
@@ -213,6 +406,7 @@ impl Releases {
             source,
             spent: Vec::new(),
             latest: None,
+            words: None,
         })
     }
 
@@ -246,25 +440,89 @@ impl Releases {
     /// # Panics
     /// If the run has already made all of its planned releases: more would exceed its ε.
     pub fn release(&mut self, b: &WordTopics) -> &WordTopics {
+        self.release_dense(b.to_dense(), b.num_topics)
+    }
+
+    /// Releases dense word-major counts (`w·K + k`) with fresh noise on every cell, clamped at
+    /// 0, and returns the release (topic totals summed from the noisy counts).
+    ///
+    /// # Panics
+    /// If the run has already made all of its planned releases: more would exceed its ε.
+    pub fn release_dense(&mut self, mut dense: Vec<u32>, num_topics: u32) -> &WordTopics {
+        self.noise(&mut dense);
+        self.latest
+            .insert(WordTopics::from_dense(&dense, num_topics))
+    }
+
+    /// Adds fresh noise to `cells` (clamped at 0) and accounts one release.
+    ///
+    /// # Panics
+    /// If the run has already made all of its planned releases: more would exceed its ε.
+    fn noise(&mut self, cells: &mut [u32]) {
         assert!(
             (self.spent.len() as u64) < self.options.releases(),
             "a private run planned {} releases; one more would exceed its ε",
             self.options.releases()
         );
-        let released = noisy_word_topics(b, &self.mechanism, &mut self.source);
+        self.mechanism.add_to_u32_clamped(cells, &mut self.source);
         self.spent.push(
             self.mechanism
                 .epsilon_for(u64::from(self.options.max_doc_tokens)),
         );
-        self.latest.insert(released)
+    }
+
+    /// The word release and its vocabulary, once made.
+    pub fn words(&self) -> Option<&WordRelease> {
+        self.words.as_ref()
+    }
+
+    /// A release of a run with a word release: the first is of the word counts (row sums of
+    /// `dense`), the later ones of the rows of the vocabulary only; both composed into the
+    /// pseudo-counts the sampler reads and the model holds ([`WordRelease`]).
+    fn release_with_words(&mut self, dense: Vec<u32>, num_topics: u32) -> &WordTopics {
+        let k = num_topics as usize;
+        let view = match &self.words {
+            None => {
+                let mut u: Vec<u32> = dense.chunks_exact(k).map(|r| r.iter().sum()).collect();
+                self.noise(&mut u);
+                let words = WordRelease::new(u, num_topics, self.scale());
+                let split = words.random_split(num_topics, &mut self.source);
+                self.words = Some(words);
+                split
+            }
+            Some(words) => {
+                let head = words.head.clone();
+                let mut cells: Vec<u32> = dense
+                    .chunks_exact(k)
+                    .zip(&head)
+                    .filter(|(_, &h)| h)
+                    .flat_map(|(r, _)| r.iter().copied())
+                    .collect();
+                self.noise(&mut cells);
+                let mut released = vec![0u32; dense.len()];
+                let mut next = cells.chunks_exact(k);
+                for (row, _) in released.chunks_exact_mut(k).zip(&head).filter(|(_, &h)| h) {
+                    row.copy_from_slice(next.next().expect("one noisy row per word of H"));
+                }
+                self.words
+                    .as_ref()
+                    .expect("made by the first release")
+                    .compose(&released, num_topics)
+            }
+        };
+        self.latest
+            .insert(WordTopics::from_dense(&view, num_topics))
     }
 
     /// The release the schedule asks for now, if any: before iteration `engine.iteration() + 1`
     /// one the sampler will read (given to the engine), or after the last iteration the model.
-    /// Reads the engine's true counts (all rows) and adds fresh noise.
+    /// Reads the current topic of every token of `docs` (the engine's documents, whole) and
+    /// releases the documents' contributions ([`contribution_counts`]: at most L counted tokens
+    /// each) with fresh noise.
     pub fn release_if_due(
         &mut self,
         engine: &mut dyn crate::Engine,
+        docs: Docs<'_>,
         num_words: usize,
     ) -> Result<(), crate::TrainError> {
         let o = self.options;
@@ -274,8 +532,15 @@ impl Releases {
         if !(for_sampling || last) {
             return Ok(());
         }
-        let b = crate::engine::read_all_rows(engine, num_words)?;
-        let released = self.release(&b).clone();
+        let k = engine.topic_totals()?.len() as u32;
+        let mut z = vec![0u16; docs.tokens().len()];
+        engine.assignments(0, &mut z)?;
+        let dense = contribution_counts(docs, &z, num_words, k, o.max_doc_tokens);
+        let released = if o.word_release {
+            self.release_with_words(dense, k).clone()
+        } else {
+            self.release_dense(dense, k).clone()
+        };
         if for_sampling {
             engine.sample_from_release(std::sync::Arc::new(released))?;
         }
@@ -301,18 +566,6 @@ impl Releases {
     }
 }
 
-/// B̃ = max(0, B + Z) for every one of the V × K cells (zeros included: which cells are zero is
-/// itself data), with topic totals summed from B̃.
-pub fn noisy_word_topics(
-    b: &WordTopics,
-    mechanism: &DiscreteLaplace,
-    source: &mut NoiseSource,
-) -> WordTopics {
-    let mut dense = b.to_dense();
-    mechanism.add_to_u32_clamped(&mut dense, source);
-    WordTopics::from_dense(&dense, b.num_topics)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +585,60 @@ mod tests {
     }
 
     #[test]
+    fn a_document_contributes_at_most_the_cap_whatever_its_length_and_topics() {
+        for cap in [1u32, 3, 7, 50] {
+            for len in 0..200usize {
+                let n = (0..len).filter(|&i| counted(i, len, cap)).count();
+                assert_eq!(n, len.min(cap as usize), "len {len} cap {cap}");
+            }
+        }
+        // Neighbouring corpora: removing any one document moves the counts by exactly
+        // min(len, cap) in L1 norm, for any assignments.
+        let mut x = 12345u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let (v, k, cap) = (30usize, 4u32, 5u32);
+        let lens: Vec<usize> = (0..12).map(|_| next(15) as usize).collect();
+        let docs: OwnedDocs = lens
+            .iter()
+            .map(|&n| (0..n).map(|_| next(v as u64) as u32).collect::<Vec<u32>>())
+            .collect::<Vec<_>>()
+            .iter()
+            .map(Vec::as_slice)
+            .collect();
+        let z: Vec<u16> = (0..docs.view().num_tokens())
+            .map(|_| next(u64::from(k)) as u16)
+            .collect();
+        let all = contribution_counts(docs.view(), &z, v, k, cap);
+        let mut at = 0usize;
+        for (d, &n) in lens.iter().enumerate() {
+            let mut without = OwnedDocs::new();
+            let mut zw = Vec::new();
+            let mut pos = 0usize;
+            for (e, doc) in docs.view().iter().enumerate() {
+                if e != d {
+                    without.push(doc);
+                    zw.extend_from_slice(&z[pos..pos + doc.len()]);
+                }
+                pos += doc.len();
+            }
+            let rest = contribution_counts(without.view(), &zw, v, k, cap);
+            let l1: u64 = all
+                .iter()
+                .zip(&rest)
+                .map(|(&a, &b)| u64::from(a.abs_diff(b)))
+                .sum();
+            assert_eq!(l1, n.min(cap as usize) as u64, "document {d}");
+            at += n;
+        }
+        assert_eq!(at, z.len());
+    }
+
+    #[test]
     fn releases_are_noisy_clamped_and_accounted() {
         let opts = PrivateOptions {
             epsilon: eps(1.0),
@@ -339,6 +646,7 @@ mod tests {
             max_doc_tokens: 10,
             iterations: 4,
             releases: 5,
+            word_release: false,
         };
         assert_eq!(opts.releases(), 5);
         let mut r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
@@ -391,6 +699,100 @@ mod tests {
     }
 
     #[test]
+    fn a_word_release_spends_one_of_the_releases_and_noises_only_its_vocabulary() {
+        let opts = PrivateOptions {
+            epsilon: eps(2.0),
+            delta: 0.0,
+            max_doc_tokens: 10,
+            iterations: 4,
+            releases: 3,
+            word_release: true,
+        };
+        let mut r = Releases::new(opts, NoiseSource::insecure_seeded(7)).unwrap();
+        // b = R·L/ε = 15: the vocabulary is ũ ≥ K·b = 30 (K = 2).
+        assert!((r.scale() - 15.0).abs() < 1e-6, "{}", r.scale());
+        let (v, k) = (400usize, 2u32);
+        // Words 0..4 are frequent (10,000 tokens each, all in topic 0), the others absent.
+        let mut dense = vec![0u32; v * 2];
+        for w in 0..4 {
+            dense[w * 2] = 10_000;
+        }
+        let first = r.release_with_words(dense.clone(), k).clone();
+        assert_eq!(r.spent().len(), 1);
+        let words = r.words().unwrap().clone();
+        assert_eq!(
+            words.noisy.len(),
+            v,
+            "one noisy count per word, not per cell"
+        );
+        assert!(words.head[..4].iter().all(|&h| h));
+        // Absent words pass K·b = 30 with probability about e^{-2} / 2 each.
+        let false_words = words.vocabulary() - 4;
+        assert!(
+            false_words < 60,
+            "{false_words} absent words in the vocabulary"
+        );
+        // The first view splits ũ over the topics: its row sums are ũ.
+        for w in 0..v {
+            let (_, c) = first.row(w as u32);
+            assert_eq!(c.iter().sum::<u32>(), words.noisy[w]);
+        }
+        let second = r.release_with_words(dense.clone(), k).clone();
+        // Vocabulary rows are S·(B + noise): topic 0 of word 0 ≈ 2·10,000, topic 1 near 0.
+        let row = |b: &WordTopics, w: u32| {
+            let mut out = [0u32; 2];
+            let (t, c) = b.row(w);
+            for (&t, &c) in t.iter().zip(c) {
+                out[usize::from(t)] = c;
+            }
+            out
+        };
+        let r0 = row(&second, 0);
+        assert!(r0[0] > 19_000 && r0[0] < 21_000 && r0[0] % 2 == 0, "{r0:?}");
+        assert!(r0[1] < 600 && r0[1] % 2 == 0, "{r0:?}");
+        // A word outside the vocabulary is not noised again: its row is the tail's share, the
+        // same in every release that follows.
+        let tail = (4..v).find(|&w| !words.head[w]).unwrap() as u32;
+        let third = r.release_with_words(dense, k).clone();
+        let (a, b) = (row(&second, tail), row(&third, tail));
+        let expect = |rel: &WordTopics| {
+            let head_mass: Vec<f64> = (0..2)
+                .map(|t| {
+                    (0..v as u32)
+                        .filter(|&w| words.head[w as usize])
+                        .map(|w| f64::from(row(rel, w)[t]))
+                        .sum::<f64>()
+                })
+                .collect();
+            let all = head_mass[0] + head_mass[1];
+            let c = words.tail_count(words.noisy[tail as usize]);
+            [0, 1].map(|t| (2.0 * c * head_mass[t] / all).round() as u32)
+        };
+        assert_eq!(a, expect(&second));
+        assert_eq!(b, expect(&third));
+        // Three releases, each L/b; a fourth is refused.
+        assert_eq!(r.spent().len(), 3);
+        let total: f64 = r.spent().iter().sum();
+        let g = r.guarantee();
+        assert!(
+            total <= g.epsilon && total > g.epsilon * (1.0 - 1e-9),
+            "{total}"
+        );
+        assert_eq!(g.accountant.releases, 3);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            r.release_with_words(vec![0; v * 2], k);
+        }));
+        assert!(caught.is_err(), "a fourth release must be refused");
+        // A run of 0 iterations has no room for a word release.
+        let zero = PrivateOptions {
+            iterations: 0,
+            releases: 1,
+            ..opts
+        };
+        assert!(Releases::new(zero, NoiseSource::insecure_seeded(1)).is_err());
+    }
+
+    #[test]
     fn releases_are_spread_evenly_over_the_iterations() {
         let at = |iterations, releases| {
             let o = PrivateOptions {
@@ -399,6 +801,7 @@ mod tests {
                 max_doc_tokens: 1,
                 iterations,
                 releases,
+                word_release: false,
             };
             (0..=iterations + 1)
                 .filter(|&i| o.release_before(i))
@@ -427,6 +830,7 @@ mod tests {
             max_doc_tokens: 50,
             iterations: 200,
             releases: 201,
+            word_release: false,
         };
         let r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
         let g = r.guarantee();
@@ -479,7 +883,8 @@ mod tests {
         };
         let corpus = generate(&spec);
         let cap = 60;
-        let capped = std::sync::Arc::new(cap_documents(corpus.docs.view(), cap));
+        // Whole documents: the sampler reads them all, releases count at most `cap` tokens each.
+        let capped = std::sync::Arc::new(cap_documents(corpus.docs.view(), u32::MAX));
         let opts = TrainOptions {
             sampler: &Esca,
             hyper: Hyperparameters::new(5, Some(0.1), Some(0.01)).unwrap(),
@@ -493,7 +898,8 @@ mod tests {
             delta: 0.0,
             max_doc_tokens: cap,
             iterations,
-            releases: 11,
+            releases: 31,
+            word_release: false,
         };
         let source = || NoiseSource::insecure_seeded(21);
         // As a run drives it: a release whenever the schedule asks, then the iteration.
@@ -501,17 +907,25 @@ mod tests {
         let mut t = Trainer::new(docs.clone(), spec.num_words, opts.clone()).unwrap();
         let mut r = Releases::new(private, source()).unwrap();
         let mut plain = Trainer::new(docs, spec.num_words, opts).unwrap();
-        r.release_if_due(&mut t, spec.num_words).unwrap();
+        r.release_if_due(&mut t, capped.view(), spec.num_words)
+            .unwrap();
         for _ in 0..iterations {
             t.step();
-            r.release_if_due(&mut t, spec.num_words).unwrap();
+            r.release_if_due(&mut t, capped.view(), spec.num_words)
+                .unwrap();
             plain.step();
         }
         assert_eq!(Engine::iteration(&t), iterations);
-        assert_eq!(r.spent().len(), 11);
+        assert_eq!(r.spent().len(), 31);
         let g = r.guarantee();
         let total: f64 = r.spent().iter().sum();
         assert!(total <= g.epsilon && total > g.epsilon * (1.0 - 1e-9));
+        // With a cap above every length, the contributions are the engine's own counts: the
+        // assignments are read in the documents' order.
+        let mut z = vec![0u16; capped.view().tokens().len()];
+        Engine::assignments(&mut t, 0, &mut z).unwrap();
+        let whole = contribution_counts(capped.view(), &z, spec.num_words, 5, u32::MAX);
+        assert_eq!(whole, t.word_topics().to_dense());
         // The release is noisy, not the true counts.
         let released = r.latest().unwrap();
         assert_ne!(released, t.word_topics());
@@ -520,14 +934,15 @@ mod tests {
         // Strongly separated topics are still recovered at ε = 1000.
         let js = match_topics(&corpus.topics, &phi(released, 0.01), spec.num_words);
         let mean = js.iter().sum::<f64>() / js.len() as f64;
+        let js_plain = match_topics(&corpus.topics, &phi(t.word_topics(), 0.01), spec.num_words);
         assert!(
             mean < 0.05,
-            "private run did not recover the topics: {js:?}"
+            "private run did not recover the topics: {js:?} (its true counts: {js_plain:?})"
         );
 
         // Zero iterations: the one release is the final one.
         let mut t0 = Trainer::new(
-            crate::TrainDocs::Owned(capped),
+            crate::TrainDocs::Owned(capped.clone()),
             spec.num_words,
             TrainOptions {
                 sampler: &Esca,
@@ -544,8 +959,10 @@ mod tests {
             ..private
         };
         let mut r0 = Releases::new(zero, source()).unwrap();
-        r0.release_if_due(&mut t0, spec.num_words).unwrap();
-        r0.release_if_due(&mut t0, spec.num_words).unwrap();
+        r0.release_if_due(&mut t0, capped.view(), spec.num_words)
+            .unwrap();
+        r0.release_if_due(&mut t0, capped.view(), spec.num_words)
+            .unwrap();
         assert_eq!(r0.spent().len(), 1);
     }
 }

@@ -602,13 +602,9 @@ impl Run {
             ),
             None => None,
         };
-        let docs = match &config.private {
-            Some(p) => TrainDocs::from(crate::private::cap_documents(
-                corpus.train(),
-                p.max_doc_tokens,
-            )),
-            None => TrainDocs::Corpus(corpus.clone()),
-        };
+        // A private run samples whole documents: only what each contributes to a release is
+        // capped (`private::counted`), so the cap costs no data the guarantee does not need.
+        let docs = TrainDocs::Corpus(corpus.clone());
         let view = docs.view();
 
         // Outputs: every path the run will write, checked before any work (by the worker that
@@ -1000,8 +996,11 @@ impl Run {
     fn release_if_due(&mut self) -> Result<(), RunError> {
         if let Some(p) = self.private.as_mut() {
             let t = Instant::now();
-            p.releases
-                .release_if_due(self.engine.as_mut(), self.corpus.vocab().len())?;
+            p.releases.release_if_due(
+                self.engine.as_mut(),
+                self.docs.view(),
+                self.corpus.vocab().len(),
+            )?;
             self.phases.releases += t.elapsed().as_secs_f64();
         }
         Ok(())
