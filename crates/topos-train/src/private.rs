@@ -19,7 +19,9 @@
 //!    that cost 0.31 nats/token of held-out likelihood without noise, BENCHMARKS.md.)
 //! 2. **Releases.** The true B is never read by the sampler. It is **released** R times
 //!    (`--releases`, [`PrivateOptions::releases`]) as B̃ = max(0, B + Z), Z i.i.d. discrete
-//!    Laplace of scale b on **all** V × K cells ([`topos_privacy::DiscreteLaplace`], exact
+//!    Laplace of scale b on **all** V × K cells, or, with the word release (the default,
+//!    [`WordRelease`]), first on the V word counts and then on the rows of the vocabulary it
+//!    chose ([`topos_privacy::DiscreteLaplace`], exact
 //!    sampler, ChaCha20 keyed from the OS), with topic totals n_k = Σ_v B̃_vk derived from B̃
 //!    (never the true totals). R − 1 releases happen before iterations spread evenly over the
 //!    T iterations ([`PrivateOptions::release_before`]; the first before iteration 1, of the
@@ -76,9 +78,10 @@
 //!   the training log-likelihood (a function of the true assignments) is not computed at all.
 //!   The `.doctopics` side file and checkpoints hold true per-document state and are never
 //!   written for a private run.
-//! * Noise is dense: every one of the V × K cells gets noise at each release (O(V·K) time and
-//!   memory per release, not O(non-zeros)), and at small ε the clamped noise dominates the
-//!   counts (mean of max(0, Z) ≈ b/2 per cell).
+//! * Noise is dense: every released cell gets noise (all V × K without the word release; the
+//!   V word counts, then |H| × K cells, with it), O(cells) time and memory per release, not
+//!   O(non-zeros); at small ε the clamped noise dominates the counts (mean of max(0, Z) ≈ b/2
+//!   per cell).
 
 use crate::counts::WordTopics;
 use topos_corpus::{Docs, OwnedDocs};
@@ -91,7 +94,11 @@ use topos_privacy::{Composition, DiscreteLaplace, Epsilon, Guarantee, NoiseSourc
 /// every ε ≤ 100 two releases gave the best held-out likelihood (by 0.03–0.13 nats over three,
 /// and more over five or more), because the noise of the final release, not how long the
 /// sampler learned, decides utility there; more releases paid off only from ε ≈ 1,000, where
-/// the noise is below one count per cell.
+/// the noise is below one count per cell. Measured before the word release and whole-document
+/// sampling (issue 25); with them, two releases are the word release and the model, so the
+/// sampler reads only a random split of the noisy word counts, and two still win: ε = 10 gives
+/// −9.048 with R = 2, −9.108 with 3, −9.209 with 5; ε = 1 −9.730 and −9.872 with 2 and 3
+/// (`bench/dp_utility.sh`, 2026-11-26).
 pub const DEFAULT_RELEASES: u32 = 2;
 
 /// δ of a private run when `--delta` is not given: 10⁻⁶, well below 1/D for corpora of up to
