@@ -196,6 +196,37 @@ fn update_continues_a_model_on_new_documents_and_words() {
         ],
         "none.tcorp",
     );
+    // An update that fails once its corpus is written (here: fixed counts are refused on a
+    // GPU) replaces neither file: the earlier update's corpus keeps its bytes, a new output's
+    // corpus never appears, and no temporary is left.
+    let union_before = std::fs::read(&union).unwrap();
+    let model_before = std::fs::read(&updated_path).unwrap();
+    for out in [updated_path.clone(), dir.path().join("failed.tmod")] {
+        fails(
+            &[
+                "update",
+                s(&old_path),
+                s(&new_corpus),
+                "-o",
+                s(&out),
+                "--device",
+                "cuda",
+                "--quiet",
+            ],
+            "cpu only",
+        );
+    }
+    assert_eq!(std::fs::read(&union).unwrap(), union_before);
+    assert_eq!(std::fs::read(&updated_path).unwrap(), model_before);
+    assert!(!dir.path().join("failed.tcorp").exists());
+    assert!(!dir.path().join("failed.tmod").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "temporaries left: {leftovers:?}");
     // Reproducible: the same update twice gives the same bytes, on any thread count.
     let again = dir.path().join("again.tmod");
     std::fs::remove_file(topos_model::doc_topics_path(&updated_path)).unwrap();

@@ -231,6 +231,16 @@ impl Corpus {
         Ok(())
     }
 
+    /// Writes the corpus complete and synced under a temporary name beside `path`, to be renamed
+    /// into place with [`topos_io::Staged::persist`] once the work that needs it has succeeded
+    /// (dropped unpersisted, the temporary is deleted): a command whose outputs are a corpus and
+    /// a model replaces both or neither.
+    pub fn stage(&self, path: &Path) -> Result<topos_io::Staged, CorpusError> {
+        let (staged, sum) = self.writer().stage(path)?;
+        let _ = self.checksum.set(sum);
+        Ok(staged)
+    }
+
     fn writer(&self) -> CorpusWriter {
         let (train, heldout) = (self.train(), self.heldout());
         let mut w = CorpusWriter::new(
@@ -717,14 +727,24 @@ impl CorpusWriter {
 
     /// Writes the file atomically and returns its payload checksum.
     pub fn write(self, path: &Path) -> Result<u64, CorpusError> {
+        let (staged, sum) = self.stage(path)?;
+        staged.persist()?;
+        Ok(sum)
+    }
+
+    /// The file complete under its temporary name, and its checksum (see [`Corpus::stage`]).
+    pub fn stage(self, path: &Path) -> Result<(topos_io::Staged, u64), CorpusError> {
         let version = self.version();
         let payload = self.finish();
         let header = topos_io::header(&KIND, version, &payload);
         let mut f = topos_io::AtomicFile::create(path)?;
         f.write_all(&header)?;
         f.write_all(&payload)?;
-        f.commit()?;
-        Ok(u64::from_le_bytes(header[24..32].try_into().unwrap()))
+        let staged = f.stage()?;
+        Ok((
+            staged,
+            u64::from_le_bytes(header[24..32].try_into().unwrap()),
+        ))
     }
 }
 

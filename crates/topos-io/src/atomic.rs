@@ -152,6 +152,12 @@ impl Staged {
         &self.path
     }
 
+    /// Where the complete file lies until it is persisted (readable, e.g. memory-mapped, by
+    /// work that must succeed before the file may take its real name).
+    pub fn temp_path(&self) -> &Path {
+        self.tmp.path()
+    }
+
     /// Renames the file into place.
     pub fn persist(self) -> Result<(), FormatError> {
         self.tmp

@@ -114,19 +114,23 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     let mut config = targs.config()?;
     // The model's priors, learned or not, are where the update starts.
     config.hyper = model.hyper.clone();
-    // The corpus of the updated model (new documents, union vocabulary), written first so that
-    // the model records its checksum and `eval`/`similar` find it beside the model; whole or not
-    // at all (temporary name, renamed).
-    input
+    // The corpus of the updated model (new documents, union vocabulary): the model records its
+    // checksum, and `eval`/`similar` find it beside the model. Staged (complete under a
+    // temporary name) and trained from there, it takes its real name only after the model is
+    // written: an update that fails or is interrupted replaces neither file.
+    let staged = input
         .corpus
-        .write(&union_path)
+        .stage(&union_path)
         .with_context(|| format!("cannot write the updated corpus {}", union_path.display()))?;
-    let corpus = topos_corpus::Corpus::open(&union_path)?;
+    let corpus = topos_corpus::Corpus::open(staged.temp_path())?;
     config.corpus = CorpusSource::Loaded {
         corpus: Arc::new(corpus),
         path: Some(union_path.clone()),
     };
     config.fixed_counts = Some(Arc::new(input.fixed_counts));
     let summary = train::train_config(config, ui)?;
+    staged
+        .persist()
+        .with_context(|| format!("cannot write the updated corpus {}", union_path.display()))?;
     ui.result(&summary, || train::print_summary(&summary))
 }
