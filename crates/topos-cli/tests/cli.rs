@@ -536,3 +536,65 @@ fn the_memory_estimate_bounds_the_measured_peak_of_cpu_runs() {
         }
     }
 }
+
+/// `--algo auto` picks by the documented rule (`topos_train::sampler::auto_sampler`), says why
+/// on stderr, and records the sampler it chose.
+#[test]
+fn algo_auto_chooses_by_device_topics_and_document_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("short.tcorp");
+    ok(&[
+        "synth",
+        "-o",
+        s(&c),
+        "--docs",
+        "300",
+        "--vocab",
+        "400",
+        "--topics",
+        "5",
+        "--doc-len",
+        "8",
+        "--holdout",
+        "0.1",
+        "-q",
+    ]);
+    let out = dir.path().join("m.tmod");
+    for (k, extra, want) in [
+        ("20", &[][..], "cgs"),
+        ("1000", &["--device", "cpu"][..], "fcgs"),
+        (
+            "20",
+            &["--private", "--epsilon", "1", "--max-doc-tokens", "20"][..],
+            "esca",
+        ),
+    ] {
+        let mut args = vec![
+            "train",
+            s(&c),
+            "-k",
+            k,
+            "--iters",
+            "2",
+            "--algo",
+            "auto",
+            "-o",
+            s(&out),
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let run = topos(&args);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(v["algorithm"], want, "K = {k} {extra:?}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            err.contains(&format!("--algo auto: {want} (")),
+            "the choice and its reason on stderr: {err}"
+        );
+    }
+}

@@ -161,7 +161,7 @@ pub fn algo_help() -> String {
         .map(|s| format!("{}: {}", s.name(), s.summary()))
         .collect();
     format!(
-        "Sampler (see `topos algos`). {}. Default: {}; a --private run: {}",
+        "Sampler (see `topos algos`). {}; auto: chosen by device, K and document length, and the reason printed. Default: {}; a --private run: {}",
         names.join("; "),
         topos_train::sampler::default_sampler().name(),
         topos_train::sampler::default_private_sampler().name()
@@ -169,7 +169,9 @@ pub fn algo_help() -> String {
 }
 
 pub fn algo_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(topos_train::sampler::sampler_names())
+    let mut names = topos_train::sampler::sampler_names();
+    names.push("auto");
+    clap::builder::PossibleValuesParser::new(names)
 }
 
 fn transport_names() -> clap::builder::PossibleValuesParser {
@@ -197,10 +199,30 @@ impl Args {
     /// The sampler asked for: `--algo`, else the registry's default for a private run (the
     /// first that supports it) or an ordinary one.
     pub fn sampler(&self) -> Result<&'static dyn topos_train::Sampler> {
-        Ok(match &self.algo {
-            Some(a) => topos_train::sampler_named(a)?,
-            None if self.private => topos_train::sampler::default_private_sampler(),
-            None => topos_train::sampler::default_sampler(),
+        Ok(self.sampler_choice()?.0)
+    }
+
+    /// [`Args::sampler`], and for `--algo auto` why it chose it ([`topos_train::sampler::auto_sampler`],
+    /// from the device asked for, K and the corpus's mean document length).
+    pub fn sampler_choice(
+        &self,
+    ) -> Result<(&'static dyn topos_train::Sampler, Option<&'static str>)> {
+        Ok(match self.algo.as_deref() {
+            Some("auto") => {
+                let corpus = topos_corpus::Corpus::open(&self.corpus)?;
+                let train = corpus.train();
+                let mean = train.num_tokens() as f64 / (train.len().max(1) as f64);
+                let c = topos_train::sampler::auto_sampler(
+                    self.private,
+                    self.device,
+                    self.topics,
+                    mean,
+                );
+                (c.sampler, Some(c.reason))
+            }
+            Some(a) => (topos_train::sampler_named(a)?, None),
+            None if self.private => (topos_train::sampler::default_private_sampler(), None),
+            None => (topos_train::sampler::default_sampler(), None),
         })
     }
 
@@ -389,7 +411,11 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
 
 /// Runs the training `args` ask for; shared with `demo`.
 pub fn train(args: &Args, ui: Ui) -> Result<Summary> {
-    train_config(args.config()?, ui)
+    let config = args.config()?;
+    if let (_, Some(reason)) = args.sampler_choice()? {
+        ui.info(format!("--algo auto: {} ({reason})", config.sampler.name()));
+    }
+    train_config(config, ui)
 }
 
 /// Runs `config` with the terminal's observer; shared with `update`.
