@@ -441,12 +441,23 @@ __device__ __forceinline__ void row_fetch_n(RowEntry (&e)[R], const RowEntry* __
     }
 }
 
+// Topic `skip`'s entry in this lane's slots, found while the row is filled: its count (0 when
+// this lane does not hold it), the lane's running sum before it and its span (the same floats
+// row_find_n reads back from the sums afterwards).
+struct RowHit {
+    u32 count;
+    float before;
+    float span;
+};
+
 // Fills the register row from its fetched entries (nnz <= 32·R) and returns this lane's sum of
 // weights, taken in slot order. Every one of the R slots is computed, empty or not (a uniform
 // branch per slot serialized the slots' shared-memory loads: 8% slower at K = 1,000 and 10,000
-// on an H100).
+// on an H100). With `skip` a topic (fcgs: the token's old topic), `hit` gets its entry on the way
+// (NO_TOPIC matches nothing, and esca's kernel passes it as a constant, so the compare folds).
 template <int R, int N>
-__device__ __forceinline__ float row_fill_n(RowRegs& row, const RowEntry (&e)[N], const float* pstar) {
+__device__ __forceinline__ float row_fill_n(RowRegs& row, const RowEntry (&e)[N], const float* pstar,
+                                            u32 skip, RowHit& hit) {
     static_assert(R <= N, "a fill reads at most the fetched slots");
     u32 t[R], c[R];
 #pragma unroll
@@ -457,25 +468,32 @@ __device__ __forceinline__ float row_fill_n(RowRegs& row, const RowEntry (&e)[N]
     float acc = 0.0f;
 #pragma unroll
     for (int r = 0; r < R; r++) {
+        float before = acc;
         acc += c[r] ? (float)c[r] * pstar[t[r]] : 0.0f;
         row.cum[r] = acc;
         if ((r & 1) == 0) row.tp[r >> 1] = t[r];
         else row.tp[r >> 1] |= t[r] << 16;
+        if (c[r] && t[r] == skip) {
+            hit.count = c[r];
+            hit.before = before;
+            hit.span = acc - before;
+        }
     }
     return acc;
 }
 
 template <int R>
 __device__ __forceinline__ float row_load_n(RowRegs& row, const RowEntry* __restrict__ entries, u32 nnz,
-                                            const float* pstar) {
+                                            const float* pstar, u32 skip, RowHit& hit) {
     RowEntry e[R];
     row_fetch_n<R>(e, entries, nnz);
-    return row_fill_n<R, R>(row, e, pstar);
+    return row_fill_n<R, R>(row, e, pstar, skip, hit);
 }
 
 // Loads the row of row.nnz entries (at most 32·ROW_REGS) at the width it needs.
-__device__ __forceinline__ float row_load(RowRegs& row, const RowEntry* __restrict__ entries, const float* pstar) {
-    return ROW_AT_WIDTH(row.nnz, row_load_n, row, entries, row.nnz, pstar);
+__device__ __forceinline__ float row_load(RowRegs& row, const RowEntry* __restrict__ entries, const float* pstar,
+                                          u32 skip, RowHit& hit) {
+    return ROW_AT_WIDTH(row.nnz, row_load_n, row, entries, row.nnz, pstar, skip, hit);
 }
 
 // Topic `skip` in this lane's slots: its count (0 when this lane does not hold it), its weight
@@ -587,6 +605,11 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 // fcgs's p*(k₀) without the token from the tree's leaf (1) or from the counts (0); see below.
 #ifndef CGS_PEX_LEAF
 #define CGS_PEX_LEAF 1
+#endif
+// fcgs's old topic found in its document's row while the row is filled (1), or by a search of
+// the filled row (0); rows reused by a later token of the same document are searched either way.
+#ifndef FCGS_FILL_FIND
+#define FCGS_FILL_FIND 1
 #endif
 // Groups of 32 leaves whose loads a warp keeps in flight when it fills the tree (the engine
 // sets 8 above K = 2,048: +1% at K = 10,000; 4 below, where 8 cost 1%).
@@ -722,6 +745,12 @@ __device__ __forceinline__ void sample_body(
                 u32 src = __shfl_sync(FULL, my_src, j);
                 u32 r0 = __shfl_sync(FULL, r.x, j);
                 u32 r1 = __shfl_sync(FULL, r.y, j);
+                // fcgs: the token's old topic, looked up in its document's row while the row is
+                // filled (FCGS_FILL_FIND), else searched for afterwards.
+                u32 k0_tok = EXCLUDE ? __shfl_sync(FULL, my_k0, j) : NO_TOPIC;
+                u32 skip_fill = (EXCLUDE && FCGS_FILL_FIND) ? k0_tok : NO_TOPIC;
+                RowHit hit = {0u, 0.0f, 0.0f};
+                bool fresh = false;
                 if (d != cached_doc) {
                     cached_doc = d;
                     ra = __shfl_sync(FULL, my_ra, j);
@@ -730,11 +759,12 @@ __device__ __forceinline__ void sample_body(
                     in_regs = rnnz <= 32 * ROW_REGS;
                     if (in_regs) {
                         if (pre_j == j) {
-                            lane_sum = row_class(rnnz) == 0 ? row_fill_n<ROW_HALF>(row, pre, pstar)
-                                                            : row_fill_n<ROW_PRE>(row, pre, pstar);
+                            lane_sum = row_class(rnnz) == 0 ? row_fill_n<ROW_HALF>(row, pre, pstar, skip_fill, hit)
+                                                            : row_fill_n<ROW_PRE>(row, pre, pstar, skip_fill, hit);
                         } else {
-                            lane_sum = row_load(row, rows + ra, pstar);
+                            lane_sum = row_load(row, rows + ra, pstar, skip_fill, hit);
                         }
+                        fresh = true;
                         scan = warp_inclusive_scan(lane_sum);
                         s = __shfl_sync(FULL, scan, 31);
                     } else {
@@ -776,7 +806,7 @@ __device__ __forceinline__ void sample_body(
                     }
                 } else {
                     // The token's own assignment and its counts.
-                    u32 k0 = __shfl_sync(FULL, my_k0, j);
+                    u32 k0 = k0_tok;
                     float pstar_ex = __shfl_sync(FULL, my_pex, j);
                     float p0 = pstar[k0];
                     float a0 = 0.0f, s_ex, sum_ex = 0.0f, scan_ex = 0.0f;
@@ -788,7 +818,14 @@ __device__ __forceinline__ void sample_body(
                     float gap_lo = 0.0f, gap_w = 0.0f;
                     if (in_regs) {
                         float before, span;
-                        u32 c0 = row_find(row, k0, pstar, w0, slot0, before, span);
+                        u32 c0;
+                        if (CGS_GAP && FCGS_FILL_FIND && fresh) {
+                            c0 = hit.count;
+                            before = hit.before;
+                            span = hit.span;
+                        } else {
+                            c0 = row_find(row, k0, pstar, w0, slot0, before, span);
+                        }
                         u32 holder = __ballot_sync(FULL, c0 != 0);
                         if (CGS_GAP) {
                             if (holder) {
