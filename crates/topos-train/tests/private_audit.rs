@@ -6,8 +6,8 @@
 //! bound on ε ([`topos_privacy::audit`]: fixed integer bins plus two tails, Hoeffding and a union
 //! bound over the bins) checked against the ε the run claims for what that statistic reads.
 //!
-//! Each audit's false-alarm rate is α = 1e-6; the test makes 8 of them, so a private mechanism
-//! fails this test with probability at most 8e-6 (fixed seeds: the outcome is the same on every
+//! Each audit's false-alarm rate is α = 1e-6; 6 of them must pass, so a private mechanism
+//! fails this test with probability at most 6e-6 (fixed seeds: the outcome is the same on every
 //! machine). The added document d* is chosen to move the audited statistic as much as the cap
 //! allows: L tokens of a word no other document holds (the word release's cell of that word),
 //! L tokens of a frequent word (the model's row of it, a row of H), and a long document of 8·L
@@ -126,7 +126,7 @@ fn counted(docs: &OwnedDocs, word: u32) -> i64 {
 
 /// Audits one statistic of the outputs at the claimed ε. The statistic x is binned by
 /// ⌊(x − centre)/w⌋ with w = ⌈b/2⌉ (a function of the output, so as private as x) over
-/// −8..=8 + ⌈L/w⌉, everything beyond in the two tails: bins fixed before sampling.
+/// −8..=9 + ⌊L/w⌋, everything beyond in the two tails: bins fixed before sampling.
 fn audit(
     claim: f64,
     centre: i64,
