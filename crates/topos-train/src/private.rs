@@ -573,6 +573,41 @@ impl Releases {
     }
 }
 
+/// One whole private training run in memory, driven as [`crate::Run`] drives one on the CPU:
+/// ESCA on one thread, its sampler keyed with 64 bits drawn from `source` (a real run draws
+/// them from the OS and never records them), the releases calibrated and noised from the same
+/// `source`, and a release whenever the schedule asks ([`Releases::release_if_due`] after the
+/// start and after every iteration; the last is the model). Returns the releases:
+/// [`Releases::latest`] is the model, [`Releases::words`] the word release.
+///
+/// For audits that run many private trainings on tiny neighbouring corpora
+/// (`tests/private_audit.rs`): it is the mechanism of `train --private` without the corpus file,
+/// the ledger and the model file that [`crate::Run`] adds around it.
+pub fn train_in_memory(
+    docs: std::sync::Arc<OwnedDocs>,
+    num_words: usize,
+    hyper: topos_model::Hyperparameters,
+    options: PrivateOptions,
+    mut source: NoiseSource,
+) -> Result<Releases, crate::TrainError> {
+    let seed = source.next_u64();
+    let mut releases = Releases::new(options, source)?;
+    let opts = crate::TrainOptions {
+        sampler: &crate::samplers::esca::Esca,
+        hyper,
+        seed,
+        threads: 1,
+        partitions: None,
+    };
+    let mut engine = crate::Trainer::new(crate::TrainDocs::Owned(docs.clone()), num_words, opts)?;
+    releases.release_if_due(&mut engine, docs.view(), num_words)?;
+    for _ in 0..options.iterations {
+        engine.step();
+        releases.release_if_due(&mut engine, docs.view(), num_words)?;
+    }
+    Ok(releases)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,9 @@
 //!   count queries with discrete Laplace noise, charging E to the ledger in the same step as the
 //!   answer is drawn (refused, with nothing charged or released, when it would exceed the total
 //!   or when the noise cannot be calibrated);
-//! * `allocate budget.toml` prints the optimal split of an ε across sub-queries (MDMM).
+//! * `allocate budget.toml` prints the optimal split of an ε across sub-queries (MDMM);
+//! * `plan CORPUS -k K --epsilon E --max-doc-tokens L` prints the settings and noise a
+//!   `train --private` run would use, and what they imply for this corpus (spending nothing).
 
 use crate::ui::Ui;
 use anyhow::{Context, Result};
@@ -35,6 +37,36 @@ pub enum Sub {
     Query(QueryArgs),
     /// Optimal split of ε across sub-queries, with constraints (MDMM), from a budget.toml.
     Allocate(AllocateArgs),
+    /// The settings and noise `train --private` would use, and what they imply for this corpus
+    /// (the vocabulary the word release is expected to keep); spends no budget.
+    Plan(PlanArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PlanArgs {
+    /// Corpus file.
+    pub corpus: PathBuf,
+    /// Number of topics K.
+    #[arg(short = 'k', long = "topics", default_value_t = 100)]
+    pub topics: u32,
+    /// Training iterations T (as `train --iters`).
+    #[arg(long, default_value_t = 200)]
+    pub iters: u32,
+    /// Total ε of the run.
+    #[arg(long, allow_negative_numbers = true)]
+    pub epsilon: f64,
+    /// δ the Rényi accountant may use (as `train --delta`; default 1e-6, 0 for pure ε).
+    #[arg(long, allow_negative_numbers = true)]
+    pub delta: Option<f64>,
+    /// Per-document token cap L (as `train --max-doc-tokens`).
+    #[arg(long)]
+    pub max_doc_tokens: u32,
+    /// Noisy releases R, the model included (as `train --releases`; default 2).
+    #[arg(long)]
+    pub releases: Option<u32>,
+    /// Plan a run without the word release (as `train --no-word-release`).
+    #[arg(long)]
+    pub no_word_release: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -90,6 +122,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         Sub::Ledger(a) => ledger(a, ui),
         Sub::Query(a) => query(a, ui),
         Sub::Allocate(a) => allocate(a, ui),
+        Sub::Plan(a) => plan(a, ui),
     }
 }
 
@@ -374,4 +407,190 @@ fn print_allocation(a: &Allocation, show: usize) {
         a.seconds * 1e3,
         a.max_violation
     );
+}
+
+/// What `privacy plan` prints: the run's settings and noise (public: functions of the flags
+/// only), and what they imply for this corpus (computed from its exact counts: advice for the
+/// data holder, not covered by any guarantee).
+#[derive(Serialize)]
+struct Plan {
+    corpus: String,
+    topics: u32,
+    iterations: u32,
+    epsilon: f64,
+    delta: f64,
+    max_doc_tokens: u32,
+    releases: u32,
+    word_release: bool,
+    /// The noise scale b of every release (after the exact sampler's rounding).
+    noise_scale: f64,
+    /// ε each release spends on its own (L/b).
+    epsilon_per_release: f64,
+    /// "basic" (pure ε) or "renyi".
+    accountant: String,
+    renyi_order: Option<f64>,
+    /// The guarantee the model would record.
+    guarantee: Guarantee,
+    /// The word release's threshold K·b on a word's noisy count (`null` without it).
+    vocabulary_threshold: Option<f64>,
+    /// Computed from the corpus's exact counts.
+    non_private: CorpusAdvice,
+    /// Why no held-out likelihood is predicted.
+    utility: &'static str,
+}
+
+#[derive(Serialize)]
+struct CorpusAdvice {
+    documents: u64,
+    tokens: u64,
+    /// Tokens the releases count (Σ_d min(|d|, L)).
+    counted_tokens: u64,
+    /// Distinct words with at least one counted token.
+    words_counted: u64,
+    /// Expected |H|: Σ_w P(u_w + Z ≥ K·b), Z discrete Laplace of scale b (`null` without the
+    /// word release).
+    expected_vocabulary: Option<f64>,
+    /// Expected share of the counted tokens whose word is in H.
+    expected_counted_share_in_vocabulary: Option<f64>,
+    /// Mean counted tokens per cell (word, topic) of the words expected in H, against b.
+    mean_count_per_vocabulary_cell: Option<f64>,
+}
+
+const NO_UTILITY_PREDICTION: &str = "no held-out likelihood is predicted: it has been measured on 20 Newsgroups only (BENCHMARKS.md, \"Utility of differentially private training\"), too few corpora to fit a prediction; the figures above are what can be computed";
+
+/// P(u + Z ≥ t) for Z discrete Laplace of scale b (P(Z = z) ∝ e^{−|z|/b}).
+fn passes(u: u64, t: f64, b: f64) -> f64 {
+    let p = (-1.0 / b).exp();
+    let m = (t - u as f64).ceil();
+    if m >= 1.0 {
+        p.powf(m) / (1.0 + p)
+    } else {
+        1.0 - p.powf(1.0 - m) / (1.0 + p)
+    }
+}
+
+fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
+    let epsilon = epsilon(a.epsilon, "--epsilon")?;
+    if a.max_doc_tokens == 0 {
+        anyhow::bail!("--max-doc-tokens must be at least 1, got 0");
+    }
+    if a.topics < 2 {
+        anyhow::bail!("-k must be at least 2, got {}", a.topics);
+    }
+    let options = topos_train::PrivateOptions {
+        epsilon,
+        delta: a.delta.unwrap_or(topos_train::private::DEFAULT_DELTA),
+        max_doc_tokens: a.max_doc_tokens,
+        iterations: a.iters,
+        releases: a
+            .releases
+            .unwrap_or(topos_train::private::DEFAULT_RELEASES.min(a.iters.saturating_add(1))),
+        word_release: !a.no_word_release && a.iters > 0,
+    };
+    // Calibrated exactly as a run is; this draws no noise (the source is never read).
+    let releases = topos_train::Releases::new(options, NoiseSource::insecure_seeded(0))?;
+    let b = releases.scale();
+    let corpus = open_corpus(&a.corpus)?;
+    let docs = corpus.train();
+    let mut u = vec![0u64; corpus.vocab().len()];
+    let mut counted_tokens = 0u64;
+    for d in docs.iter() {
+        for (i, &w) in d.iter().enumerate() {
+            if topos_train::private::counted(i, d.len(), a.max_doc_tokens) {
+                u[w as usize] += 1;
+                counted_tokens += 1;
+            }
+        }
+    }
+    let threshold = options.word_release.then(|| f64::from(a.topics) * b);
+    let (expected_vocabulary, share, per_cell) = match threshold {
+        None => (None, None, None),
+        Some(t) => {
+            let (mut h, mut mass) = (0.0, 0.0);
+            for &c in &u {
+                let p = passes(c, t, b);
+                h += p;
+                mass += p * c as f64;
+            }
+            let share = (counted_tokens > 0).then(|| mass / counted_tokens as f64);
+            let per_cell = (h > 0.0).then(|| mass / (h * f64::from(a.topics)));
+            (Some(h), share, per_cell)
+        }
+    };
+    let calibration = releases.calibration();
+    let (accountant, renyi_order) = match calibration.chosen {
+        topos_privacy::rdp::Chosen::Basic => ("basic".to_string(), None),
+        topos_privacy::rdp::Chosen::Renyi { order } => ("renyi".to_string(), Some(order)),
+    };
+    let out = Plan {
+        corpus: a.corpus.display().to_string(),
+        topics: a.topics,
+        iterations: a.iters,
+        epsilon: epsilon.get(),
+        delta: options.delta,
+        max_doc_tokens: a.max_doc_tokens,
+        releases: options.releases,
+        word_release: options.word_release,
+        noise_scale: b,
+        epsilon_per_release: f64::from(a.max_doc_tokens) / b,
+        accountant,
+        renyi_order,
+        guarantee: releases.guarantee(),
+        vocabulary_threshold: threshold,
+        non_private: CorpusAdvice {
+            documents: docs.len() as u64,
+            tokens: docs.num_tokens(),
+            counted_tokens,
+            words_counted: u.iter().filter(|&&c| c > 0).count() as u64,
+            expected_vocabulary,
+            expected_counted_share_in_vocabulary: share,
+            mean_count_per_vocabulary_cell: per_cell,
+        },
+        utility: NO_UTILITY_PREDICTION,
+    };
+    ui.result(&out, || {
+        println!(
+            "settings: K = {}, T = {}, L = {} tokens per document, R = {} releases{}",
+            out.topics,
+            out.iterations,
+            out.max_doc_tokens,
+            out.releases,
+            if out.word_release {
+                " (the first of the word counts)"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "noise: discrete Laplace of scale b = {:.3} per count in every release (ε = {:.4} each, {} accountant)",
+            out.noise_scale, out.epsilon_per_release, out.accountant
+        );
+        println!("{}", out.guarantee);
+        if let Some(t) = out.vocabulary_threshold {
+            println!("vocabulary: the words whose noisy count is at least K·b = {t:.1}");
+        }
+        let n = &out.non_private;
+        println!("from this corpus's exact counts (advice for the data holder, not private: sharing these figures is not covered by the guarantee):");
+        println!(
+            "  {} documents, {} tokens, {} counted by the releases ({:.1}%), {} distinct words counted",
+            n.documents,
+            n.tokens,
+            n.counted_tokens,
+            100.0 * n.counted_tokens as f64 / (n.tokens.max(1) as f64),
+            n.words_counted
+        );
+        if let Some(h) = n.expected_vocabulary {
+            println!(
+                "  expected vocabulary kept by the word release: {h:.0} words, holding {:.1}% of the counted tokens",
+                100.0 * n.expected_counted_share_in_vocabulary.unwrap_or(0.0)
+            );
+        }
+        if let Some(c) = n.mean_count_per_vocabulary_cell {
+            println!(
+                "  mean counted tokens per (word, topic) cell of that vocabulary: {c:.1}, against noise of scale {:.1}",
+                out.noise_scale
+            );
+        }
+        println!("utility: {}", out.utility);
+    })
 }

@@ -1,0 +1,220 @@
+//! A statistical privacy audit of private training end to end (issue 25, part 4): the real
+//! mechanism of `train --private` ([`topos_train::private::train_in_memory`]: ESCA reading whole
+//! documents, at most L counted tokens per document per release, the word release and its
+//! vocabulary H, the model as the last release) run many times on two neighbouring tiny corpora
+//! A and B = A + d*, one statistic of the output histogrammed per corpus, and the empirical lower
+//! bound on ε ([`topos_privacy::audit`]: fixed integer bins plus two tails, Hoeffding and a union
+//! bound over the bins) checked against the ε the run claims for what that statistic reads.
+//!
+//! Each audit's false-alarm rate is α = 1e-6; 6 of them must pass, so a private mechanism
+//! fails this test with probability at most 6e-6 (fixed seeds: the outcome is the same on every
+//! machine). The added document d* is chosen to move the audited statistic as much as the cap
+//! allows: L tokens of a word no other document holds (the word release's cell of that word),
+//! L tokens of a frequent word (the model's row of it, a row of H), and a long document of 8·L
+//! tokens of that word, of which only L are counted. Negative controls that must fail: the same
+//! long document counted uncapped with the noise the capped run uses, and noise at half the
+//! needed scale.
+
+use std::sync::Arc;
+use topos_corpus::OwnedDocs;
+use topos_model::Hyperparameters;
+use topos_privacy::audit::{Audit, AuditReport};
+use topos_privacy::{Epsilon, NoiseSource};
+use topos_train::private::{contribution_counts, train_in_memory, PrivateOptions};
+
+const ALPHA: f64 = 1e-6;
+const SAMPLES: usize = 10_000;
+const K: u32 = 2;
+const V: usize = 5;
+/// The rare word (in no document of A) and the frequent one.
+const RARE: u32 = 0;
+const FREQUENT: u32 = 1;
+/// The cap L.
+const CAP: u32 = 3;
+
+/// A: 40 documents of L = 3 tokens (all counted, under any cap ≥ L) over words 1..4, word 1
+/// twice in each.
+fn base() -> OwnedDocs {
+    let mut a = OwnedDocs::new();
+    for d in 0..40u32 {
+        let doc: Vec<u32> = (0..CAP)
+            .map(|i| if i != 1 { FREQUENT } else { 2 + d % 3 })
+            .collect();
+        a.push(&doc);
+    }
+    a
+}
+
+fn with(a: &OwnedDocs, extra: &[u32]) -> OwnedDocs {
+    let mut b = OwnedDocs::from_parts(a.view().offsets().to_vec(), a.view().tokens().to_vec());
+    b.push(extra);
+    b
+}
+
+/// The settings `train --private` uses by default (the word release and the model, R = 2),
+/// one iteration, pure ε (δ = 0: basic composition, b = R·L/ε).
+fn options(epsilon: f64, cap: u32) -> PrivateOptions {
+    PrivateOptions {
+        epsilon: Epsilon::new(epsilon).unwrap(),
+        delta: 0.0,
+        max_doc_tokens: cap,
+        iterations: 1,
+        releases: 2,
+        word_release: true,
+    }
+}
+
+/// What one run releases about `word`: its noisy word count ũ (release 1) and its row total
+/// in the model divided by S = K (release 2; Σ_k B̃_wk for a word of H).
+fn run(docs: &Arc<OwnedDocs>, opts: PrivateOptions, word: u32, seed: u64) -> (i64, i64) {
+    let hyper = Hyperparameters::new(K, Some(0.5), Some(0.1)).unwrap();
+    let r = train_in_memory(
+        docs.clone(),
+        V,
+        hyper,
+        opts,
+        NoiseSource::insecure_seeded(seed),
+    )
+    .unwrap();
+    let noisy = i64::from(r.words().unwrap().noisy[word as usize]);
+    let (_, counts) = r.latest().unwrap().row(word);
+    let row: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    (noisy, (row as f64 / f64::from(K)).round() as i64)
+}
+
+/// What one run releases about the audited word: (ũ_word, model row total).
+type Released = (i64, i64);
+
+/// `SAMPLES` runs on each corpus.
+type Outputs = (Vec<Released>, Vec<Released>);
+
+fn sample(a: &OwnedDocs, b: &OwnedDocs, opts: PrivateOptions, word: u32, seed: u64) -> Outputs {
+    let (a, b) = (Arc::new(a.clone()), Arc::new(b.clone()));
+    // Run i is seeded from (seed, i) alone, so the outputs do not depend on the threads.
+    let one = |i: usize| {
+        let mut seeds = NoiseSource::insecure_seeded(seed ^ ((i as u64) << 20));
+        let (sa, sb) = (seeds.next_u64(), seeds.next_u64());
+        (run(&a, opts, word, sa), run(&b, opts, word, sb))
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = SAMPLES.div_ceil(threads);
+    let parts: Vec<Vec<(Released, Released)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..SAMPLES)
+            .step_by(chunk)
+            .map(|start| {
+                let one = &one;
+                s.spawn(move || (start..(start + chunk).min(SAMPLES)).map(one).collect())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    parts.into_iter().flatten().unzip()
+}
+
+/// The true counted tokens of `word` in `docs` (the centre of the bins, public here because the
+/// test made the corpus).
+fn counted(docs: &OwnedDocs, word: u32) -> i64 {
+    let z = vec![0u16; docs.view().tokens().len()];
+    let dense = contribution_counts(docs.view(), &z, V, K, CAP);
+    let k = K as usize;
+    i64::from(
+        dense[word as usize * k..(word as usize + 1) * k]
+            .iter()
+            .sum::<u32>(),
+    )
+}
+
+/// Audits one statistic of the outputs at the claimed ε. The statistic x is binned by
+/// ⌊(x − centre)/w⌋ with w = ⌈b/2⌉ (a function of the output, so as private as x) over
+/// −8..=9 + ⌊L/w⌋, everything beyond in the two tails: bins fixed before sampling.
+fn audit(
+    claim: f64,
+    centre: i64,
+    b: f64,
+    pick: impl Fn((i64, i64)) -> i64,
+    out: &Outputs,
+) -> AuditReport {
+    let w = (b / 2.0).ceil() as i64;
+    let audit = Audit {
+        epsilon: claim,
+        samples: SAMPLES,
+        alpha: ALPHA,
+        lo: -8,
+        hi: 8 + i64::from(CAP).div_euclid(w) + 1,
+    };
+    let bin = |o| (pick(o) - centre).div_euclid(w);
+    let a: Vec<i64> = out.0.iter().map(|&o| bin(o)).collect();
+    let b: Vec<i64> = out.1.iter().map(|&o| bin(o)).collect();
+    let r = audit.check(&a, &b);
+    eprintln!(
+        "claim {claim:.4}: empirical lower bound {:.4} ({} bins, t = {:.4}, passed {})",
+        r.epsilon_lower_bound, r.bins, r.slack, r.passed
+    );
+    r
+}
+
+#[test]
+fn private_training_is_private_end_to_end_and_weakened_runs_are_caught() {
+    let eps = 1.0;
+    let opts = options(eps, CAP);
+    // What the run claims: each release L/b (the exact sampler's rounding), ε in all.
+    let a = Arc::new(base());
+    let probe = train_in_memory(
+        a.clone(),
+        V,
+        Hyperparameters::new(K, Some(0.5), Some(0.1)).unwrap(),
+        opts,
+        NoiseSource::insecure_seeded(1),
+    )
+    .unwrap();
+    let (b, spent, total) = (
+        probe.scale(),
+        probe.spent().to_vec(),
+        probe.guarantee().epsilon,
+    );
+    assert_eq!(spent.len(), 2);
+    assert!((b - 2.0 * f64::from(CAP) / eps).abs() < 1e-6, "scale {b}");
+    let (word_release, model) = (spent[0], spent[1]);
+
+    // 1. d* = L tokens of a word no other document holds: the word release's cell of it.
+    let rare = with(&a, &[RARE; CAP as usize]);
+    let out = sample(&a, &rare, opts, RARE, 11);
+    let r = audit(word_release, 0, b, |(u, _)| u, &out);
+    assert!(r.passed, "rare word, word release: {r:?}");
+    // Everything the run released about that word (both releases), against the whole ε.
+    let r = audit(total, 0, 2.0 * b, |(u, m)| u + m, &out);
+    assert!(r.passed, "rare word, whole run: {r:?}");
+
+    // 2. d* = L tokens of a frequent word (in H): the model's row of it.
+    let frequent = with(&a, &[FREQUENT; CAP as usize]);
+    let centre = counted(&a, FREQUENT);
+    let out = sample(&a, &frequent, opts, FREQUENT, 12);
+    let r = audit(model, centre, b, |(_, m)| m, &out);
+    assert!(r.passed, "frequent word, model row: {r:?}");
+    let r = audit(total, 2 * centre, 2.0 * b, |(u, m)| u + m, &out);
+    assert!(r.passed, "frequent word, whole run: {r:?}");
+
+    // 3. A long d*: 8·L tokens of the frequent word, only L of them counted; the sampler reads
+    // all of them.
+    let long = with(&a, &[FREQUENT; 8 * CAP as usize]);
+    assert_eq!(counted(&long, FREQUENT), centre + i64::from(CAP));
+    let out = sample(&a, &long, opts, FREQUENT, 13);
+    let r = audit(word_release, centre, b, |(u, _)| u, &out);
+    assert!(r.passed, "long document, word release: {r:?}");
+    let r = audit(total, 2 * centre, 2.0 * b, |(u, m)| u + m, &out);
+    assert!(r.passed, "long document, whole run: {r:?}");
+
+    // Negative control 1: the long document counted uncapped (a cap of 8·L) with the noise
+    // the capped run uses (ε scaled by 8 keeps b), audited against the capped run's claim.
+    let uncapped = options(8.0 * eps, 8 * CAP);
+    let out = sample(&a, &long, uncapped, FREQUENT, 14);
+    let r = audit(word_release, centre, b, |(u, _)| u, &out);
+    assert!(!r.passed, "uncapped contributions passed: {r:?}");
+
+    // Negative control 2: noise at half the needed scale (a run calibrated to 2ε), audited
+    // against the claim of ε, on the rare word's word release.
+    let weak = options(2.0 * eps, CAP);
+    let out = sample(&a, &rare, weak, RARE, 15);
+    let r = audit(word_release, 0, b, |(u, _)| u, &out);
+    assert!(!r.passed, "noise at half the scale passed: {r:?}");
+}
