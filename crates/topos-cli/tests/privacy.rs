@@ -413,3 +413,61 @@ fn quiet_still_prints_privacy_results() {
     let a = ok(&["privacy", "allocate", s(&budget), "-q"]);
     assert!(a.contains("split of ε = 1"), "{a}");
 }
+
+/// `privacy plan` says what `train --private` would do (its calibration, from the flags alone)
+/// and what that means for this corpus, and spends nothing: no ledger is written.
+#[test]
+fn plan_reports_the_runs_calibration_and_spends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path(), "plan", 400);
+    let v = json(&[
+        "privacy",
+        "plan",
+        s(&c),
+        "-k",
+        "5",
+        "--epsilon",
+        "1",
+        "--max-doc-tokens",
+        "50",
+        "-q",
+    ]);
+    // Two releases (the word counts, the model) of sensitivity L = 50 at ε/2 each: b = 100.
+    assert_eq!(v["releases"], 2, "{v}");
+    assert_eq!(v["word_release"], true, "{v}");
+    assert!(
+        (v["epsilon_per_release"].as_f64().unwrap() - 0.5).abs() < 1e-9,
+        "{v}"
+    );
+    let b = v["noise_scale"].as_f64().unwrap();
+    assert!((b - 100.0).abs() < 1e-6, "{v}");
+    assert!(
+        (v["vocabulary_threshold"].as_f64().unwrap() - 5.0 * b).abs() < 1e-6,
+        "{v}"
+    );
+    // The counted tokens are Σ_d min(|d|, L) over the training documents.
+    let corpus = topos_corpus::Corpus::open(&c).unwrap();
+    let counted: u64 = corpus.train().iter().map(|d| d.len().min(50) as u64).sum();
+    let advice = &v["non_private"];
+    assert_eq!(advice["counted_tokens"].as_u64(), Some(counted), "{v}");
+    let kept = advice["expected_vocabulary"].as_f64().unwrap();
+    assert!(
+        kept >= 0.0 && kept <= advice["words_counted"].as_f64().unwrap(),
+        "{v}"
+    );
+    assert!(!ledger_of(&c).exists(), "a plan charged the ledger");
+    fails(
+        &[
+            "privacy",
+            "plan",
+            s(&c),
+            "-k",
+            "5",
+            "--epsilon",
+            "0",
+            "--max-doc-tokens",
+            "50",
+        ],
+        "epsilon",
+    );
+}
