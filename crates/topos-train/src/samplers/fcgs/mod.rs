@@ -26,7 +26,7 @@ impl Sampler for Fcgs {
         "frozen-count collapsed Gibbs: ESCA's draw with each token's own assignment removed (exact conditional, by rejection)"
     }
     fn when_to_use(&self) -> &'static str {
-        "the same model for any threads, partitions and GPU chunking, within 0.01 nats/token of cgs at 200 iterations where esca loses 0.03-0.13; 0.8-0.9x esca's speed on one CPU thread, 0.8x on the GPU (where cgs runs it too)"
+        "the same model for any threads, partitions and GPU chunking, within 0.01 nats/token of cgs at 200 iterations where esca loses 0.03-0.13; 0.8-0.9x esca's speed on one CPU thread, 0.85-0.98x on the GPU over 200 iterations (where cgs runs it too)"
     }
     fn reference(&self) -> &'static str {
         "Griffiths & Steyvers 2004 (the conditional); SaberLDA (Chen et al.) §2.2-2.4, Eq. 1 (the proposal)"
