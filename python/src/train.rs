@@ -134,12 +134,26 @@ pub fn train<'py>(
     optimize_burn_in: u32,
 ) -> PyResult<(PyModel, String, Option<Bound<'py, PyArray2<f64>>>)> {
     // Everything `topos train` refuses before a run starts is refused here, with its words.
+    let device: DeviceChoice = device.parse().map_err(value_error)?;
     let sampler = match algo {
+        // `topos train --algo auto`'s rule (topos_train::sampler::auto_sampler).
+        Some("auto") => {
+            let docs = corpus.corpus.train();
+            let mean = docs.num_tokens() as f64 / docs.len().max(1) as f64;
+            let choice = topos_train::sampler::auto_sampler(false, device, k, mean);
+            if let Some(info) = &info {
+                info.call1((format!(
+                    "algo='auto': {} ({})",
+                    choice.sampler.name(),
+                    choice.reason
+                ),))?;
+            }
+            choice.sampler
+        }
         Some(a) => topos_train::sampler_named(a).map_err(to_py)?,
         None => topos_train::sampler::default_sampler(),
     };
     let hyper = Hyperparameters::new(k, alpha, Some(beta)).map_err(to_py)?;
-    let device: DeviceChoice = device.parse().map_err(value_error)?;
     if partitions == Some(0) {
         return Err(value_error("partitions must be at least 1"));
     }

@@ -348,3 +348,20 @@ def test_knn_equals_the_clis_neighbours(abstracts, tmp_path, topos_bin, metric):
     assert list(i[:, 0]) == list(range(10))
     with pytest.raises(ValueError, match="unknown metric"):
         topos.knn(X, metric="nope")
+
+
+def test_algo_auto_chooses_like_the_cli(demo_corpus):
+    # The rule of `topos train --algo auto`: long documents (the demo abstracts) get cgs at any
+    # K on the CPU; documents under 20 tokens at K >= 1,000 get fcgs. The choice is recorded.
+    for k in (20, 1000):
+        model = topos.train(demo_corpus, k=k, iters=2, algo="auto", device="cpu")
+        assert model.summary["algorithm"] == "cgs"
+    words = ["river", "water", "fish", "boat", "lake", "stock", "market", "price", "trade", "bank"]
+    short = topos.Corpus.from_texts(
+        [" ".join(words[(i + j * 3) % len(words)] for j in range(6)) for i in range(300)],
+        max_df=1.0,
+    )
+    assert short.num_tokens / short.num_docs < 20
+    model = topos.train(short, k=1000, iters=2, algo="auto", device="cpu")
+    assert model.summary["algorithm"] == "fcgs"
+    assert topos.train(short, k=20, iters=2, algo="auto", device="cpu").summary["algorithm"] == "cgs"

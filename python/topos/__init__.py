@@ -367,7 +367,9 @@ def train(
     An exception raised by the callback, or Ctrl-C, stops the run between iterations and is
     raised here; no model is written. ``output`` also keeps the model file (else it lives in a
     temporary directory), ``log`` appends the JSON lines ``--log`` writes, ``verbose`` prints
-    the run's status lines. ``device``: ``auto`` (a GPU when one is usable), ``cpu``, ``cuda``,
+    the run's status lines. ``algo``: a sampler of ``topos algos`` (``cgs`` by default), or
+    ``"auto"`` to choose by device, K and document length as ``topos train --algo auto`` does
+    (``model.summary["algorithm"]`` names the choice). ``device``: ``auto`` (a GPU when one is usable), ``cpu``, ``cuda``,
     ``cuda:N`` or ``cuda:all``. ``optimize_priors=N`` learns an asymmetric α and a symmetric β
     every N iterations after ``optimize_burn_in`` (``topos train --optimize-priors``; CPU only
     for now): the model's ``alpha`` is then one value per topic.
