@@ -368,10 +368,54 @@ pub struct Run {
 /// Whether `device` can honour the run's options beyond its sampler: privacy, learned priors,
 /// fixed counts (what `--device auto` filters on).
 fn can_run_options(device: &dyn Device, config: &RunConfig) -> bool {
-    (config.private.is_none() || device.supports_private())
-        && ((config.optimize_priors.is_none() && config.hyper.alpha.symmetric_value().is_some())
-            || device.learns_priors())
-        && (config.fixed_counts.is_none() || device.takes_fixed_counts())
+    device_refusal(device, config).is_none()
+}
+
+/// Why `device` cannot run `config`'s options, one line naming the devices that can, or `None`.
+/// The one place a run's options meet the devices' capabilities (the `Device` trait's
+/// `supports_private`, `learns_priors`, `takes_fixed_counts`): a device named on the command
+/// line is refused with this line, and `--device auto` passes over the devices it refuses. A new
+/// capability is a method of `Device` and a clause here (CONTRIBUTING.md, "Add a device").
+fn device_refusal(device: &dyn Device, config: &RunConfig) -> Option<String> {
+    let able = |can: fn(&dyn Device) -> bool| -> Vec<&'static str> {
+        crate::device::DEVICES
+            .iter()
+            .filter(|d| can(**d))
+            .map(|d| d.name())
+            .collect()
+    };
+    if config.private.is_some() && !device.supports_private() {
+        let able = able(|d| d.supports_private());
+        return Some(format!(
+            "--private training runs on {} only, not {} (its noise must come from the host's secure generator); use --device {} or auto",
+            able.join(", "),
+            device.name(),
+            able.join(" or --device ")
+        ));
+    }
+    let learned =
+        config.optimize_priors.is_some() || config.hyper.alpha.symmetric_value().is_none();
+    if learned && !device.learns_priors() {
+        let able = able(|d| d.learns_priors());
+        let what = if config.optimize_priors.is_some() {
+            "--optimize-priors"
+        } else {
+            "an asymmetric alpha"
+        };
+        return Some(format!(
+            "{what} runs on {} only for now, not {}; use --device {} or auto",
+            able.join(", "),
+            device.name(),
+            able.join(" or --device ")
+        ));
+    }
+    if config.fixed_counts.is_some() && !device.takes_fixed_counts() {
+        return Some(format!(
+            "updating a model and seed words run on the CPU only for now, not {}; use --device cpu or auto",
+            device.name()
+        ));
+    }
+    None
 }
 
 /// The one α a checkpoint header records for the priors a run starts from: the symmetric value,
@@ -518,23 +562,6 @@ impl Run {
             if config.private.is_some() {
                 return Err(RunError::Invalid("--optimize-priors cannot be used with --private: priors learned from the training counts would be released without noise".into()));
             }
-            let named = match config.device {
-                DeviceChoice::Named { device, .. } | DeviceChoice::Every { device } => Some(device),
-                DeviceChoice::Auto => None,
-            };
-            if let Some(device) = named.filter(|d| !d.learns_priors()) {
-                let able: Vec<&str> = crate::device::DEVICES
-                    .iter()
-                    .filter(|d| d.learns_priors())
-                    .map(|d| d.name())
-                    .collect();
-                return Err(RunError::Invalid(format!(
-                    "--optimize-priors runs on {} only for now, not {}; use --device {} or auto",
-                    able.join(", "),
-                    device.name(),
-                    able.join(" or --device ")
-                )));
-            }
         }
         if let Some(f) = &config.fixed_counts {
             if config.private.is_some() {
@@ -547,16 +574,6 @@ impl Run {
                     f.num_topics,
                     corpus.vocab().len(),
                     h.num_topics
-                )));
-            }
-            let named = match config.device {
-                DeviceChoice::Named { device, .. } | DeviceChoice::Every { device } => Some(device),
-                DeviceChoice::Auto => None,
-            };
-            if let Some(device) = named.filter(|d| !d.takes_fixed_counts()) {
-                return Err(RunError::Invalid(format!(
-                    "updating a model and seed words run on the CPU only for now, not {}; use --device cpu or auto",
-                    device.name()
                 )));
             }
         }
@@ -575,20 +592,11 @@ impl Run {
             if config.doc_topics {
                 return Err(RunError::Invalid("--private cannot write --doc-topics: the training documents' topic counts are private data".into()));
             }
-            if let DeviceChoice::Named { device, .. } = config.device {
-                if !device.supports_private() {
-                    let able: Vec<&str> = crate::device::DEVICES
-                        .iter()
-                        .filter(|d| d.supports_private())
-                        .map(|d| d.name())
-                        .collect();
-                    return Err(RunError::Invalid(format!(
-                        "--private training runs on {} only, not {} (its noise must come from the host's secure generator); use --device {} or auto",
-                        able.join(", "),
-                        device.name(),
-                        able.join(" or --device ")
-                    )));
-                }
+        }
+        // A device named for the run must have what its options need.
+        if let DeviceChoice::Named { device, .. } | DeviceChoice::Every { device } = config.device {
+            if let Some(why) = device_refusal(device, &config) {
+                return Err(RunError::Invalid(why));
             }
         }
         // Calibrate now, so bad settings or an ε the exact sampler cannot represent are refused
