@@ -17,6 +17,8 @@ use topos_train::{
     TrainOptions, Trainer,
 };
 
+mod conditional;
+
 const SAMPLERS: [&dyn Sampler; 2] = [&Esca, &Cgs];
 
 fn spec(seed: u64, docs: usize) -> SyntheticSpec {
@@ -186,15 +188,10 @@ fn the_device_starts_where_the_cpu_does_and_agrees_on_the_likelihood() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_fcgs_draws_each_token_from_the_collapsed_conditional() {
-    let owned: OwnedDocs = [&[0u32, 1, 0][..], &[1, 2], &[2, 0, 1], &[3]]
-        .into_iter()
-        .collect();
+    let corpus_docs: [&[u32]; 4] = [&[0, 1, 0], &[1, 2], &[2, 0, 1], &[3]];
+    let owned: OwnedDocs = corpus_docs.iter().copied().collect();
     let (v, k) = (4usize, 3usize);
-    let words = owned.view().tokens().to_vec();
-    let doc_of: Vec<usize> = (0..4)
-        .flat_map(|d| std::iter::repeat_n(d, owned.view().doc(d).len()))
-        .collect();
-    let n = words.len();
+    let n = owned.view().tokens().len();
     let docs = TrainDocs::from(owned);
     let z_max = |algo: &'static dyn Sampler, alpha: f64, beta: f64, steps: usize| -> f64 {
         let setup = EngineSetup {
@@ -202,53 +199,15 @@ fn gpu_fcgs_draws_each_token_from_the_collapsed_conditional() {
             ..setup(&docs, v, algo, k as u32, DeviceOptions::default())
         };
         let mut e = CudaEngine::open(None, setup).unwrap();
-        let (mut observed, mut mean, mut var) =
-            (vec![0.0f64; n * k], vec![0.0; n * k], vec![0.0; n * k]);
-        // Draws that keep the token's old topic: where ESCA's bias shows.
-        let (mut kept, mut kept_mean, mut kept_var) = (0.0f64, 0.0f64, 0.0f64);
+        let mut tally = conditional::Tally::new(&corpus_docs, v, k);
         let mut z0 = topics(&mut e, n as u64);
         for _ in 0..steps {
             step(&mut e, 1);
             let z1 = topics(&mut e, n as u64);
-            let (mut a, mut b, mut nk) = (vec![[0.0f64; 3]; 4], vec![[0.0f64; 3]; 4], [0.0f64; 3]);
-            for i in 0..n {
-                let z = z0[i] as usize;
-                a[doc_of[i]][z] += 1.0;
-                b[words[i] as usize][z] += 1.0;
-                nk[z] += 1.0;
-            }
-            for i in 0..n {
-                let own = z0[i] as usize;
-                let w: Vec<f64> = (0..k)
-                    .map(|t| {
-                        let o = if t == own { 1.0 } else { 0.0 };
-                        (a[doc_of[i]][t] - o + alpha) * (b[words[i] as usize][t] - o + beta)
-                            / (nk[t] - o + v as f64 * beta)
-                    })
-                    .collect();
-                let total: f64 = w.iter().sum();
-                let p_keep = w[own] / total;
-                kept_mean += p_keep;
-                kept_var += p_keep * (1.0 - p_keep);
-                if z1[i] as usize == own {
-                    kept += 1.0;
-                }
-                for t in 0..k {
-                    let p = w[t] / total;
-                    mean[i * k + t] += p;
-                    var[i * k + t] += p * (1.0 - p);
-                    if z1[i] as usize == t {
-                        observed[i * k + t] += 1.0;
-                    }
-                }
-            }
+            tally.add(&z0, &z1, &[alpha; 3], beta);
             z0 = z1;
         }
-        (0..n * k)
-            // One more unit of variance keeps cells of tiny expectation (a handful of rare draws)
-            // from dividing by almost nothing; it costs the large cells no power.
-            .map(|c| (observed[c] - mean[c]).abs() / (var[c] + 1.0).sqrt())
-            .fold((kept - kept_mean).abs() / (kept_var + 1.0).sqrt(), f64::max)
+        tally.largest_z()
     };
     for (i, (alpha, beta)) in [(0.5, 0.2), (0.001, 0.001)].into_iter().enumerate() {
         for algo in [&Fcgs as &dyn Sampler, &Cgs] {

@@ -6,6 +6,8 @@ use topos_train::samplers::{cgs::Cgs, esca::Esca, fcgs::Fcgs, mh::Mh};
 use topos_train::synthetic::{generate, recovery, SyntheticCorpus, SyntheticSpec, TopicShape};
 use topos_train::{Checkpoint, Start, TrainDocs, TrainOptions, Trainer};
 
+mod conditional;
+
 const ESCA: &dyn Sampler = &Esca;
 const CGS: &dyn Sampler = &Cgs;
 const MH: &dyn Sampler = &Mh;
@@ -138,24 +140,15 @@ fn fcgs_is_bit_identical_for_any_thread_count_and_partitioning() {
 /// priors it must fail.
 #[test]
 fn fcgs_draws_each_token_from_the_collapsed_conditional() {
-    let docs: topos_corpus::OwnedDocs = [&[0u32, 1, 0][..], &[1, 2], &[2, 0, 1], &[3]]
-        .into_iter()
-        .collect();
+    let corpus_docs: [&[u32]; 4] = [&[0, 1, 0], &[1, 2], &[2, 0, 1], &[3]];
+    let docs: topos_corpus::OwnedDocs = corpus_docs.iter().copied().collect();
     let (v, k) = (4usize, 3usize);
-    let words = docs.view().tokens().to_vec();
-    let doc_of: Vec<usize> = (0..4)
-        .flat_map(|d| std::iter::repeat_n(d, docs.view().doc(d).len()))
-        .collect();
-    let n = words.len();
     let settings = [
         (vec![0.3, 0.8, 0.5], 0.2),
         (vec![0.001, 0.001, 0.001], 0.001),
     ];
     let z_max = |algo: &'static dyn Sampler, alpha: &[f64], beta: f64, seeds: u64| -> f64 {
-        let (mut observed, mut mean, mut var) =
-            (vec![0.0f64; n * k], vec![0.0; n * k], vec![0.0; n * k]);
-        // Draws that keep the token's old topic: where ESCA's bias shows.
-        let (mut kept, mut kept_mean, mut kept_var) = (0.0f64, 0.0f64, 0.0f64);
+        let mut tally = conditional::Tally::new(&corpus_docs, v, k);
         for seed in 0..seeds {
             let opts = TrainOptions {
                 seed,
@@ -169,45 +162,9 @@ fn fcgs_draws_each_token_from_the_collapsed_conditional() {
             let mut t = Trainer::new(TrainDocs::from(docs.clone()), v, opts).unwrap();
             let z0 = t.assignments().to_vec();
             t.step();
-            let z1 = t.assignments();
-            let (mut a, mut b, mut nk) = (vec![[0.0f64; 3]; 4], vec![[0.0f64; 3]; 4], [0.0f64; 3]);
-            for i in 0..n {
-                let z = z0[i] as usize;
-                a[doc_of[i]][z] += 1.0;
-                b[words[i] as usize][z] += 1.0;
-                nk[z] += 1.0;
-            }
-            for i in 0..n {
-                let own = z0[i] as usize;
-                let w: Vec<f64> = (0..k)
-                    .map(|t| {
-                        let o = if t == own { 1.0 } else { 0.0 };
-                        (a[doc_of[i]][t] - o + alpha[t]) * (b[words[i] as usize][t] - o + beta)
-                            / (nk[t] - o + v as f64 * beta)
-                    })
-                    .collect();
-                let total: f64 = w.iter().sum();
-                let p_keep = w[own] / total;
-                kept_mean += p_keep;
-                kept_var += p_keep * (1.0 - p_keep);
-                if z1[i] as usize == own {
-                    kept += 1.0;
-                }
-                for t in 0..k {
-                    let p = w[t] / total;
-                    mean[i * k + t] += p;
-                    var[i * k + t] += p * (1.0 - p);
-                    if z1[i] as usize == t {
-                        observed[i * k + t] += 1.0;
-                    }
-                }
-            }
+            tally.add(&z0, t.assignments(), alpha, beta);
         }
-        (0..n * k)
-            // One more unit of variance keeps cells of tiny expectation (a handful of rare draws)
-            // from dividing by almost nothing; it costs the large cells no power.
-            .map(|c| (observed[c] - mean[c]).abs() / (var[c] + 1.0).sqrt())
-            .fold((kept - kept_mean).abs() / (kept_var + 1.0).sqrt(), f64::max)
+        tally.largest_z()
     };
     for (i, (alpha, beta)) in settings.iter().enumerate() {
         let fcgs = z_max(FCGS, alpha, *beta, 6_000);
