@@ -1,9 +1,10 @@
 //! `mh`: the Metropolis–Hastings sampler of mhLDA (thesis chapter 2, §2.2.2–2.2.3, after
 //! LightLDA and WarpLDA): every token alternates a word proposal q_w(k) ∝ B_wk + β and a
-//! document proposal q_d(k) ∝ A_dk + α_k, each accepted with the rate of Eq. (2.2), so a token
-//! costs a few draws and lookups whatever K, against the previous iteration's counts (as
-//! ESCA and the GPU's cgs read them). CPU for now. Each proposal is drawn by a binary search in a
-//! row's prefix sums (O(log) of the row's non-zeros, not of K; alias tables would make it O(1)).
+//! document proposal q_d(k) ∝ A_dk + α_k (Eq. 2.1), each accepted with the rate of Eq. (2.2)
+//! against the previous iteration's counts with the token's own assignment removed (as ESCA and
+//! the GPU's cgs read them). CPU for now. Each proposal is drawn in O(1): the word's from a
+//! per-word alias table built once per iteration, the document's by taking the frozen topic of a
+//! uniformly random token of the document (WarpLDA's trick), each mixed with its prior part.
 
 pub mod cpu;
 
@@ -40,17 +41,22 @@ impl Sampler for Mh {
         false
     }
     fn state(&self) -> &'static str {
-        "the topic of every token (2 B); document-topic rows and their prefix sums rebuilt every iteration"
+        "the topic of every token (2 B); document-topic rows and per-word alias tables rebuilt every iteration"
     }
     fn cpu_memory(&self, shape: &RunShape) -> Vec<(&'static str, u64)> {
         vec![
-            // Per thread: the current word's dense counts and prefix sums.
+            // Per thread: the current word's dense counts, and a copy of the partition's
+            // assignments (the frozen topics the document proposal reads): partitions are
+            // 4 per thread, so a quarter of a thread's share of the tokens at 2 bytes each.
             (
                 "MH per-thread rows",
-                shape.threads.max(1) * shape.topics * 12,
+                shape.threads.max(1) * shape.topics * 4 + shape.tokens / 2,
             ),
-            // Prefix sums of the document-topic rows: at most one per token.
-            ("MH document prefix sums", shape.tokens * 4),
+            // Alias tables of the word-topic rows: 6 bytes per non-zero, at most one per token.
+            (
+                "MH word alias tables",
+                shape.tokens.min(shape.words * shape.topics) * 6,
+            ),
         ]
     }
     fn default_partitions(&self, _tokens: u64, threads: usize) -> usize {
