@@ -13,6 +13,7 @@ $PEERS (default /tmp/peers): run_warplda.py, run_mallet.py, run_tomotopy.py, eac
 and writing checkpoints.tsv (iteration, seconds) and counts-<iteration>.tsv (word, topic, count).
 
 usage: bench/peers.py CORPUS.tcorp --k 100 --iters 200 --every 20 --threads 1 [--systems ...]
+       [--target LL | --target-from SYSTEM:ITER]
 """
 import argparse, json, os, subprocess, sys, time
 
@@ -77,6 +78,8 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--systems", default="topos-esca,topos-cgs,warplda,mallet,tomotopy")
     p.add_argument("--target", type=float, help="held-out LL to reach (default: Mallet's last)")
+    p.add_argument("--target-from", metavar="SYSTEM:ITER",
+                   help="the target is what SYSTEM reaches at iteration ITER (e.g. warplda:100)")
     p.add_argument("--work", default="/tmp/topos-bench")
     p.add_argument("--out", help="append results (TSV) here")
     a = p.parse_args()
@@ -91,6 +94,9 @@ def main():
         curves[s] = topos_curve(a, s.split("-")[1], work) if s.startswith("topos-") else peer_curve(a, s, work, data)
         print(f"# {s}: {len(curves[s])} checkpoints, {time.time() - t0:.0f} s wall", file=sys.stderr)
     target = a.target if a.target is not None else (curves["mallet"][-1][2] if "mallet" in curves else None)
+    if a.target_from:
+        system, at = a.target_from.split(":")
+        target = next(ll for it, secs, ll in curves[system] if it == int(at))
     lines = []
     for s, pts in curves.items():
         for it, secs, ll in pts:

@@ -77,8 +77,8 @@ fn every_samplers_model_is_pinned() {
 const PINNED_ESCA: u64 = 0x5d8b73f283f479db;
 const PINNED_CGS: u64 = 0xe3c590a862301927;
 /// Pinned when `mh` was added (2026-11-25); re-pinned when its proposals became O(1) draws
-/// (alias tables, a random token of the document) on 2026-11-26: the same distributions drawn
-/// from other random numbers.
-const PINNED_MH: u64 = 0xb943df450ffd785a;
+/// (alias tables, a random token of the document) and when its pairs of proposals per token
+/// went from 2 to 4, both on 2026-11-26.
+const PINNED_MH: u64 = 0x06b4c80e21e977d6;
 /// Pinned when `fcgs` was added (2026-11-26).
 const PINNED_FCGS: u64 = 0x27f3ef5617490b83;
