@@ -226,6 +226,105 @@ fn gpu_fcgs_draws_each_token_from_the_collapsed_conditional() {
     }
 }
 
+/// ezlda's GPU kernel (three-branch sampling on fcgs's exact draw), through fcgs's registry entry
+/// with the three-branch kernel spec.
+struct EzldaKernel;
+
+impl Sampler for EzldaKernel {
+    fn name(&self) -> &'static str {
+        "fcgs"
+    }
+    fn summary(&self) -> &'static str {
+        Fcgs.summary()
+    }
+    fn when_to_use(&self) -> &'static str {
+        Fcgs.when_to_use()
+    }
+    fn reference(&self) -> &'static str {
+        Fcgs.reference()
+    }
+    fn exactness(&self) -> topos_train::sampler::Exactness {
+        Fcgs.exactness()
+    }
+    fn determinism(&self) -> topos_train::sampler::Determinism {
+        Fcgs.determinism()
+    }
+    fn supports_private(&self) -> bool {
+        false
+    }
+    fn state(&self) -> &'static str {
+        Fcgs.state()
+    }
+    fn cpu_memory(&self, shape: &topos_train::memory::RunShape) -> Vec<(&'static str, u64)> {
+        Fcgs.cpu_memory(shape)
+    }
+    fn default_partitions(&self, tokens: u64, threads: usize) -> usize {
+        Fcgs.default_partitions(tokens, threads)
+    }
+    fn cpu(&self) -> &'static dyn topos_train::sampler::CpuSampler {
+        Fcgs.cpu()
+    }
+    fn gpu(&self) -> Option<topos_train::sampler::GpuKernelSpec> {
+        Some(topos_train::sampler::GpuKernelSpec {
+            exclude_own_assignment: true,
+            three_branch: true,
+        })
+    }
+}
+
+/// ezlda on the GPU draws each token from the exact collapsed conditional, as fcgs does (the
+/// same Tally and bound as the test above), whether it takes the third branch before reading the
+/// row (skipped), after it, or draws in full. The corpus has a long document whose tokens settle
+/// on one topic, so that the skip is taken often; the test checks that it was, and that tokens
+/// were also drawn in full.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_ezlda_draws_each_token_from_the_collapsed_conditional() {
+    let corpus_docs: [&[u32]; 5] = [
+        &[0, 1, 0],
+        &[1, 2],
+        &[2, 0, 1],
+        &[3],
+        &[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0],
+    ];
+    let owned: OwnedDocs = corpus_docs.iter().copied().collect();
+    let (v, k) = (4usize, 3usize);
+    let n = owned.view().tokens().len();
+    let docs = TrainDocs::from(owned);
+    for (alpha, beta) in [(0.5, 0.2), (0.05, 0.05), (0.001, 0.001)] {
+        let setup = EngineSetup {
+            hyper: Hyperparameters::new(k as u32, Some(alpha), Some(beta)).unwrap(),
+            ..setup(&docs, v, &EzldaKernel, k as u32, DeviceOptions::default())
+        };
+        let mut e = CudaEngine::open(None, setup).unwrap();
+        let mut tally = conditional::Tally::new(&corpus_docs, v, k);
+        let mut z0 = topics(&mut e, n as u64);
+        let (mut skipped, mut in_m) = (0u64, 0u64);
+        let steps = 6_000u64;
+        for _ in 0..steps {
+            step(&mut e, 1);
+            let [s, f] = e.skip_tallies().unwrap().expect("ezlda reports its skips");
+            skipped += s;
+            in_m += f;
+            let z1 = topics(&mut e, n as u64);
+            tally.add(&z0, &z1, &[alpha; 3], beta);
+            z0 = z1;
+        }
+        let z = tally.largest_z();
+        let total = steps * n as u64;
+        eprintln!(
+            "gpu ezlda α {alpha} β {beta}: largest |z| {z:.2}; skipped the row {:.1}%, the final draw {:.1}%",
+            100.0 * skipped as f64 / total as f64,
+            100.0 * in_m as f64 / total as f64
+        );
+        assert!(
+            z < 5.0,
+            "gpu ezlda does not draw the conditional: |z| = {z}"
+        );
+        assert!(skipped > 0 && in_m >= skipped && in_m < total);
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn both_gpu_samplers_recover_known_topics() {

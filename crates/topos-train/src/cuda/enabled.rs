@@ -200,6 +200,7 @@ impl CudaEngine {
             force_streaming: setup.device.force_streaming,
             hybrid_cells: word_topics::cells(&word_tokens, topics, WordTopicFormat::Hybrid),
             format,
+            three_branch: kernel.three_branch,
         })
         .map_err(|e| GpuError::Plan(e.to_string()))?;
         let words = WordTopicLayout::new(&word_tokens, topics, plan.format);
@@ -229,6 +230,7 @@ impl CudaEngine {
         };
         let cfg = EngineConfig {
             exclude_own_assignment: kernel.exclude_own_assignment,
+            three_branch: kernel.three_branch,
             topics,
             words: num_words as u32,
             alpha,
@@ -290,6 +292,12 @@ impl CudaEngine {
     #[doc(hidden)]
     pub fn pdow_arrays(&mut self) -> Result<Option<Vec<engine::PdowArrays>>, GpuError> {
         self.kernels.pdow_arrays()
+    }
+
+    /// ezlda: of the last iteration's tokens, how many skipped their row (the S′ construction)
+    /// and how many skipped the final draw (the first included); `None` for other samplers.
+    pub fn skip_tallies(&self) -> Result<Option<[u64; 2]>, GpuError> {
+        self.kernels.skip_tallies()
     }
 
     /// The device.

@@ -33,6 +33,8 @@ pub struct EngineConfig {
     /// The sampler's kernel (`samplers/NAME/gpu.rs`): collapsed Gibbs against stale counts
     /// (the token's own assignment removed) or ESCA.
     pub exclude_own_assignment: bool,
+    /// ezlda's three-branch sampling on top of the exact draw (`GpuKernelSpec::three_branch`).
+    pub three_branch: bool,
     pub topics: u32,
     pub words: u32,
     pub alpha: f64,
@@ -64,6 +66,8 @@ struct Kernels {
     heldout_foldin: CudaFunction,
     heldout_word_prefix: CudaFunction,
     heldout_foldin_sparse: CudaFunction,
+    word_top2: CudaFunction,
+    word_of_positions: CudaFunction,
 }
 
 /// A chunk's arrays on the device (also a streaming slot, sized for the largest chunk).
@@ -89,6 +93,10 @@ struct HostChunk {
 struct Rows {
     entries: CudaSlice<u32>,
     nnz: CudaSlice<u32>,
+    /// ezlda: each token's word (corpus order) and its C1/C2 pair, as wide as a row entry (one
+    /// element each for the other samplers).
+    word_of: CudaSlice<u32>,
+    pairs: CudaSlice<u32>,
 }
 
 pub use super::plan::wide_rows;
@@ -144,6 +152,10 @@ pub struct Engine {
     inv_f64: CudaSlice<f64>,
     mass: CudaSlice<f64>,
     acc: CudaSlice<u64>,
+    /// ezlda: each word's K1/K2 pair (one element for the other samplers), and the iteration's
+    /// tokens that skipped their row and their final draw.
+    top2: CudaSlice<u32>,
+    skip_stats: CudaSlice<u64>,
     /// Seconds of each step of [`Engine::new`].
     open_seconds: Vec<(&'static str, f64)>,
 }
@@ -280,7 +292,7 @@ fn compile(
     topics: u32,
     sample_threads: u32,
     wide_rows: bool,
-    exclude_own_assignment: bool,
+    (exclude_own_assignment, three_branch): (bool, bool),
 ) -> Result<Kernels, GpuError> {
     let shape = sampler_shape(topics, sample_threads);
     let (major, minor) = ctx
@@ -307,10 +319,10 @@ fn compile(
         count_words: f("count_words")?,
         rebuild: f("rebuild_doc_topics")?,
         // Each sampler's own entry point (kernels.cu, `sample_body<EXCLUDE>`).
-        sample: f(if exclude_own_assignment {
-            "sample_fcgs"
-        } else {
-            "sample_esca"
+        sample: f(match (exclude_own_assignment, three_branch) {
+            (true, true) => "sample_ezlda",
+            (true, false) => "sample_fcgs",
+            (false, _) => "sample_esca",
         })?,
         init: f("init_assignments")?,
         word_mass: f("word_mass")?,
@@ -324,6 +336,8 @@ fn compile(
         heldout_foldin: f("heldout_foldin")?,
         heldout_word_prefix: f("heldout_word_prefix")?,
         heldout_foldin_sparse: f("heldout_foldin_sparse")?,
+        word_top2: f("word_top2")?,
+        word_of_positions: f("word_of_positions")?,
     })
 }
 
@@ -588,7 +602,7 @@ impl Engine {
             cfg.topics,
             sample_threads,
             wide,
-            cfg.exclude_own_assignment,
+            (cfg.exclude_own_assignment, cfg.three_branch),
         )?;
         clock.lap("kernels");
         // Streams are synchronized explicitly with events below (two chunk streams share the
@@ -661,6 +675,11 @@ impl Engine {
             // SAFETY: rows are written by the rebuild before the sampler reads them.
             unsafe {
                 let words = max_tokens * if wide { 2 } else { 1 };
+                let (of, pairs) = if cfg.three_branch {
+                    (max_tokens, words)
+                } else {
+                    (1, 1)
+                };
                 Ok(Rows {
                     entries: s
                         .alloc::<u32>(words)
@@ -668,6 +687,12 @@ impl Engine {
                     nnz: s
                         .alloc::<u32>(max_docs)
                         .check(|| alloc("doc-topic rows", max_docs * 4))?,
+                    word_of: s
+                        .alloc::<u32>(of)
+                        .check(|| alloc("the tokens' words", of * 4))?,
+                    pairs: s
+                        .alloc::<u32>(pairs)
+                        .check(|| alloc("the tokens' top-topic counts", pairs * 4))?,
                 })
             }
         };
@@ -973,6 +998,13 @@ impl Engine {
         let acc = main
             .alloc_zeros::<u64>(1)
             .check(|| alloc("an accumulator", 8))?;
+        let top2_len = if cfg.three_branch { v.max(1) } else { 1 };
+        let top2 = main
+            .alloc_zeros::<u32>(top2_len)
+            .check(|| alloc("the words' top topics", top2_len * 4))?;
+        let skip_stats = main
+            .alloc_zeros::<u64>(2)
+            .check(|| alloc("an accumulator", 16))?;
         let mut engine = Self {
             ctx,
             main,
@@ -999,6 +1031,8 @@ impl Engine {
             inv_f64,
             mass,
             acc,
+            top2,
+            skip_stats,
             open_seconds: Vec::new(),
         };
         engine.initial_counts()?;
@@ -1126,6 +1160,9 @@ impl Engine {
         self.main
             .memset_zeros(&mut self.bn)
             .check(|| "clearing the next word-topic counts".into())?;
+        if self.cfg.three_branch {
+            self.top_topics()?;
+        }
         let ready = record(&self.main)?;
         let Self {
             main,
@@ -1144,6 +1181,8 @@ impl Engine {
             storage,
             smem_bytes,
             sample_threads,
+            top2,
+            skip_stats,
             ..
         } = self;
         let model = Model {
@@ -1152,6 +1191,8 @@ impl Engine {
             word_slots,
             n,
             inv_norm,
+            top2,
+            skip_stats,
             cfg: *cfg,
             iteration,
             smem_bytes: *smem_bytes,
@@ -1219,6 +1260,51 @@ impl Engine {
     /// The stream every kernel of the iteration is ordered on (NCCL's collectives join it).
     pub fn main_stream(&self) -> Arc<CudaStream> {
         self.main.clone()
+    }
+
+    /// ezlda: each word's two topics of largest p*(k) from the frozen counts (`word_top2`), what
+    /// the rebuild's pairs and the sampler's third branch read this iteration; clears the
+    /// iteration's tallies.
+    fn top_topics(&mut self) -> Result<(), GpuError> {
+        let words = self.cfg.words;
+        let blocks = (words.div_ceil(BLOCK / 32)).clamp(1, self.multiprocessors.max(1) * 16);
+        let beta = self.cfg.beta as f32;
+        self.main
+            .memset_zeros(&mut self.skip_stats)
+            .check(|| "clearing the skip tallies".into())?;
+        // SAFETY: argument types match `word_top2`; one warp per word, grid-stride.
+        unsafe {
+            self.main
+                .launch_builder(&self.kernels.word_top2)
+                .arg(&self.b)
+                .arg(&self.word_off)
+                .arg(&self.word_slots)
+                .arg(&self.inv_norm)
+                .arg(&words)
+                .arg(&self.cfg.topics)
+                .arg(&beta)
+                .arg(&mut self.top2)
+                .launch(grid(blocks, BLOCK))
+        }
+        .check(|| "launching word_top2".into())?;
+        Ok(())
+    }
+
+    /// ezlda: of the last sweep's tokens, how many took the third branch before their row was
+    /// read (skipped the S′ construction) and how many in all (skipped the final draw, the first
+    /// included). `None` for the other samplers. Call after [`Engine::commit`].
+    pub fn skip_tallies(&self) -> Result<Option<[u64; 2]>, GpuError> {
+        if !self.cfg.three_branch {
+            return Ok(None);
+        }
+        let mut out = [0u64; 2];
+        self.main
+            .memcpy_dtoh(&self.skip_stats, &mut out)
+            .check(|| "reading the skip tallies".into())?;
+        self.main
+            .synchronize()
+            .check(|| "reading the skip tallies".into())?;
+        Ok(Some(out))
     }
 
     /// The M-step: B′ becomes B, its column sums n and the normalizers follow; waits for the
@@ -1768,7 +1854,17 @@ impl Engine {
                     return Ok(());
                 }
                 let mut view = scratch.slice_mut(..);
-                launch_rebuild(&main, kernels, *scratch_warps, k, c, rows, &mut view, m)?;
+                launch_rebuild(
+                    &main,
+                    kernels,
+                    *scratch_warps,
+                    k,
+                    c,
+                    rows,
+                    &mut view,
+                    m,
+                    None,
+                )?;
                 // SAFETY: argument types match `loglik`; one block per work item.
                 unsafe {
                     main.launch_builder(&kernels.loglik)
@@ -1888,6 +1984,9 @@ struct Model<'a> {
     word_slots: &'a CudaSlice<u32>,
     n: &'a CudaSlice<u64>,
     inv_norm: &'a CudaSlice<f32>,
+    /// ezlda's per-word K1/K2 and its tallies (written by atomics from every stream).
+    top2: &'a CudaSlice<u32>,
+    skip_stats: &'a CudaSlice<u64>,
     cfg: EngineConfig,
     iteration: u32,
     smem_bytes: u32,
@@ -1982,21 +2081,39 @@ fn launch_rebuild(
     rows: &mut Rows,
     scratch: &mut topos_cuda::cudarc::driver::CudaViewMut<'_, u32>,
     m: &ChunkMeta,
+    top2: Option<&CudaSlice<u32>>,
 ) -> Result<(), GpuError> {
     let docs = m.docs as u32;
+    if top2.is_some() && m.items > 0 {
+        // SAFETY: one block per work item; every entry's position is below the chunk's tokens.
+        unsafe {
+            s.launch_builder(&k.word_of_positions)
+                .arg(&c.items)
+                .arg(&c.token_src)
+                .arg(&mut rows.word_of)
+                .launch(grid(m.items as u32, BLOCK))
+        }
+        .check(|| "launching word_of_positions".into())?;
+    }
+    let null = 0u64;
     let rebuild_cfg = grid((scratch_warps * 32).div_ceil(BLOCK).max(1), BLOCK);
     // SAFETY: argument types match the kernel's signature; the grid has at most scratch_warps
     // warps, each with its own K-entry histogram inside `scratch`.
     unsafe {
-        s.launch_builder(&k.rebuild)
-            .arg(&c.z)
+        let mut b = s.launch_builder(&k.rebuild);
+        b.arg(&c.z)
             .arg(&c.doc_off)
             .arg(&docs)
             .arg(&topics)
             .arg(scratch)
             .arg(&mut rows.entries)
-            .arg(&mut rows.nnz)
-            .launch(rebuild_cfg)
+            .arg(&mut rows.nnz);
+        // The pairs (ezlda), or null pointers.
+        match top2 {
+            Some(top2) => b.arg(&rows.word_of).arg(top2).arg(&mut rows.pairs),
+            None => b.arg(&null).arg(&null).arg(&null),
+        };
+        b.launch(rebuild_cfg)
     }
     .check(|| "launching rebuild_doc_topics".into())?;
     Ok(())
@@ -2018,7 +2135,18 @@ fn sweep_view(
         return Ok(());
     }
     let topics = model.cfg.topics;
-    launch_rebuild(s, k, model.scratch_warps, topics, c, rows, scratch, m)?;
+    let three = model.cfg.three_branch.then_some(model.top2);
+    launch_rebuild(
+        s,
+        k,
+        model.scratch_warps,
+        topics,
+        c,
+        rows,
+        scratch,
+        m,
+        three,
+    )?;
     let cfg = model.cfg;
     let num_items = m.items as u32;
     let sample_cfg = LaunchConfig {
@@ -2029,10 +2157,11 @@ fn sweep_view(
     let (alpha, beta) = (cfg.alpha as f32, cfg.beta as f32);
     let v_beta = f64::from(cfg.words) * cfg.beta;
     let (seed_lo, seed_hi) = (cfg.seed as u32, (cfg.seed >> 32) as u32);
-    // SAFETY: argument types and order match `sample` in kernels.cu.
+    let token_base = m.token_start + model.cfg.key_base;
+    // SAFETY: argument types and order match `sample` in kernels.cu (sample_ezlda: three more).
     unsafe {
-        s.launch_builder(&k.sample)
-            .arg(&c.items)
+        let mut b = s.launch_builder(&k.sample);
+        b.arg(&c.items)
             .arg(&num_items)
             .arg(&c.token_doc)
             .arg(&c.token_src)
@@ -2050,11 +2179,14 @@ fn sweep_view(
             .arg(&v_beta)
             .arg(&mut c.z)
             .arg(bn)
-            .arg(&(m.token_start + model.cfg.key_base))
+            .arg(&token_base)
             .arg(&seed_lo)
             .arg(&seed_hi)
-            .arg(&model.iteration)
-            .launch(sample_cfg)
+            .arg(&model.iteration);
+        if three.is_some() {
+            b.arg(model.top2).arg(&rows.pairs).arg(model.skip_stats);
+        }
+        b.launch(sample_cfg)
     }
     .check(|| "launching sample".into())?;
     Ok(())
