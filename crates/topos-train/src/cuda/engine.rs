@@ -155,6 +155,7 @@ pub struct Engine {
     /// ezlda: each word's K1/K2 pair (one element for the other samplers), and the iteration's
     /// tokens that skipped their row and their final draw.
     top2: CudaSlice<u32>,
+    top3: CudaSlice<f32>,
     skip_stats: CudaSlice<u64>,
     /// Seconds of each step of [`Engine::new`].
     open_seconds: Vec<(&'static str, f64)>,
@@ -1002,6 +1003,9 @@ impl Engine {
         let top2 = main
             .alloc_zeros::<u32>(top2_len)
             .check(|| alloc("the words' top topics", top2_len * 4))?;
+        let top3 = main
+            .alloc_zeros::<f32>(top2_len)
+            .check(|| alloc("the words' top topics", top2_len * 4))?;
         let skip_stats = main
             .alloc_zeros::<u64>(2)
             .check(|| alloc("an accumulator", 16))?;
@@ -1032,6 +1036,7 @@ impl Engine {
             mass,
             acc,
             top2,
+            top3,
             skip_stats,
             open_seconds: Vec::new(),
         };
@@ -1182,6 +1187,7 @@ impl Engine {
             smem_bytes,
             sample_threads,
             top2,
+            top3,
             skip_stats,
             ..
         } = self;
@@ -1192,6 +1198,7 @@ impl Engine {
             n,
             inv_norm,
             top2,
+            top3,
             skip_stats,
             cfg: *cfg,
             iteration,
@@ -1284,6 +1291,7 @@ impl Engine {
                 .arg(&self.cfg.topics)
                 .arg(&beta)
                 .arg(&mut self.top2)
+                .arg(&mut self.top3)
                 .launch(grid(blocks, BLOCK))
         }
         .check(|| "launching word_top2".into())?;
@@ -1986,6 +1994,7 @@ struct Model<'a> {
     inv_norm: &'a CudaSlice<f32>,
     /// ezlda's per-word K1/K2 and its tallies (written by atomics from every stream).
     top2: &'a CudaSlice<u32>,
+    top3: &'a CudaSlice<f32>,
     skip_stats: &'a CudaSlice<u64>,
     cfg: EngineConfig,
     iteration: u32,
@@ -2184,7 +2193,10 @@ fn sweep_view(
             .arg(&seed_hi)
             .arg(&model.iteration);
         if three.is_some() {
-            b.arg(model.top2).arg(&rows.pairs).arg(model.skip_stats);
+            b.arg(model.top2)
+                .arg(model.top3)
+                .arg(&rows.pairs)
+                .arg(model.skip_stats);
         }
         b.launch(sample_cfg)
     }
