@@ -218,6 +218,21 @@ fn pick_excluding(prefix: &[f64], mut x: f64, excluded: [usize; 2]) -> usize {
     pick(prefix, x, excluded)
 }
 
+/// Inclusive prefix sums of a_k·A_dk over the document's row `doc`, K₁'s entry 0, into `out`;
+/// returns the total (S′ before the token's own correction). Its own function, so that the
+/// running sum stays in a register: this loop is most of the time of a token that builds S′.
+#[inline(never)]
+fn doc_prefix(out: &mut Vec<f64>, doc: (&[u16], &[u32]), a: &[f64], k1: u16) -> f64 {
+    out.resize(doc.0.len(), 0.0);
+    let mut acc = 0.0;
+    for ((slot, &k), &n) in out.iter_mut().zip(doc.0).zip(doc.1) {
+        let w = a[k as usize] * n as f64;
+        acc += if k == k1 { 0.0 } else { w };
+        *slot = acc;
+    }
+    acc
+}
+
 /// Per-thread buffers, dense over topics and reset after each word.
 struct Scratch {
     /// a_k of the current word.
@@ -366,15 +381,7 @@ impl Frozen<'_> {
                 // (document, word) pair; the token's own topic corrected at the draw.
                 if d != cached_doc {
                     cached_doc = d;
-                    s.doc_prefix.clear();
-                    let mut acc = 0.0;
-                    for (&k, &n) in doc.0.iter().zip(doc.1) {
-                        if k != k1 {
-                            acc += s.a[k as usize] * n as f64;
-                        }
-                        s.doc_prefix.push(acc);
-                    }
-                    s_base = acc;
+                    s_base = doc_prefix(&mut s.doc_prefix, doc, &s.a, k1);
                 }
                 let own_doc = Self::count_in(doc, c).1;
                 let (s_prime, own_old, own_new) = match own_doc {
