@@ -9,7 +9,7 @@ use topos_train::cuda::CudaEngine;
 use topos_train::engine::read_all_rows;
 use topos_train::run::Silent;
 use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca, fcgs::Fcgs};
+use topos_train::samplers::{cgs::Cgs, esca::Esca, ezlda::Ezlda, fcgs::Fcgs};
 use topos_train::synthetic::{generate, recovery, SyntheticSpec, TopicShape};
 use topos_train::transport::Local;
 use topos_train::{
@@ -19,7 +19,7 @@ use topos_train::{
 
 mod conditional;
 
-const SAMPLERS: [&dyn Sampler; 2] = [&Esca, &Cgs];
+const SAMPLERS: [&dyn Sampler; 3] = [&Esca, &Cgs, &Ezlda];
 
 fn spec(seed: u64, docs: usize) -> SyntheticSpec {
     SyntheticSpec {
@@ -226,52 +226,6 @@ fn gpu_fcgs_draws_each_token_from_the_collapsed_conditional() {
     }
 }
 
-/// ezlda's GPU kernel (three-branch sampling on fcgs's exact draw), through fcgs's registry entry
-/// with the three-branch kernel spec.
-struct EzldaKernel;
-
-impl Sampler for EzldaKernel {
-    fn name(&self) -> &'static str {
-        "fcgs"
-    }
-    fn summary(&self) -> &'static str {
-        Fcgs.summary()
-    }
-    fn when_to_use(&self) -> &'static str {
-        Fcgs.when_to_use()
-    }
-    fn reference(&self) -> &'static str {
-        Fcgs.reference()
-    }
-    fn exactness(&self) -> topos_train::sampler::Exactness {
-        Fcgs.exactness()
-    }
-    fn determinism(&self) -> topos_train::sampler::Determinism {
-        Fcgs.determinism()
-    }
-    fn supports_private(&self) -> bool {
-        false
-    }
-    fn state(&self) -> &'static str {
-        Fcgs.state()
-    }
-    fn cpu_memory(&self, shape: &topos_train::memory::RunShape) -> Vec<(&'static str, u64)> {
-        Fcgs.cpu_memory(shape)
-    }
-    fn default_partitions(&self, tokens: u64, threads: usize) -> usize {
-        Fcgs.default_partitions(tokens, threads)
-    }
-    fn cpu(&self) -> &'static dyn topos_train::sampler::CpuSampler {
-        Fcgs.cpu()
-    }
-    fn gpu(&self) -> Option<topos_train::sampler::GpuKernelSpec> {
-        Some(topos_train::sampler::GpuKernelSpec {
-            exclude_own_assignment: true,
-            three_branch: true,
-        })
-    }
-}
-
 /// ezlda on the GPU draws each token from the exact collapsed conditional, as fcgs does (the
 /// same Tally and bound as the test above), whether it takes the third branch before reading the
 /// row (skipped), after it, or draws in full. The corpus has a long document whose tokens settle
@@ -294,7 +248,7 @@ fn gpu_ezlda_draws_each_token_from_the_collapsed_conditional() {
     for (alpha, beta) in [(0.5, 0.2), (0.05, 0.05), (0.001, 0.001)] {
         let setup = EngineSetup {
             hyper: Hyperparameters::new(k as u32, Some(alpha), Some(beta)).unwrap(),
-            ..setup(&docs, v, &EzldaKernel, k as u32, DeviceOptions::default())
+            ..setup(&docs, v, &Ezlda, k as u32, DeviceOptions::default())
         };
         let mut e = CudaEngine::open(None, setup).unwrap();
         let mut tally = conditional::Tally::new(&corpus_docs, v, k);
@@ -303,9 +257,10 @@ fn gpu_ezlda_draws_each_token_from_the_collapsed_conditional() {
         let steps = 6_000u64;
         for _ in 0..steps {
             step(&mut e, 1);
-            let [s, f] = e.skip_tallies().unwrap().expect("ezlda reports its skips");
-            skipped += s;
-            in_m += f;
+            let c = e.sweep_counters().expect("ezlda reports its skips");
+            assert_eq!(c.tokens, n as u64);
+            skipped += c.skipped_construction;
+            in_m += c.skipped_final;
             let z1 = topics(&mut e, n as u64);
             tally.add(&z0, &z1, &[alpha; 3], beta);
             z0 = z1;

@@ -92,6 +92,8 @@ pub struct CudaEngine {
     /// host and the transport).
     comm: Option<topos_cuda::nccl::DeviceComm>,
     exchanges: crate::exchange::ExchangeReport,
+    /// What the last sample's tokens skipped (ezlda).
+    counters: Option<crate::sampler::SweepCounters>,
 }
 
 impl CudaEngine {
@@ -280,6 +282,7 @@ impl CudaEngine {
             global_tokens,
             comm,
             exchanges: Default::default(),
+            counters: None,
         })
     }
 
@@ -292,12 +295,6 @@ impl CudaEngine {
     #[doc(hidden)]
     pub fn pdow_arrays(&mut self) -> Result<Option<Vec<engine::PdowArrays>>, GpuError> {
         self.kernels.pdow_arrays()
-    }
-
-    /// ezlda: of the last iteration's tokens, how many skipped their row (the S′ construction)
-    /// and how many skipped the final draw (the first included); `None` for other samplers.
-    pub fn skip_tallies(&self) -> Result<Option<[u64; 2]>, GpuError> {
-        self.kernels.skip_tallies()
     }
 
     /// The device.
@@ -341,8 +338,21 @@ impl Engine for CudaEngine {
     }
     fn sample(&mut self) -> Result<(), TrainError> {
         self.kernels.sweep(self.iteration + 1).map_err(to_train)?;
+        // ezlda's tallies (waits for the sweep; the commit that follows waits anyway).
+        self.counters = self
+            .kernels
+            .skip_tallies()
+            .map_err(to_train)?
+            .map(|[construction, fin]| crate::sampler::SweepCounters {
+                tokens: self.kernels.tokens(),
+                skipped_construction: construction,
+                skipped_final: fin,
+            });
         self.sampled = true;
         Ok(())
+    }
+    fn sweep_counters(&self) -> Option<crate::sampler::SweepCounters> {
+        self.counters
     }
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
         if transport.workers() == 1 {

@@ -1298,6 +1298,11 @@ impl Engine {
         Ok(())
     }
 
+    /// Tokens this engine samples (its share of the corpus).
+    pub fn tokens(&self) -> u64 {
+        self.meta.iter().map(|m| m.tokens as u64).sum()
+    }
+
     /// ezlda: of the last sweep's tokens, how many took the third branch before their row was
     /// read (skipped the S′ construction) and how many in all (skipped the final draw, the first
     /// included). `None` for the other samplers. Call after [`Engine::commit`].
