@@ -77,6 +77,11 @@ struct DeviceChunk {
     items: CudaSlice<u32>,
     doc_off: CudaSlice<u32>,
     z: CudaSlice<u16>,
+    /// ezlda: each token's word (corpus order), built from the work items once for a resident
+    /// chunk (3.8 ms an iteration on 100M tokens when rebuilt every sweep, measured on an H200)
+    /// and after each copy into a streaming slot; one element for the other samplers.
+    word_of: CudaSlice<u32>,
+    word_of_ready: bool,
 }
 
 /// A chunk's arrays in page-locked host memory (streamed runs).
@@ -93,9 +98,8 @@ struct HostChunk {
 struct Rows {
     entries: CudaSlice<u32>,
     nnz: CudaSlice<u32>,
-    /// ezlda: each token's word (corpus order) and its C1/C2 pair, as wide as a row entry (one
-    /// element each for the other samplers).
-    word_of: CudaSlice<u32>,
+    /// ezlda: each token's C1/C2 pair, as wide as a row entry (one element for the other
+    /// samplers).
     pairs: CudaSlice<u32>,
 }
 
@@ -676,11 +680,7 @@ impl Engine {
             // SAFETY: rows are written by the rebuild before the sampler reads them.
             unsafe {
                 let words = max_tokens * if wide { 2 } else { 1 };
-                let (of, pairs) = if cfg.three_branch {
-                    (max_tokens, words)
-                } else {
-                    (1, 1)
-                };
+                let pairs = if cfg.three_branch { words } else { 1 };
                 Ok(Rows {
                     entries: s
                         .alloc::<u32>(words)
@@ -688,9 +688,6 @@ impl Engine {
                     nnz: s
                         .alloc::<u32>(max_docs)
                         .check(|| alloc("doc-topic rows", max_docs * 4))?,
-                    word_of: s
-                        .alloc::<u32>(of)
-                        .check(|| alloc("the tokens' words", of * 4))?,
                     pairs: s
                         .alloc::<u32>(pairs)
                         .check(|| alloc("the tokens' top-topic counts", pairs * 4))?,
@@ -883,12 +880,21 @@ impl Engine {
                         }
                         StartTopics::Fresh => {}
                     }
+                    let of = if cfg.three_branch {
+                        p.num_tokens.max(1)
+                    } else {
+                        1
+                    };
                     chunks.push(DeviceChunk {
                         token_doc,
                         token_src,
                         items: main.clone_htod(&flatten(it)).check(|| what("work items"))?,
                         doc_off,
                         z,
+                        // SAFETY: written by word_of_positions before the rebuild reads it.
+                        word_of: unsafe { main.alloc::<u32>(of) }
+                            .check(|| alloc("the tokens' words", of * 4))?,
+                        word_of_ready: false,
                     });
                 }
                 // The staging pairs are freed here: their last copies must be done.
@@ -973,6 +979,10 @@ impl Engine {
                                 .check(|| alloc("a chunk slot", max_docs * 4))?,
                             z: s.alloc::<u16>(max_tokens)
                                 .check(|| alloc("a chunk slot", max_tokens * 2))?,
+                            word_of: s
+                                .alloc::<u32>(if cfg.three_branch { max_tokens } else { 1 })
+                                .check(|| alloc("a chunk slot", max_tokens * 4))?,
+                            word_of_ready: false,
                         }
                     };
                     Ok((d, new_rows(s)?))
@@ -2036,6 +2046,7 @@ fn copy_in(
         .check(what)?;
     s.memcpy_htod(&h.z, &mut d.z.slice_mut(0..h.z.len()))
         .check(what)?;
+    d.word_of_ready = false;
     debug_assert!(h.z.len() >= m.tokens);
     Ok(())
 }
@@ -2091,23 +2102,24 @@ fn launch_rebuild(
     k: &Kernels,
     scratch_warps: u32,
     topics: u32,
-    c: &DeviceChunk,
+    c: &mut DeviceChunk,
     rows: &mut Rows,
     scratch: &mut topos_cuda::cudarc::driver::CudaViewMut<'_, u32>,
     m: &ChunkMeta,
     top2: Option<&CudaSlice<u32>>,
 ) -> Result<(), GpuError> {
     let docs = m.docs as u32;
-    if top2.is_some() && m.items > 0 {
+    if top2.is_some() && !c.word_of_ready && m.items > 0 {
         // SAFETY: one block per work item; every entry's position is below the chunk's tokens.
         unsafe {
             s.launch_builder(&k.word_of_positions)
                 .arg(&c.items)
                 .arg(&c.token_src)
-                .arg(&mut rows.word_of)
+                .arg(&mut c.word_of)
                 .launch(grid(m.items as u32, BLOCK))
         }
         .check(|| "launching word_of_positions".into())?;
+        c.word_of_ready = true;
     }
     let null = 0u64;
     let rebuild_cfg = grid((scratch_warps * 32).div_ceil(BLOCK).max(1), BLOCK);
@@ -2124,7 +2136,7 @@ fn launch_rebuild(
             .arg(&mut rows.nnz);
         // The pairs (ezlda), or null pointers.
         match top2 {
-            Some(top2) => b.arg(&rows.word_of).arg(top2).arg(&mut rows.pairs),
+            Some(top2) => b.arg(&c.word_of).arg(top2).arg(&mut rows.pairs),
             None => b.arg(&null).arg(&null).arg(&null),
         };
         b.launch(rebuild_cfg)
