@@ -81,6 +81,13 @@ fn log_dict<'py>(py: Python<'py>, l: &LogLine) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("tokens_per_second", l.tokens_per_second)?;
     d.set_item("train_ll", l.train_ll)?;
     d.set_item("heldout_ll", l.heldout_ll)?;
+    // ezlda: the fractions of tokens that skipped work (present only for it).
+    if let Some(f) = l.skipped_final_fraction {
+        d.set_item("skipped_final_fraction", f)?;
+    }
+    if let Some(f) = l.skipped_construction_fraction {
+        d.set_item("skipped_construction_fraction", f)?;
+    }
     Ok(d)
 }
 

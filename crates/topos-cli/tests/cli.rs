@@ -440,14 +440,14 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["cgs", "fcgs", "esca", "mh"]);
+    assert_eq!(names, ["cgs", "fcgs", "esca", "mh", "ezlda"]);
     let defaults: Vec<bool> = v["samplers"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["default"].as_bool().unwrap())
         .collect();
-    assert_eq!(defaults, [true, false, false, false]);
+    assert_eq!(defaults, [true, false, false, false, false]);
     assert_eq!(v["samplers"][0]["exactness"], "exact");
     assert_eq!(v["samplers"][1]["exactness"], "exact");
     assert_eq!(
@@ -461,6 +461,13 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
     );
     assert_eq!(v["samplers"][2]["private_training"], true);
     assert_eq!(v["samplers"][1]["private_training"], false);
+    // ezlda: exact, deterministic like fcgs, CPU only until its GPU kernel comes.
+    assert_eq!(v["samplers"][4]["exactness"], "exact");
+    assert_eq!(
+        v["samplers"][4]["determinism"],
+        "any-threads-any-partitions"
+    );
+    assert_eq!(v["samplers"][4]["devices"], serde_json::json!(["cpu"]));
     assert_eq!(
         v["samplers"][2]["determinism"],
         "any-threads-any-partitions"

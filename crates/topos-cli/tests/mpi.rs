@@ -59,7 +59,7 @@ fn read(p: &Path) -> Vec<u8> {
 fn several_processes_train_the_model_of_one_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let c = corpus(dir.path());
-    for algo in ["cgs", "fcgs", "esca"] {
+    for algo in ["cgs", "fcgs", "esca", "ezlda"] {
         let one = dir.path().join(format!("{algo}-1.tmod"));
         let args = |out: &Path| {
             vec![

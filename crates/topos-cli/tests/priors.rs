@@ -123,7 +123,7 @@ fn learned_priors_recover_a_known_asymmetric_alpha() {
 fn learned_priors_are_reproducible_across_threads_and_resume() {
     let dir = tempfile::tempdir().unwrap();
     let c = corpus(dir.path());
-    for algo in ["cgs", "fcgs", "esca", "mh"] {
+    for algo in ["cgs", "fcgs", "esca", "mh", "ezlda"] {
         let one = dir.path().join(format!("{algo}-1.tmod"));
         let two = dir.path().join(format!("{algo}-2.tmod"));
         let opts = ["--optimize-priors", "7", "--optimize-burn-in", "5"];

@@ -126,6 +126,12 @@ pub trait Engine: Send {
 
     /// E-step of the next iteration: every token sampled from the current counts.
     fn sample(&mut self) -> Result<(), TrainError>;
+    /// What the tokens of the last [`Engine::sample`] (this worker's) skipped, for a sampler that
+    /// reports it (`ezlda`); `None` (the default): nothing to report. The run sums it over the
+    /// workers and shows it in the progress line and the log.
+    fn sweep_counters(&self) -> Option<crate::sampler::SweepCounters> {
+        None
+    }
     /// Sums the counts this worker built in [`Engine::sample`] with every other worker's
     /// (nothing to do with one worker).
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError>;

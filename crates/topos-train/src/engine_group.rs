@@ -125,6 +125,15 @@ impl Engine for EngineGroup {
     fn sample(&mut self) -> Result<(), TrainError> {
         self.all(|_, m, _| m.sample())
     }
+    fn sweep_counters(&self) -> Option<crate::sampler::SweepCounters> {
+        // Every member's share, when they all report.
+        self.members
+            .iter()
+            .map(|m| m.sweep_counters())
+            .try_fold(crate::sampler::SweepCounters::default(), |sum, c| {
+                Some(sum.plus(c?))
+            })
+    }
     fn exchange(&mut self, _transport: &dyn Transport) -> Result<(), TrainError> {
         // The run's transport is this process's; the members sum among themselves.
         self.all(|_, m, t| m.exchange(t))

@@ -188,6 +188,13 @@ pub struct LogLine {
     pub alpha_sum: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub beta: Option<f64>,
+    /// Of this iteration's tokens, the fractions that skipped the final sampling and the
+    /// construction of their document branch (S′): present for a sampler that skips work on
+    /// some tokens (`ezlda`, thesis §1.3), summed over every worker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_final_fraction: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_construction_fraction: Option<f64>,
 }
 
 /// Progress after an iteration, for progress bars.
@@ -206,6 +213,8 @@ pub struct Progress {
     pub heldout_ll: Option<f64>,
     /// Cumulative seconds in the transport's collectives (several processes only).
     pub communication_seconds: Option<f64>,
+    /// What this iteration's tokens skipped (every worker's), for a sampler that reports it.
+    pub skipped: Option<crate::sampler::SweepCounters>,
 }
 
 /// Where a private run's ε was charged.
@@ -1030,6 +1039,7 @@ impl Run {
         let t0 = Instant::now();
         self.first_step.get_or_insert(t0);
         self.engine.sample()?;
+        let skipped = self.sweep_counters()?;
         fault_if_asked(self.transport.rank(), self.engine.iteration() + 1)?;
         self.engine.exchange(self.transport.as_ref())?;
         if let Some(x) = self.engine.exchange_report() {
@@ -1090,6 +1100,8 @@ impl Run {
                     .optimize_priors
                     .map(|_| self.config.hyper.alpha.sum()),
                 beta: self.config.optimize_priors.map(|_| self.config.hyper.beta),
+                skipped_final_fraction: skipped.map(|c| c.skipped_final_fraction()),
+                skipped_construction_fraction: skipped.map(|c| c.skipped_construction_fraction()),
             };
             if let Some(w) = self.log.as_mut() {
                 let out = |e: std::io::Error| RunError::Output {
@@ -1122,6 +1134,7 @@ impl Run {
             train_ll: self.last_train_ll.map(|x| x.1),
             heldout_ll: self.last_heldout_ll.map(|x| x.1),
             communication_seconds,
+            skipped,
         });
         if self.config.checkpoint_every > 0 && (due(self.config.checkpoint_every) || is_last) {
             let t = Instant::now();
@@ -1131,6 +1144,26 @@ impl Run {
             observer.checkpointed(&path, it);
         }
         Ok(true)
+    }
+
+    /// What the last sample's tokens skipped, summed over the workers (every worker runs the
+    /// same sampler, so all of them report or none does).
+    fn sweep_counters(&mut self) -> Result<Option<crate::sampler::SweepCounters>, RunError> {
+        let Some(mine) = self.engine.sweep_counters() else {
+            return Ok(None);
+        };
+        if self.transport.workers() == 1 {
+            return Ok(Some(mine));
+        }
+        let mut sums = [mine.tokens, mine.skipped_construction, mine.skipped_final];
+        self.transport
+            .sum_u64(&mut sums)
+            .map_err(TrainError::from)?;
+        Ok(Some(crate::sampler::SweepCounters {
+            tokens: sums[0],
+            skipped_construction: sums[1],
+            skipped_final: sums[2],
+        }))
     }
 
     /// Re-estimates α and β from the current state ([`crate::priors`]); the next iteration

@@ -54,6 +54,10 @@ pub struct GpuKernelSpec {
     /// Remove the token's own assignment from its document's, word's and topic's counts
     /// (collapsed Gibbs against the previous iteration's counts), or keep it (ESCA).
     pub exclude_own_assignment: bool,
+    /// ezLDA's three-branch sampling (thesis §1.3.2): each word's most likely topic as a third
+    /// branch, tokens that provably draw it skipping their document row (needs
+    /// `exclude_own_assignment`: it is built on the exact draw).
+    pub three_branch: bool,
 }
 
 /// A sampler: the registry entry. Every method is a fact about the algorithm, not about a run.
@@ -117,6 +121,48 @@ pub trait PartitionSweep: Sync {
     /// Samples every token of `partition`, writing the new topics into `z` (the partition's
     /// slice of the assignments, corpus order).
     fn sweep(&self, partition: &Partition, z: &mut [u16]);
+    /// What the tokens of every [`PartitionSweep::sweep`] so far did, for a sampler that skips
+    /// work on some tokens (`ezlda`); `None` (the default): it reports nothing.
+    fn counters(&self) -> Option<SweepCounters> {
+        None
+    }
+}
+
+/// What one iteration's tokens did in a sampler that can skip work on a token (ezLDA's
+/// three-branch sampling, thesis §1.3): shown in the progress line and written to `--log`.
+/// Integer counts, so summing them over partitions, threads, GPU chunks or processes gives the
+/// same numbers in any order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SweepCounters {
+    /// Tokens sampled.
+    pub tokens: u64,
+    /// Of them, those whose topic was settled before their document branch (S′) was built:
+    /// the bound S_est already placed their random number in the max-topic branch.
+    pub skipped_construction: u64,
+    /// Of them, those drawn into the max-topic branch, so without a final sampling in the
+    /// document or prior branches (includes `skipped_construction`).
+    pub skipped_final: u64,
+}
+
+impl SweepCounters {
+    /// The sum of `self` and `other`.
+    pub fn plus(self, other: SweepCounters) -> SweepCounters {
+        SweepCounters {
+            tokens: self.tokens + other.tokens,
+            skipped_construction: self.skipped_construction + other.skipped_construction,
+            skipped_final: self.skipped_final + other.skipped_final,
+        }
+    }
+
+    /// Fraction of the tokens that skipped the final sampling (0 with no tokens).
+    pub fn skipped_final_fraction(&self) -> f64 {
+        self.skipped_final as f64 / self.tokens.max(1) as f64
+    }
+
+    /// Fraction of the tokens that skipped the construction of S′ (0 with no tokens).
+    pub fn skipped_construction_fraction(&self) -> f64 {
+        self.skipped_construction as f64 / self.tokens.max(1) as f64
+    }
 }
 
 /// Why a sampler name was refused.

@@ -6,7 +6,7 @@
 use topos_corpus::Vocabulary;
 use topos_model::Hyperparameters;
 use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca, fcgs::Fcgs, mh::Mh};
+use topos_train::samplers::{cgs::Cgs, esca::Esca, ezlda::Ezlda, fcgs::Fcgs, mh::Mh};
 use topos_train::synthetic::{generate, SyntheticSpec, TopicShape};
 use topos_train::{TrainDocs, TrainOptions, Trainer};
 
@@ -71,6 +71,12 @@ fn every_samplers_model_is_pinned() {
             fcgs, PINNED_FCGS,
             "fcgs's model changed ({threads} threads)"
         );
+        let ezlda = model_checksum(&Ezlda, threads, 15);
+        eprintln!("threads {threads}: ezlda {ezlda:#018x}");
+        assert_eq!(
+            ezlda, PINNED_EZLDA,
+            "ezlda's model changed ({threads} threads)"
+        );
     }
 }
 
@@ -82,3 +88,5 @@ const PINNED_CGS: u64 = 0xe3c590a862301927;
 const PINNED_MH: u64 = 0x06b4c80e21e977d6;
 /// Pinned when `fcgs` was added (2026-11-26).
 const PINNED_FCGS: u64 = 0x27f3ef5617490b83;
+/// Pinned when `ezlda` was added (2026-11-26).
+const PINNED_EZLDA: u64 = 0xce1e4b756459c204;

@@ -200,3 +200,56 @@ fn every_registered_sampler_trains_and_resumes_to_the_uninterrupted_model() {
         );
     }
 }
+
+/// ezlda reports what its tokens skipped (thesis §1.3): in every progress report and every log
+/// line, as fractions of the iteration's tokens, and the log file has them; a sampler that
+/// skips nothing (cgs) writes neither field. On this corpus, after 20 iterations, most tokens
+/// land in their word's most popular topic.
+#[test]
+fn ezlda_reports_the_fractions_of_tokens_that_skipped_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path());
+    for sampler in ["ezlda", "cgs"] {
+        let log = dir.path().join(format!("{sampler}.jsonl"));
+        let mut cfg = config(&c, &dir.path().join(format!("{sampler}.tmod")));
+        cfg.sampler = topos_train::sampler::sampler_named(sampler).unwrap();
+        cfg.eval_every = 5;
+        cfg.log = Some(log.clone());
+        let mut r = Recorder::default();
+        let summary = Run::start(cfg, &mut r).unwrap().run_to_end(&mut r).unwrap();
+        let logged = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<serde_json::Value> = logged
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 4);
+        if sampler == "cgs" {
+            assert!(r.progress.iter().all(|p| p.skipped.is_none()));
+            assert!(lines
+                .iter()
+                .all(|l| l.get("skipped_final_fraction").is_none()
+                    && l.get("skipped_construction_fraction").is_none()));
+            continue;
+        }
+        for p in &r.progress {
+            let s = p.skipped.expect("ezlda reports its skips every iteration");
+            assert_eq!(s.tokens, summary.train_tokens);
+            assert!(s.skipped_construction <= s.skipped_final && s.skipped_final <= s.tokens);
+        }
+        for (line, json) in r.lines.iter().zip(&lines) {
+            let f = line.skipped_final_fraction.unwrap();
+            let c = line.skipped_construction_fraction.unwrap();
+            assert!((0.0..=1.0).contains(&f) && c <= f, "{f} {c}");
+            assert_eq!(json["skipped_final_fraction"].as_f64(), Some(f));
+            assert_eq!(json["skipped_construction_fraction"].as_f64(), Some(c));
+        }
+        let last = r.lines.last().unwrap();
+        eprintln!(
+            "ezlda at 20 iterations: skipped final {:.3}, S' {:.3}",
+            last.skipped_final_fraction.unwrap(),
+            last.skipped_construction_fraction.unwrap()
+        );
+        assert!(last.skipped_final_fraction.unwrap() > 0.3);
+        assert!(last.skipped_construction_fraction.unwrap() > 0.1);
+    }
+}

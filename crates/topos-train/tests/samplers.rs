@@ -1,8 +1,9 @@
 //! End-to-end checks of both samplers on corpora with known topics.
 
 use topos_model::Hyperparameters;
-use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca, fcgs::Fcgs, mh::Mh};
+use topos_train::sampler::{CpuSampler, PartitionSweep, Sampler, SweepInput};
+use topos_train::samplers::ezlda::cpu::EzldaCpu;
+use topos_train::samplers::{cgs::Cgs, esca::Esca, ezlda::Ezlda, fcgs::Fcgs, mh::Mh};
 use topos_train::synthetic::{generate, recovery, SyntheticCorpus, SyntheticSpec, TopicShape};
 use topos_train::{Checkpoint, Start, TrainDocs, TrainOptions, Trainer};
 
@@ -12,6 +13,7 @@ const ESCA: &dyn Sampler = &Esca;
 const CGS: &dyn Sampler = &Cgs;
 const MH: &dyn Sampler = &Mh;
 const FCGS: &dyn Sampler = &Fcgs;
+const EZLDA: &dyn Sampler = &Ezlda;
 
 fn owned(corpus: &SyntheticCorpus) -> TrainDocs {
     TrainDocs::from(corpus.docs.clone())
@@ -57,7 +59,7 @@ fn every_sampler_recovers_known_topics() {
     let s = spec(3);
     let corpus = generate(&s);
     let docs = owned(&corpus);
-    for algo in [ESCA, CGS, FCGS, MH] {
+    for algo in [ESCA, CGS, FCGS, MH, EZLDA] {
         let untrained =
             Trainer::new(docs.clone(), s.num_words, options(algo, 8, 2, Some(3))).unwrap();
         let before = recovery(&corpus.topics, untrained.word_topics(), 0.01);
@@ -270,6 +272,165 @@ fn mh_leaves_the_exact_collapsed_conditional_invariant() {
 }
 
 #[test]
+fn ezlda_is_bit_identical_for_any_thread_count_and_partitioning() {
+    let s = spec(4);
+    let corpus = generate(&s);
+    let docs = owned(&corpus);
+    let one = train(docs.clone(), s.num_words, options(EZLDA, 8, 1, Some(1)), 12);
+    let two = train(docs.clone(), s.num_words, options(EZLDA, 8, 2, None), 12);
+    let three = train(docs.clone(), s.num_words, options(EZLDA, 8, 3, None), 12);
+    let seven = train(docs.clone(), s.num_words, options(EZLDA, 8, 2, Some(7)), 12);
+    for other in [&two, &three, &seven] {
+        assert_ne!(one.partitions(), other.partitions());
+        assert_eq!(one.assignments(), other.assignments());
+        assert_eq!(one.word_topics(), other.word_topics());
+        assert_eq!(
+            one.log_likelihood().to_bits(),
+            other.log_likelihood().to_bits()
+        );
+    }
+}
+
+/// ezlda's draw, token by token, against the exact collapsed conditional with the token's own
+/// assignment removed: the test `fcgs` passes (`fcgs_draws_each_token_from_the_collapsed_conditional`,
+/// same corpus, settings, statistic and threshold: |z| < 5 in each of the 27 cells and the count
+/// of kept topics, a false alarm about once in 10⁵ runs). The bound's depth g = 1, 2 (the
+/// registry's) and 3 all pass. The control is a naive dropping (thesis §1.3.4, [`NaiveDropping`]):
+/// tokens that sit in their word's most popular topic keep it unsampled; it must fail.
+#[test]
+fn ezlda_draws_each_token_from_the_collapsed_conditional() {
+    let corpus_docs: [&[u32]; 4] = [&[0, 1, 0], &[1, 2], &[2, 0, 1], &[3]];
+    let docs: topos_corpus::OwnedDocs = corpus_docs.iter().copied().collect();
+    let (v, k) = (4usize, 3usize);
+    let settings = [
+        (vec![0.3, 0.8, 0.5], 0.2),
+        (vec![0.001, 0.001, 0.001], 0.001),
+    ];
+    let z_max = |algo: &'static dyn Sampler, alpha: &[f64], beta: f64, seeds: u64| -> f64 {
+        let mut tally = conditional::Tally::new(&corpus_docs, v, k);
+        for seed in 0..seeds {
+            let opts = TrainOptions {
+                seed,
+                hyper: Hyperparameters::with_alpha(
+                    topos_model::Alpha::from_values(alpha.to_vec()).unwrap(),
+                    Some(beta),
+                )
+                .unwrap(),
+                ..options(algo, k as u32, 1, Some(1))
+            };
+            let mut t = Trainer::new(TrainDocs::from(docs.clone()), v, opts).unwrap();
+            let z0 = t.assignments().to_vec();
+            t.step();
+            tally.add(&z0, t.assignments(), alpha, beta);
+        }
+        tally.largest_z()
+    };
+    for (i, (alpha, beta)) in settings.iter().enumerate() {
+        for algo in [EZLDA, &EzldaG1, &EzldaG3] {
+            let z = z_max(algo, alpha, *beta, 6_000);
+            eprintln!("α {alpha:?} β {beta}: largest |z| {algo:?} {z:.2}");
+            assert!(
+                z < 5.0,
+                "{algo:?}'s draws do not follow the conditional: |z| = {z}"
+            );
+        }
+        if i == 0 {
+            let naive = z_max(&NaiveDropping, alpha, *beta, 6_000);
+            eprintln!("α {alpha:?} β {beta}: largest |z| naive dropping {naive:.2}");
+            assert!(
+                naive > 8.0,
+                "the control (naive dropping) passed: |z| = {naive}; the test cannot fail"
+            );
+        }
+    }
+}
+
+/// The test (19): skip-enabled ezlda and the skip-free three-branch draw (S′ always
+/// built) agree in distribution. Two checks on a tiny corpus:
+///
+/// 1. Seed by seed, the chains are the same: with the same random number the bound's early
+///    decision is one the full draw takes too (the derivation in `samplers/ezlda/cpu.rs`), so
+///    for any bound depth g the skips change no draw, only the work. (Debug builds also assert
+///    S′ ≤ S_est for every token that builds S′.)
+/// 2. A two-sample test over independent seeds, which does not rely on sharing the random
+///    numbers: after 5 iterations from the seed's random start, the number of runs in which
+///    token i holds topic k, x for ezlda (seeds 0..N) and y for skip-free (seeds N..2N), for
+///    each of the 8 × 3 cells. Under the hypothesis that both follow the same distribution,
+///    x − y has mean 0 and variance 2Np(1 − p) ≤ E[x + y]; z = (x − y)/√(x + y + 1) is about
+///    standard normal, and the test fails when |z| ≥ 5 in some cell: P(|Z| ≥ 5) = 5.7·10⁻⁷ per
+///    cell, so a false alarm at most 24 · 5.7·10⁻⁷ ≈ 1.4·10⁻⁵ per run (Bonferroni). The naive
+///    dropping of thesis §1.3.4 ([`NaiveDropping`]) must fail the same test against skip-free.
+#[test]
+fn ezlda_and_the_skip_free_three_branch_draw_agree_in_distribution() {
+    let corpus_docs: [&[u32]; 3] = [&[0, 1, 0], &[1, 2, 1], &[2, 0]];
+    let docs: topos_corpus::OwnedDocs = corpus_docs.iter().copied().collect();
+    let (v, k, n_tokens) = (3usize, 3usize, 8usize);
+    let run = |algo: &'static dyn Sampler, seed: u64, iterations: u32| -> Vec<Vec<u16>> {
+        let opts = TrainOptions {
+            seed,
+            hyper: Hyperparameters::with_alpha(
+                topos_model::Alpha::from_values(vec![0.2, 0.5, 0.3]).unwrap(),
+                Some(0.1),
+            )
+            .unwrap(),
+            ..options(algo, k as u32, 1, Some(1))
+        };
+        let mut t = Trainer::new(TrainDocs::from(docs.clone()), v, opts).unwrap();
+        (0..iterations)
+            .map(|_| {
+                t.step();
+                t.assignments().to_vec()
+            })
+            .collect()
+    };
+    // 1. The same chain, seed by seed, for g = 1, 2, 3.
+    let mut skipped = 0u64;
+    for seed in 0..300 {
+        let free = run(&SkipFree, seed, 8);
+        for algo in [EZLDA, &EzldaG1, &EzldaG3] {
+            assert_eq!(run(algo, seed, 8), free, "{algo:?}, seed {seed}");
+        }
+        let opts = TrainOptions {
+            seed,
+            ..options(EZLDA, k as u32, 1, Some(1))
+        };
+        let mut t = Trainer::new(TrainDocs::from(docs.clone()), v, opts).unwrap();
+        for _ in 0..8 {
+            skipped += t.step().counters.unwrap().skipped_construction;
+        }
+    }
+    // The test means something only if tokens did skip.
+    assert!(skipped > 1000, "only {skipped} tokens skipped S′");
+
+    // 2. Two samples over independent seeds.
+    let n = 4_000u64;
+    let counts = |algo: &'static dyn Sampler, seeds: std::ops::Range<u64>| -> Vec<f64> {
+        let mut c = vec![0.0; n_tokens * k];
+        for seed in seeds {
+            for (i, &z) in run(algo, seed, 5).last().unwrap().iter().enumerate() {
+                c[i * k + z as usize] += 1.0;
+            }
+        }
+        c
+    };
+    let largest_z = |x: &[f64], y: &[f64]| {
+        x.iter()
+            .zip(y)
+            .map(|(a, b)| (a - b).abs() / (a + b + 1.0).sqrt())
+            .fold(0.0, f64::max)
+    };
+    let free = counts(&SkipFree, n..2 * n);
+    let ez = largest_z(&counts(EZLDA, 0..n), &free);
+    let naive = largest_z(&counts(&NaiveDropping, 0..n), &free);
+    eprintln!("largest |z|: ezlda {ez:.2}, naive dropping {naive:.2}");
+    assert!(ez < 5.0, "ezlda and skip-free differ: |z| = {ez}");
+    assert!(
+        naive > 5.0,
+        "the control (naive dropping) passed: |z| = {naive}; the test cannot fail"
+    );
+}
+
+#[test]
 fn mh_is_bit_identical_for_any_thread_count() {
     let s = spec(4);
     let corpus = generate(&s);
@@ -405,7 +566,7 @@ fn training_likelihood_matches_the_model_crates_dense_computation() {
 fn a_lone_token_visits_topics_in_proportion_to_an_asymmetric_alpha() {
     let alpha = [0.2, 1.0, 2.8];
     let sum: f64 = alpha.iter().sum();
-    for algo in [CGS, FCGS, MH] {
+    for algo in [CGS, FCGS, MH, EZLDA] {
         let docs: topos_corpus::OwnedDocs = [&[0u32][..]].into_iter().collect();
         let opts = TrainOptions {
             hyper: Hyperparameters::with_alpha(
@@ -500,4 +661,101 @@ fn cgs_samples_the_exact_collapsed_posterior_on_a_tiny_corpus() {
         tv < 0.05,
         "cgs does not sample the collapsed posterior: TV {tv}"
     );
+}
+
+/// ezlda with other settings of its CPU sampler, for the tests above: the registry entry's facts
+/// with another [`CpuSampler`].
+macro_rules! ezlda_variant {
+    ($name:ident, $cpu:expr) => {
+        struct $name;
+        impl Sampler for $name {
+            fn name(&self) -> &'static str {
+                stringify!($name)
+            }
+            fn summary(&self) -> &'static str {
+                Ezlda.summary()
+            }
+            fn when_to_use(&self) -> &'static str {
+                Ezlda.when_to_use()
+            }
+            fn reference(&self) -> &'static str {
+                Ezlda.reference()
+            }
+            fn exactness(&self) -> topos_train::sampler::Exactness {
+                Ezlda.exactness()
+            }
+            fn determinism(&self) -> topos_train::sampler::Determinism {
+                Ezlda.determinism()
+            }
+            fn supports_private(&self) -> bool {
+                false
+            }
+            fn state(&self) -> &'static str {
+                Ezlda.state()
+            }
+            fn cpu_memory(
+                &self,
+                shape: &topos_train::memory::RunShape,
+            ) -> Vec<(&'static str, u64)> {
+                Ezlda.cpu_memory(shape)
+            }
+            fn default_partitions(&self, tokens: u64, threads: usize) -> usize {
+                Ezlda.default_partitions(tokens, threads)
+            }
+            fn cpu(&self) -> &'static dyn CpuSampler {
+                $cpu
+            }
+            fn gpu(&self) -> Option<topos_train::sampler::GpuKernelSpec> {
+                None
+            }
+        }
+    };
+}
+
+ezlda_variant!(SkipFree, &EzldaCpu { g: 2, skip: false });
+ezlda_variant!(EzldaG1, &EzldaCpu { g: 1, skip: true });
+ezlda_variant!(EzldaG3, &EzldaCpu { g: 3, skip: true });
+ezlda_variant!(NaiveDropping, &NaiveDroppingCpu);
+
+/// The failed trial of thesis §1.3.4, as a control that the tests above must catch: ezlda's
+/// draw, except that a token already in its word's most popular topic (the largest count B_vk)
+/// is taken as converged and keeps its topic without being sampled.
+struct NaiveDroppingCpu;
+
+struct NaiveDroppingSweep<'a> {
+    inner: Box<dyn PartitionSweep + 'a>,
+    word_topics: &'a topos_train::counts::WordTopics,
+}
+
+impl CpuSampler for NaiveDroppingCpu {
+    fn needs_doc_topics(&self) -> bool {
+        true
+    }
+    fn prepare<'a>(&self, input: SweepInput<'a>) -> Box<dyn PartitionSweep + 'a> {
+        Box::new(NaiveDroppingSweep {
+            inner: Ezlda.cpu().prepare(input),
+            word_topics: input.word_topics,
+        })
+    }
+}
+
+impl PartitionSweep for NaiveDroppingSweep<'_> {
+    fn sweep(&self, p: &topos_train::layout::Partition, z: &mut [u16]) {
+        let before = z.to_vec();
+        self.inner.sweep(p, z);
+        for (wi, &w) in p.words.iter().enumerate() {
+            let (topics, counts) = self.word_topics.row(w);
+            let top = topics
+                .iter()
+                .zip(counts)
+                .max_by_key(|&(&k, &c)| (c, std::cmp::Reverse(k)))
+                .map(|(&k, _)| k);
+            for e in p.word_range(wi) {
+                let src = p.token_src[e] as usize;
+                if Some(before[src]) == top {
+                    z[src] = before[src];
+                }
+            }
+        }
+    }
 }

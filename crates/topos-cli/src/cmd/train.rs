@@ -391,6 +391,15 @@ impl Observer for TerminalObserver {
         if let Some(l) = p.heldout_ll {
             msg.push_str(&format!(", held-out {l:.4}"));
         }
+        if let Some(c) = p.skipped {
+            // ezlda: tokens settled in the max-topic branch (no final sampling), and of them
+            // those settled before their document branch was built.
+            msg.push_str(&format!(
+                ", skipped final {:.0}% / S' {:.0}%",
+                100.0 * c.skipped_final_fraction(),
+                100.0 * c.skipped_construction_fraction()
+            ));
+        }
         msg.push_str(&format!(
             " ({:.0} s, ETA {:.0} s)",
             p.elapsed_seconds, p.eta_seconds

@@ -6,7 +6,7 @@ use crate::counts::{count_doc_topics, count_word_topics, WordTopics};
 use crate::engine::{Engine, EngineSetup, Start, TrainDocs};
 use crate::exchange::ExchangeReport;
 use crate::layout::Layout;
-use crate::sampler::{Sampler, SweepInput};
+use crate::sampler::{Sampler, SweepCounters, SweepInput};
 use crate::shard::{even_ranges, Shard};
 use crate::transport::{Local, Transport};
 use crate::{loglik, TrainError};
@@ -39,6 +39,9 @@ pub struct IterationStats {
     pub seconds: f64,
     /// Tokens sampled per second in this iteration.
     pub tokens_per_second: f64,
+    /// What the sweep's tokens skipped, for a sampler that reports it
+    /// ([`crate::sampler::PartitionSweep::counters`]).
+    pub counters: Option<SweepCounters>,
 }
 
 /// The topic of every token uniform at random, keyed by (seed, token): what every device
@@ -79,6 +82,8 @@ pub struct Trainer {
     release: Option<Arc<WordTopics>>,
     /// Whether `z` was sampled and the counts not yet rebuilt.
     sampled: bool,
+    /// What the last sweep's tokens skipped (samplers that report it).
+    counters: Option<SweepCounters>,
     /// The run's workers (one: [`Local`]).
     transport: Arc<dyn Transport>,
     /// This process's share of a multi-process run (`None`: the whole corpus).
@@ -220,6 +225,7 @@ impl Trainer {
             pool,
             release: None,
             sampled: false,
+            counters: None,
             transport,
             shard,
             exchanged: None,
@@ -260,6 +266,7 @@ impl Trainer {
             iteration: self.iteration,
             seconds,
             tokens_per_second: self.docs().num_tokens() as f64 / seconds.max(1e-9),
+            counters: self.counters,
         }
     }
 
@@ -280,7 +287,7 @@ impl Trainer {
         } = self;
         let docs = docs.view();
         let cpu = sampler.cpu();
-        pool.install(|| {
+        let counters = pool.install(|| {
             let a = cpu
                 .needs_doc_topics()
                 .then(|| doc_topics.get_or_init(|| count_doc_topics(docs, z, hyper.num_topics)));
@@ -298,7 +305,9 @@ impl Trainer {
                 .into_par_iter()
                 .zip(layout.partitions.par_iter())
                 .for_each(|(zp, p)| sweep.sweep(p, zp));
+            sweep.counters()
         });
+        self.counters = counters;
         self.sampled = true;
     }
 
@@ -480,6 +489,9 @@ impl Engine for Trainer {
     fn sample(&mut self) -> Result<(), TrainError> {
         self.sample_inner();
         Ok(())
+    }
+    fn sweep_counters(&self) -> Option<SweepCounters> {
+        self.counters
     }
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
         crate::engine::check_sampled(self.sampled)?;

@@ -6,8 +6,10 @@ use crate::sampler::Sampler;
 
 pub mod cgs;
 pub mod esca;
+pub mod ezlda;
 pub mod fcgs;
 pub mod mh;
 
 /// Every sampler, the default first (`--algo`, `topos algos`).
-pub static SAMPLERS: &[&dyn Sampler] = &[&cgs::Cgs, &fcgs::Fcgs, &esca::Esca, &mh::Mh];
+pub static SAMPLERS: &[&dyn Sampler] =
+    &[&cgs::Cgs, &fcgs::Fcgs, &esca::Esca, &mh::Mh, &ezlda::Ezlda];
