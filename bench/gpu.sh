@@ -97,7 +97,7 @@ if [ "$mode" = check ]; then
 
   echo "== compute-sanitizer (memcheck, racecheck) on small runs, resident and streamed"
   topos synth -o /tmp/small.tcorp --docs 1500 --vocab 3000 --topics 20 --doc-len 120 --quiet
-  for algo in esca cgs; do
+  for algo in esca cgs ezlda; do
     for extra in "" "--gpu-stream"; do
       compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
         topos train /tmp/small.tcorp -k 50 --iters 3 --algo $algo --device cuda $extra -q -o /tmp/s.tmod \
@@ -105,8 +105,8 @@ if [ "$mode" = check ]; then
       row "memcheck	$algo $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-$algo$extra.log")"
     done
   done
-  # Hybrid word-topic rows (hashed rows: probes and CAS inserts), both samplers.
-  for algo in esca cgs; do
+  # Hybrid word-topic rows (hashed rows: probes and CAS inserts), every GPU kernel.
+  for algo in esca cgs ezlda; do
     TOPOS_GPU_WORD_TOPICS=hybrid compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       topos train /tmp/small.tcorp -k 500 --iters 3 --algo $algo --device cuda -q -o /tmp/s.tmod \
       > "$WORK/sanitizer-$algo-hybrid.log" 2>&1 || { cat "$WORK/sanitizer-$algo-hybrid.log"; exit 1; }
@@ -115,10 +115,14 @@ if [ "$mode" = check ]; then
   compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
     topos train /tmp/small.tcorp -k 50 --iters 1 --device cuda -q -o /tmp/s.tmod > "$WORK/racecheck.log" 2>&1 \
     || { tail -40 "$WORK/racecheck.log"; exit 1; }
-  row "racecheck	esca	$(grep -o 'RACECHECK SUMMARY: [0-9]* hazard[s]* displayed[^)]*)' "$WORK/racecheck.log" || echo none)"
+  row "racecheck	cgs (default)	$(grep -o 'RACECHECK SUMMARY: [0-9]* hazard[s]* displayed[^)]*)' "$WORK/racecheck.log" || echo none)"
+  compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
+    topos train /tmp/small.tcorp -k 50 --iters 2 --algo ezlda --device cuda -q -o /tmp/s.tmod > "$WORK/racecheck-ezlda.log" 2>&1 \
+    || { tail -40 "$WORK/racecheck-ezlda.log"; exit 1; }
+  row "racecheck	ezlda	$(grep -o 'RACECHECK SUMMARY: [0-9]* hazard[s]* displayed[^)]*)' "$WORK/racecheck-ezlda.log" || echo none)"
 
   echo "== 20news, K = 100, 200 iterations: GPU against the CPU reference"
-  for run in "cpu cgs" "cpu fcgs" "cpu esca" "cuda esca" "cuda cgs" "cuda fcgs"; do
+  for run in "cpu cgs" "cpu fcgs" "cpu esca" "cpu ezlda" "cuda esca" "cuda cgs" "cuda fcgs" "cuda ezlda"; do
     set -- $run
     train "20news-$1-$2" .devdata/20news.tcorp -k 100 --iters 200 --device "$1" --algo "$2" -o "/tmp/20news-$1-$2.tmod"
     row "20news K=100	$1 $2	heldout $(field "$WORK/20news-$1-$2.json" heldout_ll)	train $(field "$WORK/20news-$1-$2.json" train_ll)	$(field "$WORK/20news-$1-$2.json" tokens_per_second) tok/s	$(field "$WORK/20news-$1-$2.json" seconds) s"
@@ -128,7 +132,7 @@ if [ "$mode" = check ]; then
 import json, sys
 out = sys.argv[1]
 bad = []
-for algo in ["esca", "cgs", "fcgs"]:
+for algo in ["esca", "cgs", "fcgs", "ezlda"]:
     ref = json.load(open(f"{out}/20news-cpu-{algo}.json"))["heldout_ll"]
     ll = json.load(open(f"{out}/20news-cuda-{algo}.json"))["heldout_ll"]
     print(f"{algo}: GPU held-out {ll:.4f} vs CPU {ref:.4f} (diff {ll-ref:+.4f}; tolerance -0.03)")

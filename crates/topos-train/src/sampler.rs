@@ -54,6 +54,10 @@ pub struct GpuKernelSpec {
     /// Remove the token's own assignment from its document's, word's and topic's counts
     /// (collapsed Gibbs against the previous iteration's counts), or keep it (ESCA).
     pub exclude_own_assignment: bool,
+    /// ezLDA's three-branch sampling (thesis §1.3.2): each word's most likely topic as a third
+    /// branch, tokens that provably draw it skipping their document row (needs
+    /// `exclude_own_assignment`: it is built on the exact draw).
+    pub three_branch: bool,
 }
 
 /// A sampler: the registry entry. Every method is a fact about the algorithm, not about a run.

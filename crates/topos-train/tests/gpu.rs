@@ -9,7 +9,7 @@ use topos_train::cuda::CudaEngine;
 use topos_train::engine::read_all_rows;
 use topos_train::run::Silent;
 use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca, fcgs::Fcgs};
+use topos_train::samplers::{cgs::Cgs, esca::Esca, ezlda::Ezlda, fcgs::Fcgs};
 use topos_train::synthetic::{generate, recovery, SyntheticSpec, TopicShape};
 use topos_train::transport::Local;
 use topos_train::{
@@ -19,7 +19,7 @@ use topos_train::{
 
 mod conditional;
 
-const SAMPLERS: [&dyn Sampler; 2] = [&Esca, &Cgs];
+const SAMPLERS: [&dyn Sampler; 3] = [&Esca, &Cgs, &Ezlda];
 
 fn spec(seed: u64, docs: usize) -> SyntheticSpec {
     SyntheticSpec {
@@ -223,6 +223,60 @@ fn gpu_fcgs_draws_each_token_from_the_collapsed_conditional() {
             eprintln!("gpu esca (control) α {alpha} β {beta}: largest |z| {esca:.2}");
             assert!(esca > 8.0, "the control (esca) passed: |z| = {esca}");
         }
+    }
+}
+
+/// ezlda on the GPU draws each token from the exact collapsed conditional, as fcgs does (the
+/// same Tally and bound as the test above), whether it takes the third branch before reading the
+/// row (skipped), after it, or draws in full. The corpus has a long document whose tokens settle
+/// on one topic, so that the skip is taken often; the test checks that it was, and that tokens
+/// were also drawn in full.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_ezlda_draws_each_token_from_the_collapsed_conditional() {
+    let corpus_docs: [&[u32]; 5] = [
+        &[0, 1, 0],
+        &[1, 2],
+        &[2, 0, 1],
+        &[3],
+        &[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0],
+    ];
+    let owned: OwnedDocs = corpus_docs.iter().copied().collect();
+    let (v, k) = (4usize, 3usize);
+    let n = owned.view().tokens().len();
+    let docs = TrainDocs::from(owned);
+    for (alpha, beta) in [(0.5, 0.2), (0.05, 0.05), (0.001, 0.001)] {
+        let setup = EngineSetup {
+            hyper: Hyperparameters::new(k as u32, Some(alpha), Some(beta)).unwrap(),
+            ..setup(&docs, v, &Ezlda, k as u32, DeviceOptions::default())
+        };
+        let mut e = CudaEngine::open(None, setup).unwrap();
+        let mut tally = conditional::Tally::new(&corpus_docs, v, k);
+        let mut z0 = topics(&mut e, n as u64);
+        let (mut skipped, mut in_m) = (0u64, 0u64);
+        let steps = 6_000u64;
+        for _ in 0..steps {
+            step(&mut e, 1);
+            let c = e.sweep_counters().expect("ezlda reports its skips");
+            assert_eq!(c.tokens, n as u64);
+            skipped += c.skipped_construction;
+            in_m += c.skipped_final;
+            let z1 = topics(&mut e, n as u64);
+            tally.add(&z0, &z1, &[alpha; 3], beta);
+            z0 = z1;
+        }
+        let z = tally.largest_z();
+        let total = steps * n as u64;
+        eprintln!(
+            "gpu ezlda α {alpha} β {beta}: largest |z| {z:.2}; skipped the row {:.1}%, the final draw {:.1}%",
+            100.0 * skipped as f64 / total as f64,
+            100.0 * in_m as f64 / total as f64
+        );
+        assert!(
+            z < 5.0,
+            "gpu ezlda does not draw the conditional: |z| = {z}"
+        );
+        assert!(skipped > 0 && in_m >= skipped && in_m < total);
     }
 }
 

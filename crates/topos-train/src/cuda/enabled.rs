@@ -92,6 +92,8 @@ pub struct CudaEngine {
     /// host and the transport).
     comm: Option<topos_cuda::nccl::DeviceComm>,
     exchanges: crate::exchange::ExchangeReport,
+    /// What the last sample's tokens skipped (ezlda).
+    counters: Option<crate::sampler::SweepCounters>,
 }
 
 impl CudaEngine {
@@ -200,6 +202,7 @@ impl CudaEngine {
             force_streaming: setup.device.force_streaming,
             hybrid_cells: word_topics::cells(&word_tokens, topics, WordTopicFormat::Hybrid),
             format,
+            three_branch: kernel.three_branch,
         })
         .map_err(|e| GpuError::Plan(e.to_string()))?;
         let words = WordTopicLayout::new(&word_tokens, topics, plan.format);
@@ -229,6 +232,7 @@ impl CudaEngine {
         };
         let cfg = EngineConfig {
             exclude_own_assignment: kernel.exclude_own_assignment,
+            three_branch: kernel.three_branch,
             topics,
             words: num_words as u32,
             alpha,
@@ -278,6 +282,7 @@ impl CudaEngine {
             global_tokens,
             comm,
             exchanges: Default::default(),
+            counters: None,
         })
     }
 
@@ -333,8 +338,21 @@ impl Engine for CudaEngine {
     }
     fn sample(&mut self) -> Result<(), TrainError> {
         self.kernels.sweep(self.iteration + 1).map_err(to_train)?;
+        // ezlda's tallies (waits for the sweep; the commit that follows waits anyway).
+        self.counters = self
+            .kernels
+            .skip_tallies()
+            .map_err(to_train)?
+            .map(|[construction, fin]| crate::sampler::SweepCounters {
+                tokens: self.kernels.tokens(),
+                skipped_construction: construction,
+                skipped_final: fin,
+            });
         self.sampled = true;
         Ok(())
+    }
+    fn sweep_counters(&self) -> Option<crate::sampler::SweepCounters> {
+        self.counters
     }
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
         if transport.workers() == 1 {

@@ -21,6 +21,7 @@ typedef unsigned short u16;
 typedef unsigned long long u64;
 
 #define FULL 0xffffffffu
+#define NO_TOPIC_TOP 0xffffffffu
 
 // A doc-topic row entry: topic and count packed in one word, so an entry is one load (ezLDA's
 // pair storage, thesis §1.3.3). 32 bits (topic << 16 | count) when every document has fewer than
@@ -93,16 +94,20 @@ __device__ __forceinline__ u32 word_hash(u32 k, u32 slots) {
     return (k * 0x9E3779B1u) >> (32 - (31 - __clz(slots)));
 }
 
-// Adds one token of topic k to word row (off, slots). A hashed row has room for every topic its
-// word can have (slots >= 2 x its tokens), so the probe ends.
-__device__ __forceinline__ void word_add(u32* __restrict__ B, u64 off, u32 slots, u32 K, u32 k) {
-    if (slots >= K) { atomicAdd(&B[off + k], 1u); return; }
+// Adds `tokens` tokens of topic k to word row (off, slots). A hashed row has room for every
+// topic its word can have (slots >= 2 x its tokens), so the probe ends.
+__device__ __forceinline__ void word_add_n(u32* __restrict__ B, u64 off, u32 slots, u32 K, u32 k, u32 tokens) {
+    if (slots >= K) { atomicAdd(&B[off + k], tokens); return; }
     u32 key = (k + 1) << 16, mask = slots - 1;
     for (u32 h = word_hash(k, slots);; h = (h + 1) & mask) {
-        u32 cur = atomicCAS(&B[off + h], 0u, key | 1u);
+        u32 cur = atomicCAS(&B[off + h], 0u, key | tokens);
         if (cur == 0u) return;
-        if ((cur & 0xffff0000u) == key) { atomicAdd(&B[off + h], 1u); return; }
+        if ((cur & 0xffff0000u) == key) { atomicAdd(&B[off + h], tokens); return; }
     }
+}
+
+__device__ __forceinline__ void word_add(u32* __restrict__ B, u64 off, u32 slots, u32 K, u32 k) {
+    word_add_n(B, off, slots, K, k, 1u);
 }
 
 // Topic k's count in word row (off, slots) (read-only: the sweep's B does not change).
@@ -160,6 +165,102 @@ extern "C" __global__ void count_words(const uint4* __restrict__ items, const u3
 }
 
 // ---------------------------------------------------------------------------------------------
+// ezlda's three-branch sampling (thesis §1.3.2-1.3.3): what the rebuild and the sampler read.
+
+// Offers topic k of weight p to a top-two list (b1, k1) >= (b2, k2); ties go to the lower topic,
+// so the result does not depend on the order of the offers.
+__device__ __forceinline__ void top2_offer(float& b1, u32& k1, float& b2, u32& k2, float p, u32 k) {
+    if (p > b1 || (p == b1 && k < k1)) {
+        b2 = b1; k2 = k1; b1 = p; k1 = k;
+    } else if (p > b2 || (p == b2 && k < k2)) {
+        b2 = p; k2 = k;
+    }
+}
+
+// Offers topic k of weight p to a top-three list (b1 >= b2 >= b3), as top2_offer.
+__device__ __forceinline__ void top3_offer(float (&b)[3], u32 (&t)[3], float p, u32 k) {
+    if (p > b[0] || (p == b[0] && k < t[0])) {
+        b[2] = b[1]; t[2] = t[1]; b[1] = b[0]; t[1] = t[0]; b[0] = p; t[0] = k;
+    } else if (p > b[1] || (p == b[1] && k < t[1])) {
+        b[2] = b[1]; t[2] = t[1]; b[1] = p; t[1] = k;
+    } else if (p > b[2] || (p == b[2] && k < t[2])) {
+        b[2] = p; t[2] = k;
+    }
+}
+
+// top2[v] = K1 | K2 << 16: the two topics of word v's largest p*(k) = (B_vk + β)/(n_k + Vβ) among
+// its counted topics (K2 = K1 when the row counts one topic), ezLDA's K1/K2 pair (§1.3.3), and
+// top3[v] >= p*(k) for every other topic k (a3 of Eq. 1.10): the third largest of a dense row;
+// for a hashed row the larger of its third counted topic and β·max_k 1/(n_k + Vβ), which bounds
+// the topics it does not count. The same float expression as the sampler's tree leaves, so the
+// bound holds for them exactly. The sampler's draw is exact for any two topics (it singles K1
+// out); the largest skip the most tokens. One warp per word.
+extern "C" __global__ void word_top2(const u32* __restrict__ B, const u64* __restrict__ word_off,
+                                     const u32* __restrict__ word_slots, const float* __restrict__ inv_norm,
+                                     u32 V, u32 K, float beta, u32* __restrict__ top2, float* __restrict__ top3) {
+    __shared__ float block_inv[32];
+    u32 lane = lane_id();
+    // max_k 1/(n_k + Vβ), per block.
+    float mi = 0.0f;
+    for (u32 k = threadIdx.x; k < K; k += blockDim.x) mi = fmaxf(mi, inv_norm[k]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mi = fmaxf(mi, __shfl_xor_sync(FULL, mi, o));
+    if (lane == 0) block_inv[threadIdx.x >> 5] = mi;
+    __syncthreads();
+    float max_inv = 0.0f;
+    for (u32 w = 0; w < (blockDim.x >> 5); w++) max_inv = fmaxf(max_inv, block_inv[w]);
+    u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    u32 num_warps = (gridDim.x * blockDim.x) >> 5;
+    for (u32 v = warp; v < V; v += num_warps) {
+        u64 off = word_off[v];
+        u32 slots = word_slots[v];
+        float b[3] = {-1.0f, -1.0f, -1.0f};
+        u32 t[3] = {NO_TOPIC_TOP, NO_TOPIC_TOP, NO_TOPIC_TOP};
+        bool dense = slots >= K;
+        if (dense) {
+            for (u32 k = lane; k < K; k += 32) top3_offer(b, t, ((float)B[off + k] + beta) * inv_norm[k], k);
+        } else {
+            for (u32 i = lane; i < slots; i += 32) {
+                u32 c = B[off + i];
+                if (c) {
+                    u32 k = (c >> 16) - 1;
+                    top3_offer(b, t, ((float)(c & 0xffffu) + beta) * inv_norm[k], k);
+                }
+            }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float ob[3];
+            u32 ot[3];
+#pragma unroll
+            for (int i = 0; i < 3; i++) {
+                ob[i] = __shfl_xor_sync(FULL, b[i], o);
+                ot[i] = __shfl_xor_sync(FULL, t[i], o);
+            }
+#pragma unroll
+            for (int i = 0; i < 3; i++)
+                if (ot[i] != NO_TOPIC_TOP) top3_offer(b, t, ob[i], ot[i]);
+        }
+        if (lane == 0) {
+            u32 k1 = t[0] == NO_TOPIC_TOP ? 0 : t[0];
+            u32 k2 = t[1] == NO_TOPIC_TOP ? k1 : t[1];
+            float a3 = t[2] == NO_TOPIC_TOP ? 0.0f : b[2];
+            if (!dense) a3 = fmaxf(a3, beta * max_inv);
+            top2[v] = k1 | (k2 << 16);
+            top3[v] = a3;
+        }
+    }
+}
+
+// word_of[t] = the word of the chunk's token t (corpus order), from the work items: what the
+// rebuild needs to look up each token's K1/K2 pair in its document's counts. One block per item.
+extern "C" __global__ void word_of_positions(const uint4* __restrict__ items, const u32* __restrict__ token_src,
+                                             u32* __restrict__ word_of) {
+    uint4 it = items[blockIdx.x];
+    for (u32 e = it.y + threadIdx.x; e < it.y + it.z; e += blockDim.x) word_of[token_src[e]] = it.x;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Doc-topic rows rebuilt from the assignments (SaberLDA §3.3): one warp per document, compacted in
 // order of first occurrence (ballot + match_any: deterministic, whatever the scheduling).
 //
@@ -185,9 +286,22 @@ __device__ __forceinline__ u32 hash_claim(u32* table, u32 k, u32 bits, u32 mask)
     }
 }
 
+// Topic k's count in a document's table (read only, after the counting).
+__device__ __forceinline__ u32 hash_count(const u32* table, u32 k, u32 bits, u32 mask) {
+    for (u32 h = (k * 0x9E3779B1u) >> (32 - bits);; h = (h + 1) & mask) {
+        u32 cur = table[h];
+        if (cur == HASH_EMPTY) return 0;
+        if ((cur >> 16) == k) return cur & 0xffffu;
+    }
+}
+
+// With `pairs` (ezlda), also each token's C1/C2 pair (thesis §1.3.3, "processing by document"):
+// pairs[t] = A_d[K1] << ROW_SHIFT | A_d[K2] for the K1/K2 of token t's word (top2, word_of),
+// counted with the token itself, read from the document's table while it is whole.
 extern "C" __global__ void __launch_bounds__(REBUILD_WARPS * 32) rebuild_doc_topics(
     const u16* __restrict__ z, const u32* __restrict__ doc_off, u32 num_docs, u32 K,
-    u32* __restrict__ scratch, RowEntry* __restrict__ rows, u32* __restrict__ row_nnz) {
+    u32* __restrict__ scratch, RowEntry* __restrict__ rows, u32* __restrict__ row_nnz,
+    const u32* __restrict__ word_of, const u32* __restrict__ top2, RowEntry* __restrict__ pairs) {
     __shared__ u32 tables[REBUILD_WARPS * HASH_SLOTS];
     u32 lane = lane_id();
     u32 warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -217,11 +331,29 @@ extern "C" __global__ void __launch_bounds__(REBUILD_WARPS * 32) rebuild_doc_top
                 }
             }
         } else {
-            for (u32 i = a + lane; i < b; i += 32) h[z[i]] = 0;
+            for (u32 i = a + lane; i < b; i += 32) {
+                h[z[i]] = 0;
+                // The pairs read K1's and K2's entries whether or not the document holds them.
+                if (pairs) {
+                    u32 t2 = top2[word_of[i]];
+                    h[t2 & 0xffffu] = 0;
+                    h[t2 >> 16] = 0;
+                }
+            }
             __syncwarp();
             for (u32 i = a + lane; i < b; i += 32) atomicAdd(&h[z[i]], 1u);
         }
         __syncwarp();
+        if (pairs) {
+            for (u32 i = a + lane; i < b; i += 32) {
+                u32 t2 = top2[word_of[i]];
+                u32 k1 = t2 & 0xffffu, k2 = t2 >> 16;
+                u32 c1 = hashed ? hash_count(table, k1, bits, mask) : h[k1];
+                u32 c2 = k2 == k1 ? 0u : hashed ? hash_count(table, k2, bits, mask) : h[k2];
+                pairs[i] = ((RowEntry)c1 << ROW_SHIFT) | (RowEntry)c2;
+            }
+            __syncwarp();
+        }
         u32 nnz = 0;
         for (u32 base = a; base < b; base += 32) {
             u32 i = base + lane;
@@ -618,7 +750,34 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #endif
 // EXCLUDE: 0 for esca, 1 for fcgs and cgs (a template argument: each sampler's kernel carries
 // only its own path, measured on an H100 in BENCHMARKS.md, "fcgs on the GPU").
-template <int EXCLUDE>
+//
+// THREE (ezlda, with EXCLUDE): ezLDA's three-branch sampling (thesis §1.3.2, Eq. 1.6-1.10) on
+// fcgs's exact target. Per word, K1 (top2, the largest p*) is singled out: its leaf is set to 0
+// before the tree's levels are summed, so the tree and the rows' running sums hold the other
+// topics only (Ŵ'[v] of Eq. 1.6), and K1's whole weight without the token,
+//
+//   M = p*'(K1) · (A'_dK1 + α)        (primes: the token's own assignment removed),
+//
+// is a third branch: x = u·(M + S' + Q') < M picks K1, where S' and Q' are fcgs's row and tree
+// masses without K1. Before the row is read, S' is bounded (Eq. 1.9-1.10, g = 2) by
+//
+//   S_est = a2 · A'_dK2 + a3 · (L_d − 1 − A'_dK1 − A'_dK2)   >=   S' = Σ_{k≠K1} p*'(k) A'_dk,
+//
+// with a2 = p*(K2) and a3 >= every leaf outside K1 and K2 (word_top2; p*' <= p*: esca/cpu.rs), A_dK1
+// and A_dK2 from the rebuild's pairs, L_d the document's length. Q' is exact without the row:
+// α·(tree total) corrected for the token's own topic. If u·(M + S_est + Q') < M, then also
+// u·(M + S' + Q') < M with the same u: the token takes K1 without its row being read or its
+// final draw made ("skipped construction"); a token drawn in full that lands in M is a "skipped
+// final draw". Either way the draw is the exact one: nothing is dropped on a token's history,
+// the naive scheme §1.3.4 shows to fail. Skipped tokens are written by their own lanes at once,
+// and the warp's serial loop visits only the others.
+// ezlda's bound is raised by 1e-4 over the float rounding of the exact path's sums.
+// EZLDA_BOUND_HALVED = 1 halves S_est, which is then no bound: the control run of the
+// conditional test (BENCHMARKS.md, "ezlda on the GPU"), which must fail.
+#ifndef EZLDA_BOUND_HALVED
+#define EZLDA_BOUND_HALVED 0
+#endif
+template <int EXCLUDE, int THREE>
 __device__ __forceinline__ void sample_body(
     const uint4* __restrict__ items, u32 num_items,
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
@@ -627,12 +786,19 @@ __device__ __forceinline__ void sample_body(
     const u64* __restrict__ n, const float* __restrict__ inv_norm,
     u32 K, float alpha, float beta, double v_beta,
     u16* __restrict__ z, u32* __restrict__ Bn,
-    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration) {
+    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration,
+    const u32* __restrict__ top2, const float* __restrict__ top3, const RowEntry* __restrict__ pairs,
+    u64* __restrict__ skip_stats) {
+    static_assert(!THREE || EXCLUDE, "three-branch sampling is built on the exact (fcgs) draw");
     extern __shared__ float smem[];
     Tree tree;
     tree_layout(tree, smem, K);
     u32 lane = lane_id();
     u32 warp = threadIdx.x >> 5;
+    // ezlda's tallies, per block in shared memory (registers are what the sampler lacks): tokens
+    // that skipped their row (the S' construction) and tokens that took the third branch.
+    __shared__ u32 skipped[2];
+    if (THREE && threadIdx.x < 2) skipped[threadIdx.x] = 0;
 
     for (u32 item = blockIdx.x; item < num_items; item += gridDim.x) {
         uint4 it = items[item];
@@ -646,6 +812,9 @@ __device__ __forceinline__ void sample_body(
         // leaves are O(K) per item: at K = 10,000 forty rounds of dependent loads per thread).
         u32 groups = level_size(K, 0) / 32;
         bool dense = wslots >= K;
+        // ezlda: K1 leaves the tree (Ŵ'[v], Eq. 1.6): its leaf stays 0, its mass is the third
+        // branch. (NO_TOPIC for the other samplers: nothing is left out.)
+        u32 K1 = THREE ? (top2[v] & 0xffffu) : NO_TOPIC;
         for (u32 g0 = warp; g0 < groups; g0 += WARPS_PER_BLOCK * LEAF_BATCH) {
             u32 b[LEAF_BATCH];
             float inv[LEAF_BATCH];
@@ -658,7 +827,7 @@ __device__ __forceinline__ void sample_body(
 #pragma unroll
             for (int j = 0; j < LEAF_BATCH; j++) {
                 u32 g = g0 + j * WARPS_PER_BLOCK, k = g * 32 + lane;
-                if (g < groups) tree.base[k] = k < K ? ((float)b[j] + beta) * inv[j] : 0.0f;
+                if (g < groups) tree.base[k] = k < K && k != K1 ? ((float)b[j] + beta) * inv[j] : 0.0f;
             }
         }
         if (!dense) {
@@ -667,7 +836,7 @@ __device__ __forceinline__ void sample_body(
                 u32 c = Brow[i];
                 if (c) {
                     u32 k = (c >> 16) - 1;
-                    tree.base[k] = ((float)(c & 0xffffu) + beta) * inv_norm[k];
+                    if (k != K1) tree.base[k] = ((float)(c & 0xffffu) + beta) * inv_norm[k];
                 }
             }
         }
@@ -706,6 +875,9 @@ __device__ __forceinline__ void sample_body(
             u32 my_e = base + lane;
             u32 my_doc = 0xffffffffu, my_src = 0, my_ra = 0, my_nnz = 0, my_k0 = 0;
             float my_pex = 0.0f;
+            // ezlda: the third branch's mass M, and whether the token skips its row.
+            float my_m = 0.0f;
+            bool my_skip = false;
             uint4 r = make_uint4(0, 0, 0, 0);
             if (my_e < e1) {
                 my_doc = token_doc[my_e];
@@ -721,26 +893,62 @@ __device__ __forceinline__ void sample_body(
                     // (p*(k₀) − x)/(1 − x), with no lookup in the word's row and no load of n
                     // (its cancellation costs about 1e-7/β of relative precision; where x is near
                     // 1, a corpus of almost no tokens, the counts are read).
+                    // (ezlda: K1's leaf is 0 in the tree; its p* is a1, the same float as the
+                    // leaf would hold.)
+                    bool own1 = THREE && my_k0 == K1;
+                    float a1 = THREE ? ((float)word_count(B, woff, wslots, K, K1) + beta) * inv_norm[K1] : 0.0f;
                     float x0 = inv_norm[my_k0];
+                    float leaf0 = own1 ? a1 : tree.base[my_k0];
                     if (CGS_PEX_LEAF && x0 < 0.999f) {
-                        my_pex = (tree.base[my_k0] - x0) / (1.0f - x0);
+                        my_pex = (leaf0 - x0) / (1.0f - x0);
                     } else {
                         my_pex = ((float)word_count(B, woff, wslots, K, my_k0) - 1.0f + beta) *
                                  (float)(1.0 / ((double)n[my_k0] - 1.0 + v_beta));
                     }
+                    if (THREE) {
+                        // M and the bound of the comment above sample_body; the token's own
+                        // topic is K1's (own1: all of k₀'s weight is M, none is left to fcgs's
+                        // own-topic branch) or K2's or another's.
+                        RowEntry pair = pairs[my_src];
+                        float len = (float)(doc_off[my_doc + 1] - my_ra);
+                        u32 K2 = top2[v] >> 16;
+                        bool two = K2 != K1;
+                        float a2 = two ? tree.base[K2] : 0.0f, a3 = top3[v];
+                        float b1 = (float)entry_topic(pair) - (own1 ? 1.0f : 0.0f);
+                        float b2 = two ? (float)entry_count(pair) - (my_k0 == K2 ? 1.0f : 0.0f) : 0.0f;
+                        float p1 = own1 ? fmaxf(my_pex, 0.0f) : a1;
+                        my_m = p1 * (b1 + alpha);
+                        float s_est = a2 * b2 + a3 * fmaxf(len - 1.0f - b1 - b2, 0.0f);
+                        float q_rest = own1 ? q : alpha * (total - leaf0 + fmaxf(my_pex, 0.0f));
+                        if (EZLDA_BOUND_HALVED) s_est *= 0.5f;
+                        my_skip = unit_f32(r.x) * (my_m + (s_est + q_rest) * 1.0001f) < my_m;
+                        if (own1) my_pex = 0.0f;
+                    }
                 }
             }
-            u32 count = min(32u, e1 - base);
-            // With ROW_PREFETCH, the tokens of this batch that start a document (a row to
-            // load): lane j's document differs from lane j−1's (lane 0: from the row in
-            // registers).
+            // ezlda: the tokens that skip take K1 at once, each in its own lane (one count for
+            // them all in the word's next row); the serial loop below visits the rest (`todo`).
+            u32 skips = THREE ? __ballot_sync(FULL, my_skip) : 0u;
+            if (THREE && skips) {
+                if (my_skip) z[my_src] = (u16)K1;
+                if (lane == 0) {
+                    word_add_n(Bn, woff, wslots, K, K1, __popc(skips));
+                    atomicAdd(&skipped[0], __popc(skips));
+                }
+            }
+            u32 todo = __ballot_sync(FULL, my_e < e1 && !my_skip);
+            // With ROW_PREFETCH, the tokens to visit that start a document (a row to load):
+            // lane j's document differs from that of the previous lane to visit (the first:
+            // from the row in registers).
             u32 starts = 0;
             if (ROW_PREFETCH) {
-                u32 prev_doc = __shfl_up_sync(FULL, my_doc, 1);
-                starts = __ballot_sync(FULL, my_e < e1 && my_doc != (lane == 0 ? cached_doc : prev_doc));
+                u32 below = todo & ((1u << lane) - 1u);
+                u32 prev_doc = __shfl_sync(FULL, my_doc, below ? 31 - __clz(below) : 0);
+                starts = __ballot_sync(FULL, ((todo >> lane) & 1u) && my_doc != (below ? prev_doc : cached_doc));
             }
             u32 pre_j = 32;  // the start whose row `pre` holds (32: none)
-            for (u32 j = 0; j < count; j++) {
+            for (u32 rest = todo; rest; rest &= rest - 1u) {
+                u32 j = __ffs(rest) - 1;
                 u32 d = __shfl_sync(FULL, my_doc, j);
                 u32 src = __shfl_sync(FULL, my_src, j);
                 u32 r0 = __shfl_sync(FULL, r.x, j);
@@ -857,8 +1065,12 @@ __device__ __forceinline__ void sample_body(
                     }
                     float w_old = (a0 - 1.0f + alpha) * fmaxf(pstar_ex, 0.0f);
                     float q_ex = fmaxf(q - alpha * p0, 0.0f);
-                    float x = unit_f32(r0) * (w_old + s_ex + q_ex);
-                    if (x < w_old) {
+                    float m = THREE ? __shfl_sync(FULL, my_m, j) : 0.0f;
+                    float x = unit_f32(r0) * (m + w_old + s_ex + q_ex);
+                    if (THREE && x < m) {
+                        k = K1;
+                        if (lane == 0) atomicAdd(&skipped[1], 1u);
+                    } else if ((x -= m) < w_old) {
                         k = k0;
                     } else if ((x -= w_old) < s_ex) {
                         if (!in_regs) {
@@ -890,9 +1102,14 @@ __device__ __forceinline__ void sample_body(
         }
         __syncthreads();
     }
+    if (THREE && threadIdx.x == 0) {
+        atomicAdd(&skip_stats[0], (u64)skipped[0]);
+        atomicAdd(&skip_stats[1], (u64)skipped[0] + (u64)skipped[1]);
+    }
 }
 
-// The two kernels' entry points (samplers/esca/gpu.rs; samplers/fcgs/gpu.rs, which cgs shares).
+// The kernels' entry points (samplers/esca/gpu.rs; samplers/fcgs/gpu.rs, which cgs shares;
+// samplers/ezlda/gpu.rs).
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_esca(
     const uint4* __restrict__ items, u32 num_items,
     const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
@@ -902,7 +1119,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
     u32 K, float alpha, float beta, double v_beta,
     u16* __restrict__ z, u32* __restrict__ Bn,
     u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration) {
-    sample_body<0>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration);
+    sample_body<0, 0>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration, nullptr, nullptr, nullptr, nullptr);
 }
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_fcgs(
     const uint4* __restrict__ items, u32 num_items,
@@ -913,7 +1130,20 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
     u32 K, float alpha, float beta, double v_beta,
     u16* __restrict__ z, u32* __restrict__ Bn,
     u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration) {
-    sample_body<1>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration);
+    sample_body<1, 0>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration, nullptr, nullptr, nullptr, nullptr);
+}
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_ezlda(
+    const uint4* __restrict__ items, u32 num_items,
+    const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
+    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
+    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
+    const u64* __restrict__ n, const float* __restrict__ inv_norm,
+    u32 K, float alpha, float beta, double v_beta,
+    u16* __restrict__ z, u32* __restrict__ Bn,
+    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration,
+    const u32* __restrict__ top2, const float* __restrict__ top3, const RowEntry* __restrict__ pairs,
+    u64* __restrict__ skip_stats) {
+    sample_body<1, 1>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration, top2, top3, pairs, skip_stats);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -69,6 +69,28 @@ pub struct PlanInput {
     /// The word-topic format asked for; `None` lets the planner choose: dense while the corpus
     /// stays resident beside it, hybrid when that saves streaming or makes the model fit.
     pub format: Option<WordTopicFormat>,
+    /// ezlda's three-branch sampling: beside the rows, each token's word and C1/C2 pair.
+    pub three_branch: bool,
+}
+
+/// Bytes per token of what the chunk being sampled needs beside its arrays: its doc-topic rows,
+/// and for three-branch sampling each token's C1/C2 pair (a row entry's width).
+fn chunk_bytes(input: &PlanInput) -> u64 {
+    let row = row_bytes(input.longest_doc);
+    if input.three_branch {
+        2 * row
+    } else {
+        row
+    }
+}
+
+/// Bytes per token kept with every chunk's arrays: for three-branch sampling each token's word.
+fn token_extra_bytes(input: &PlanInput) -> u64 {
+    if input.three_branch {
+        4
+    } else {
+        0
+    }
 }
 
 /// How the corpus meets the device.
@@ -219,7 +241,8 @@ fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanE
     let partitions = tokens.div_ceil(part).min(input.docs.max(1));
     let per_partition = tokens.div_ceil(partitions);
     let resident = corpus_arrays(tokens, input.docs, input.words, partitions)
-        + (per_partition + input.longest_doc) * row_bytes(input.longest_doc);
+        + tokens * token_extra_bytes(input)
+        + (per_partition + input.longest_doc) * chunk_bytes(input);
     if !input.force_streaming && resident <= avail {
         return Ok(Plan {
             mode: Mode::Resident,
@@ -233,7 +256,8 @@ fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanE
         });
     }
     // Two slots, each a chunk's arrays and rows; a chunk may overshoot its target by one document.
-    let per_token_slot = TOKEN_BYTES + row_bytes(input.longest_doc) + DOC_BYTES + ITEM_BYTES;
+    let per_token_slot =
+        TOKEN_BYTES + token_extra_bytes(input) + chunk_bytes(input) + DOC_BYTES + ITEM_BYTES;
     let mut chunk = (avail / 2 / per_token_slot).saturating_sub(input.longest_doc);
     if input.force_streaming {
         chunk = chunk.min(tokens.div_ceil(4).max(input.longest_doc));
@@ -287,6 +311,7 @@ mod tests {
             force_streaming: false,
             hybrid_cells: cells(&counts, k, WordTopicFormat::Hybrid),
             format: None,
+            three_branch: false,
         }
     }
 

@@ -66,7 +66,8 @@ pub struct Frozen<'a> {
     /// w_k, when α is asymmetric.
     pub alpha_weights: Option<Vec<f32>>,
     pub beta: f32,
-    /// (n_k + Vβ)/(n_k − 1 + Vβ): the topic-total factor of fcgs's acceptance.
+    /// (n_k + Vβ)/(n_k − 1 + Vβ): the topic-total factor of fcgs's acceptance (empty for ESCA,
+    /// which never reads it).
     own_total_factor: Vec<f64>,
 }
 
@@ -79,12 +80,14 @@ impl<'a> Frozen<'a> {
         }
     }
 
-    /// Derives the normalizers and the smoothing tree from the counts.
+    /// Derives the normalizers and the smoothing tree from the counts (and for
+    /// [`OwnAssignment::Removed`] the acceptance's topic-total factors).
     pub fn new(
         doc_topics: &'a DocTopics,
         word_topics: &'a WordTopics,
         alpha: &topos_model::Alpha,
         beta: f64,
+        own: OwnAssignment,
     ) -> Self {
         let inv_norm: Vec<f32> =
             topos_model::phi::normalizers(&word_topics.totals, word_topics.num_words(), beta)
@@ -112,11 +115,14 @@ impl<'a> Frozen<'a> {
             ),
         };
         let v_beta = word_topics.num_words() as f64 * beta;
-        let own_total_factor = word_topics
-            .totals
-            .iter()
-            .map(|&n| (n as f64 + v_beta) / (n as f64 - 1.0 + v_beta))
-            .collect();
+        let own_total_factor = match own {
+            OwnAssignment::Kept => Vec::new(),
+            OwnAssignment::Removed => word_topics
+                .totals
+                .iter()
+                .map(|&n| (n as f64 + v_beta) / (n as f64 - 1.0 + v_beta))
+                .collect(),
+        };
         Self {
             own_total_factor,
             doc_topics,
@@ -187,7 +193,9 @@ pub fn sweep_partition(
         for (&k, &c) in wt.iter().zip(wc) {
             let inv = frozen.inv_norm[k as usize];
             scratch.bhat[k as usize] = (c as f32 + frozen.beta) * inv;
-            scratch.word_counts[k as usize] = c;
+            if own == OwnAssignment::Removed {
+                scratch.word_counts[k as usize] = c;
+            }
             scratch.word_weights.push(match &frozen.alpha_weights {
                 None => c as f32 * inv,
                 Some(a) => a[k as usize] * (c as f32 * inv),
@@ -265,7 +273,9 @@ pub fn sweep_partition(
         // Restore the smoothing values.
         for &k in wt {
             scratch.bhat[k as usize] = frozen.inv_norm[k as usize] * frozen.beta;
-            scratch.word_counts[k as usize] = 0;
+            if own == OwnAssignment::Removed {
+                scratch.word_counts[k as usize] = 0;
+            }
         }
     }
 }
@@ -352,7 +362,7 @@ impl crate::sampler::CpuSampler for EscaCpu {
             .doc_topics
             .expect("ESCA reads the document-topic counts it asked for");
         Box::new(EscaSweep {
-            frozen: Frozen::new(a, input.word_topics, input.alpha, input.beta),
+            frozen: Frozen::new(a, input.word_topics, input.alpha, input.beta, self.own),
             seed: input.seed,
             iteration: input.iteration,
             own: self.own,

@@ -5,4 +5,5 @@ use crate::sampler::GpuKernelSpec;
 
 pub const KERNEL: GpuKernelSpec = GpuKernelSpec {
     exclude_own_assignment: false,
+    three_branch: false,
 };

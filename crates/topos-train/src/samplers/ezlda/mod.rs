@@ -9,6 +9,7 @@
 //! iteration. CPU for now; the progress line and `--log` show the fractions skipped.
 
 pub mod cpu;
+pub mod gpu;
 
 use crate::memory::RunShape;
 use crate::sampler::{CpuSampler, Determinism, Exactness, GpuKernelSpec, Sampler};
@@ -67,6 +68,6 @@ impl Sampler for Ezlda {
         }
     }
     fn gpu(&self) -> Option<GpuKernelSpec> {
-        None
+        Some(gpu::KERNEL)
     }
 }
