@@ -467,6 +467,8 @@ struct Utility {
     scored: &'static str,
     /// How the prediction is made.
     model: &'static str,
+    /// What it read: the corpus's exact counts (not private).
+    reads: &'static str,
 }
 
 #[derive(Serialize)]
@@ -710,5 +712,6 @@ fn predict(
         uniform_ll: -(v.max(1) as f64).ln(),
         scored,
         model: UTILITY_MODEL,
+        reads: "the corpus's exact counts and held-out documents: advice for the data holder, not private (sharing it is not covered by any guarantee)",
     })
 }

@@ -92,19 +92,22 @@ pub struct Args {
     /// iteration, which is the model. Only releases cost privacy, not iterations. The noise
     /// scale is the smaller of basic composition's L·R/ε (pure ε) and what Rényi DP at --delta
     /// needs (it wins for many releases); the model records which. The guarantee is shown by
-    /// topics, eval and infer. Requires --epsilon, --max-doc-tokens and a sampler that supports it
+    /// topics, eval and infer. Without --max-doc-tokens the run chooses L privately (the lower
+    /// quartile of the document lengths, exponential mechanism, ε/20 of the run's ε, recorded
+    /// in the guarantee) and says so. Requires --epsilon and a sampler that supports it
     /// (`topos algos`; without --algo, the first that does); refuses
     /// --checkpoint-every, --resume and --doc-topics (they would write per-document private
     /// state). NOT reproducible: noise and the sampling key come from the operating system,
     /// and --seed is ignored. If the corpus has a privacy budget (`topos privacy budget`), ε is
     /// charged to it first and an over-budget run is refused; without one the run is not
-    /// charged anywhere. Expect little utility at small ε (see BENCHMARKS.md).
+    /// charged anywhere. Expect little utility at small ε (see BENCHMARKS.md); `topos privacy
+    /// plan` predicts it before anything is spent.
     #[arg(long, verbatim_doc_comment)]
     pub private: bool,
     /// Total ε of a --private run.
     #[arg(long)]
     pub epsilon: Option<f64>,
-    /// Per-document token cap L of a --private run (each document contributes at most L tokens, spread evenly over it, to every release).
+    /// Per-document token cap L of a --private run (each document contributes at most L tokens, spread evenly over it, to every release). Default: chosen privately near the lower quartile of the document lengths, spending ε/20.
     #[arg(long)]
     pub max_doc_tokens: Option<u32>,
     /// Noisy releases R of a --private run, the final model included (2 to T + 1; default 2,
