@@ -460,10 +460,6 @@ fn private_training_refusals_are_one_line_and_write_nothing() {
             "--private needs --epsilon",
         ),
         (
-            with(&["--epsilon", "1"]),
-            "--private needs --max-doc-tokens",
-        ),
-        (
             vec!["train", c, "-k", "3", "-o", o, "--epsilon", "1"],
             "add --private",
         ),
@@ -511,4 +507,70 @@ fn private_training_refusals_are_one_line_and_write_nothing() {
     assert!(out.exists());
     let help = ok(&["train", "--help"]);
     assert!(help.contains("NOT reproducible"), "{help}");
+}
+
+/// Without --max-doc-tokens and --releases a run chooses them (issue 25 part 3): L privately,
+/// near the lower quartile of the document lengths, with ε/20 of its ε, which the guarantee
+/// records; R = 2. It says so on stderr, and --quiet hides it.
+#[test]
+fn private_settings_left_out_are_chosen_and_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    let out = dir.path().join("auto.tmod");
+    let args = [
+        "train",
+        c,
+        "-k",
+        "3",
+        "--iters",
+        "5",
+        "--private",
+        "--epsilon",
+        "100",
+        "-o",
+        s(&out),
+        "--json",
+    ];
+    let o = topos(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--max-doc-tokens not given: L = ")
+            && err.contains("--releases not given: R = 2"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = &v["privacy"];
+    assert_eq!(g["epsilon"], 100.0);
+    let spent = g["cap_epsilon"].as_f64().unwrap();
+    assert!(spent <= 5.0 && spent > 5.0 - 1e-6, "{g}");
+    assert_eq!(g["accountant"]["releases"], 2);
+    // Every document has 20 tokens: every candidate from 8 to 19 has no document shorter than
+    // it (the best score, a tie), every one from 23 on has all of them.
+    let cap = g["max_doc_tokens"].as_u64().unwrap();
+    assert!((8..=19).contains(&cap), "{g}");
+    // b = R·L/(ε − ε_L).
+    let b = g["noise_scale"].as_f64().unwrap();
+    assert!((b - 2.0 * cap as f64 / (100.0 - spent)).abs() < 1e-6, "{g}");
+    let shown = ok(&["topics", s(&out)]);
+    assert!(shown.contains("cap chosen privately"), "{shown}");
+    // --quiet: the result stays, the explanation goes.
+    let q = topos(&[
+        "train",
+        c,
+        "-k",
+        "3",
+        "--iters",
+        "2",
+        "--private",
+        "--epsilon",
+        "100",
+        "-o",
+        s(&out),
+        "-q",
+    ]);
+    assert!(q.status.success());
+    assert!(String::from_utf8_lossy(&q.stderr).is_empty(), "{q:?}");
+    assert!(String::from_utf8_lossy(&q.stdout).contains("cap chosen privately"));
 }

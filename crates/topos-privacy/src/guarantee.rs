@@ -67,6 +67,11 @@ pub struct Guarantee {
     /// JSON when `None`, as in guarantees written before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_scale: Option<f64>,
+    /// The part of `epsilon` spent choosing `max_doc_tokens` privately (a private quantile of
+    /// the documents' lengths, before the releases, which share the rest); `None` when the cap
+    /// was given by the user (absent from the JSON then, as in guarantees written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_epsilon: Option<f64>,
 }
 
 impl Guarantee {
@@ -92,6 +97,7 @@ impl Guarantee {
             max_doc_tokens: None,
             sampler: SAMPLER.to_string(),
             noise_scale: None,
+            cap_epsilon: None,
         }
     }
 
@@ -105,6 +111,12 @@ impl Guarantee {
     /// The same guarantee recording the noise scale b of every release.
     pub fn with_noise_scale(mut self, scale: f64) -> Self {
         self.noise_scale = Some(scale);
+        self
+    }
+
+    /// The same guarantee recording that `epsilon` of its total chose the cap privately.
+    pub fn with_cap_epsilon(mut self, epsilon: f64) -> Self {
+        self.cap_epsilon = Some(epsilon);
         self
     }
 
@@ -152,6 +164,9 @@ impl fmt::Display for Guarantee {
         }
         if let Some(t) = self.max_doc_tokens {
             write!(f, ", documents capped at {t} tokens")?;
+        }
+        if let Some(e) = self.cap_epsilon {
+            write!(f, " (cap chosen privately with ε = {e:.4} of the total)")?;
         }
         Ok(())
     }
@@ -207,5 +222,13 @@ mod tests {
             s.contains("by Rényi DP (order 12.500)") && s.contains("noise scale 2500.0000"),
             "{s}"
         );
+        assert!(!json.contains("cap_epsilon"), "{json}");
+        let c = r.clone().with_cap_epsilon(0.05);
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(json.contains("\"cap_epsilon\":0.05"), "{json}");
+        assert_eq!(serde_json::from_str::<Guarantee>(&json).unwrap(), c);
+        assert!(c
+            .to_string()
+            .contains("cap chosen privately with ε = 0.0500"));
     }
 }

@@ -107,11 +107,29 @@ pub const DEFAULT_RELEASES: u32 = 2;
 /// two releases basic composition wins and the guarantee is pure ε (δ = 0).
 pub const DEFAULT_DELTA: f64 = 1e-6;
 
+/// Share of the run's ε spent choosing the cap L privately when the user does not set it
+/// (`--max-doc-tokens` left out): ε_L = ε/20; the releases share the other 95%. See [`choose_cap`].
+pub const CAP_EPSILON_SHARE: f64 = 0.05;
+
+/// The quantile of the training documents' lengths that the automatic cap aims at: q = 1/4
+/// (numerator, denominator). Chosen by measurement (BENCHMARKS.md, "Private training, issue 25:
+/// utility against corpus size"): on 20 Newsgroups the best measured cap at ε ≤ 10 was L = 50,
+/// its lower quartile (median 78); on the synthetic corpora (median 99, lower quartile 75) L
+/// from 20 to 75 scored within 0.04 nats at ε = 1 and L = 100, 150 lost 0.06, 0.15. Below the
+/// shortest documents every document contributes L tokens, so the signal per cell grows like L
+/// and the noise too (b = R·L/ε): no gain; above the lower quartile a quarter of the documents
+/// stop adding signal while the noise keeps growing.
+pub const CAP_QUANTILE: (u64, u64) = (1, 4);
+
 /// What a private run promises and how long it is.
 #[derive(Clone, Copy, Debug)]
 pub struct PrivateOptions {
-    /// The total ε of the run (every release together).
+    /// The total ε of the run (every release together, and the choice of the cap when it was
+    /// made privately: `cap_epsilon`).
     pub epsilon: Epsilon,
+    /// The part of `epsilon` spent choosing `max_doc_tokens` privately ([`choose_cap`]); 0 when
+    /// the cap was given. The releases are calibrated to `epsilon − cap_epsilon`.
+    pub cap_epsilon: f64,
     /// The δ the Rényi accountant may use (0: pure ε, basic composition only).
     pub delta: f64,
     /// Per-document token cap L (the L1 sensitivity of the word-topic counts).
@@ -133,10 +151,22 @@ impl PrivateOptions {
         u64::from(self.releases)
     }
 
+    /// The ε the R releases share: the run's ε less what choosing the cap spent.
+    pub fn release_epsilon(&self) -> f64 {
+        self.epsilon.get() - self.cap_epsilon
+    }
+
     /// Why these settings cannot run, if they cannot (one line).
     pub fn check(&self) -> Result<(), PrivacyError> {
         let (t, r) = (self.iterations, self.releases);
         let bad = |m: String| Err(PrivacyError::Unsupported(m));
+        if !(0.0..self.epsilon.get()).contains(&self.cap_epsilon) {
+            return bad(format!(
+                "the ε spent choosing the cap ({}) must be in [0, ε = {})",
+                self.cap_epsilon,
+                self.epsilon.get()
+            ));
+        }
         if self.max_doc_tokens == 0 {
             return Err(PrivacyError::NotPositive {
                 what: "the document token cap (--max-doc-tokens)",
@@ -235,6 +265,200 @@ pub fn cap_documents(docs: Docs<'_>, max_tokens: u32) -> OwnedDocs {
 /// The number of tokens of the longest document.
 pub fn longest_document(docs: Docs<'_>) -> usize {
     docs.iter().map(<[u32]>::len).max().unwrap_or(0)
+}
+
+/// The caps [`choose_cap`] chooses from: a geometric grid of ratio 2^{1/4} from 8 to 4,096 (8,
+/// 10, 11, 13, 16, 19, 23, 27, 32, 38, 45, 54, 64, 76, 91, 108, 128, …). Public: fixed in the
+/// code, never read from the data. Below 8 a cap throws away most of every document for no
+/// less noise per counted token; above 4,096 the noise b = R·L/ε dwarfs any count.
+pub fn cap_candidates() -> Vec<u32> {
+    let mut out: Vec<u32> = vec![8];
+    let mut x = 8.0f64;
+    while *out.last().expect("not empty") < 4_096 {
+        x *= 2f64.powf(0.25);
+        let c = (x.round() as u32).min(4_096);
+        if c > *out.last().expect("not empty") {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The cap L a run without `--max-doc-tokens` uses, and how it was chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CapChoice {
+    /// The chosen cap.
+    pub cap: u32,
+    /// The ε the choice spent (the rounded-down ε the mechanism actually ran at, ≤ the ε asked).
+    pub epsilon: f64,
+}
+
+/// Chooses the cap L privately: the exponential mechanism (McSherry & Talwar 2007) for the
+/// [`CAP_QUANTILE`] q = a/m of the documents' lengths, over the public grid [`cap_candidates`].
+///
+/// # Why it is ε_L-differentially private (proof step 0 of the run)
+///
+/// The score of a candidate c is s(c) = −|m·#{d : |d| < c} − a·n|, n the number of documents:
+/// minus m times the distance, in documents, between c's rank and the q-quantile's. Adding or
+/// removing one document changes n by 1 and the count by 0 or 1 in the same direction, so
+/// m·count − a·n moves by a or by m − a: the score's sensitivity is Δ = max(a, m − a) (3 for
+/// q = 1/4), for every candidate at once. The output is c with probability
+/// ∝ exp(ε'·s(c)/(2Δ)), which is ε'-DP (McSherry–Talwar, Theorem 6; Dwork & Roth, Theorem
+/// 3.10), with ε' = ⌊ε_L·2³²⌋/2³² ≤ ε_L. The draw is **exact**: a candidate is proposed
+/// uniformly and accepted with probability exp(−ε'·(s_max − s(c))/(2Δ)) (a rational exponent,
+/// [`topos_privacy::bernoulli::bernoulli_exp_neg`]: integers only), so the accepted candidate has
+/// exactly the law ∝ exp(ε'·s(c)/(2Δ)) (s_max only rescales every weight by the same factor),
+/// after at most |grid| proposals on average. Candidates in a gap between document lengths tie
+/// (all documents of 20 tokens: every candidate from 8 to 19 has the same score), so in such
+/// degenerate corpora the cap is uniform over the gap; the grid's floor of 8 bounds how small.
+/// The number of proposals depends on the data; like the discrete Laplace sampler's running
+/// time it is not part of the release (the guarantee covers the model file).
+///
+/// The cap is then a fixed input of the releases: each is L/b-DP given L (step 1 of the
+/// module documentation holds for any L chosen before the first release), so by sequential
+/// composition a run spends ε_L here and ε − ε_L on its releases, ε in all (with the Rényi
+/// accountant: (ε_L, 0) then (ε − ε_L, δ) compose to (ε, δ)). The chosen L is recorded in the
+/// model (it is part of the release), the ε it spent in its guarantee (`cap_epsilon`).
+///
+/// Accuracy: with probability ≥ 1 − e^{−t} the chosen cap's rank is within
+/// (2Δ/(m·ε'))·(ln |grid| + t) documents of the quantile's (Dwork & Roth, Theorem 3.11): at
+/// ε_L = 0.05 (ε = 1, q = 1/4: 2Δ/m = 1.5) 30·(ln 64 + t) ≈ 125 + 30·t documents, about 1%
+/// of a corpus of 10,000 (and the grid's step, 19%, bounds how far the cap can sit from the
+/// quantile's length when ranks are dense).
+pub fn choose_cap(
+    lengths: impl Iterator<Item = usize>,
+    epsilon: Epsilon,
+    source: &mut NoiseSource,
+) -> Result<CapChoice, PrivacyError> {
+    let (a, m) = CAP_QUANTILE;
+    let grid = cap_candidates();
+    // below[i] = #{d : |d| < grid[i]}, by a histogram of the lengths over the grid's intervals.
+    let mut hist = vec![0u64; grid.len() + 1];
+    let mut n = 0u64;
+    for len in lengths {
+        n += 1;
+        // The first candidate above len: documents with |d| < c for every c from there on.
+        let i = grid.partition_point(|&c| c as usize <= len);
+        hist[i] += 1;
+    }
+    let mut below = Vec::with_capacity(grid.len());
+    let mut acc = 0u64;
+    for h in &hist[..grid.len()] {
+        acc += h;
+        below.push(acc);
+    }
+    let score: Vec<u128> = below
+        .iter()
+        .map(|&c| u128::from((m * c).abs_diff(a * n)))
+        .collect();
+    let best = *score.iter().min().expect("a grid");
+    let delta = u128::from(a.max(m - a));
+    // ε' = k / 2³², rounded down: the mechanism is never less private than asked.
+    let k = (epsilon.get() * 2f64.powi(32)).floor();
+    if k < 1.0 {
+        return Err(PrivacyError::NotPositive {
+            what: "ε for choosing the cap (below 2⁻³²)",
+            value: epsilon.get(),
+        });
+    }
+    let k = k.min(2f64.powi(64)) as u128;
+    let den = delta << 33;
+    loop {
+        let i = source.below_u32(grid.len() as u32) as usize;
+        // γ = ε'·(s_max − s(c))/(2Δ) = k·(|…|_c − |…|_best) / (2³³·Δ).
+        if topos_privacy::bernoulli::bernoulli_exp_neg(k * (score[i] - best), den, source) {
+            return Ok(CapChoice {
+                cap: grid[i],
+                epsilon: k as f64 / 2f64.powi(32),
+            });
+        }
+    }
+}
+
+/// The exact q-quantile ([`CAP_QUANTILE`]) of the lengths, snapped to the grid as
+/// [`choose_cap`] scores it (the candidate of best score, the largest on ties): what the
+/// private choice aims at. Not private: for `privacy plan`'s advice and for tests.
+pub fn cap_target(lengths: impl Iterator<Item = usize>) -> u32 {
+    let (a, m) = CAP_QUANTILE;
+    let mut lens: Vec<usize> = lengths.collect();
+    lens.sort_unstable();
+    let n = lens.len() as u64;
+    let grid = cap_candidates();
+    *grid
+        .iter()
+        .rev()
+        .min_by_key(|&&c| (m * lens.partition_point(|&l| l < c as usize) as u64).abs_diff(a * n))
+        .expect("a grid")
+}
+
+/// How far the held-out log-likelihood per token of a default private run (word release, R = 2)
+/// sits from its simulated noisy unigram model ([`simulated_unigram_ll`]): measured minus
+/// simulated, the mean over the six calibration settings of BENCHMARKS.md ("Private training,
+/// issue 25: utility against corpus size", calibration table): 20 Newsgroups (K = 20, L = 50)
+/// at ε = 1, 10, 100: −0.047, −0.035, −0.033; synthetic corpora of 1M, 10M, 100M tokens
+/// (K = 20, L = 50, ε = 1): +0.001, +0.008, −0.007. Mean −0.019.
+pub const PREDICTION_OFFSET: f64 = -0.02;
+
+/// Half-width of the band `privacy plan` states around its prediction: the largest deviation of
+/// a single calibration run from simulated + [`PREDICTION_OFFSET`] was 0.044 (20 Newsgroups,
+/// ε = 1, one of three draws: −9.732 against −9.669 − 0.02); the band is over twice that, for
+/// the run's own noise and corpora unlike the calibration ones. Calibrated for ε from 1 to 100,
+/// 10⁵ to 10⁸ tokens, K = 5 to 20; outside that it is an extrapolation.
+pub const PREDICTION_BAND: f64 = 0.1;
+
+/// The held-out log-likelihood per token of the **noisy unigram model** a default private run
+/// (word release, R = 2) amounts to, simulated from exact counts: what `privacy plan` predicts
+/// from (not private: it reads the corpus's true counts, so its output is advice for the data
+/// holder, not covered by any guarantee).
+///
+/// With R = 2 the sampler reads only a random split of the noisy word counts, so the model's
+/// topics carry little beyond its word frequencies (BENCHMARKS.md); its marginal word
+/// distribution is what the simulation draws: ũ_w = max(0, u_w + Z_w) (the word release, u_w
+/// the counted tokens of word w), the vocabulary H = {ũ_w ≥ K·b}; a word of H gets
+/// Σ_k max(0, u_w/K + Z_wk) (its row of the model, the counts spread evenly over the topics),
+/// any other word its tail count ([`WordRelease::tail_count`]); p(w) ∝ that + β. The score is
+/// Σ_w h_w·ln p(w) / Σ_w h_w over `heldout` word counts h. `source` draws the simulated noise
+/// (any source: nothing is released).
+pub fn simulated_unigram_ll(
+    counted: &[u64],
+    heldout: &[u64],
+    num_topics: u32,
+    scale: f64,
+    beta: f64,
+    source: &mut NoiseSource,
+) -> Result<f64, PrivacyError> {
+    assert_eq!(counted.len(), heldout.len(), "one count per word");
+    // The mechanism at scale b: ε = 1/b for sensitivity 1 (the exact sampler's rounding aside).
+    let mech = DiscreteLaplace::calibrated(1, Epsilon::new(1.0 / scale)?)?;
+    let mut u: Vec<u32> = counted
+        .iter()
+        .map(|&c| c.min(u64::from(u32::MAX)) as u32)
+        .collect();
+    mech.add_to_u32_clamped(&mut u, source);
+    let words = WordRelease::new(u, num_topics, scale);
+    let k = num_topics as usize;
+    let head: Vec<usize> = (0..counted.len()).filter(|&w| words.head[w]).collect();
+    let mut cells = vec![0u32; head.len() * k];
+    for (row, &w) in cells.chunks_exact_mut(k).zip(&head) {
+        let (q, r) = (counted[w] / k as u64, (counted[w] % k as u64) as usize);
+        for (t, c) in row.iter_mut().enumerate() {
+            *c = (q + u64::from(t < r)).min(u64::from(u32::MAX)) as u32;
+        }
+    }
+    mech.add_to_u32_clamped(&mut cells, source);
+    let mut mass: Vec<f64> = words.noisy.iter().map(|&n| words.tail_count(n)).collect();
+    for (row, &w) in cells.chunks_exact(k).zip(&head) {
+        mass[w] = row.iter().map(|&c| f64::from(c)).sum();
+    }
+    let total: f64 = mass.iter().map(|m| m + beta).sum();
+    let (mut ll, mut n) = (0.0, 0u64);
+    for (&h, &m) in heldout.iter().zip(&mass) {
+        if h > 0 {
+            ll += h as f64 * ((m + beta) / total).ln();
+            n += h;
+        }
+    }
+    Ok(if n == 0 { 0.0 } else { ll / n as f64 })
 }
 
 /// The state of the releases of one private run: the mechanism, how it was calibrated, the
@@ -401,8 +625,12 @@ impl Releases {
     pub fn new(options: PrivateOptions, source: NoiseSource) -> Result<Self, PrivacyError> {
         options.check()?;
         let l = u64::from(options.max_doc_tokens);
-        let calibration =
-            rdp::calibrate(options.epsilon.get(), options.delta, l, options.releases())?;
+        let calibration = rdp::calibrate(
+            options.release_epsilon(),
+            options.delta,
+            l,
+            options.releases(),
+        )?;
         let eps_r = Epsilon::new(l as f64 / calibration.scale)?;
         let mechanism = DiscreteLaplace::calibrated(l, eps_r)?;
         debug_assert!(mechanism.scale() >= calibration.scale * (1.0 - 1e-12));
@@ -566,6 +794,11 @@ impl Releases {
         )
         .with_max_doc_tokens(self.options.max_doc_tokens)
         .with_noise_scale(self.scale());
+        let g = if self.options.cap_epsilon > 0.0 {
+            g.with_cap_epsilon(self.options.cap_epsilon)
+        } else {
+            g
+        };
         match self.calibration.chosen {
             Chosen::Basic => g,
             Chosen::Renyi { order } => g.with_renyi(order, self.options.delta),
@@ -614,6 +847,102 @@ mod tests {
 
     fn eps(x: f64) -> Epsilon {
         Epsilon::new(x).unwrap()
+    }
+
+    #[test]
+    fn the_cap_grid_is_public_increasing_and_bounded() {
+        let g = cap_candidates();
+        assert_eq!(&g[..9], &[8, 10, 11, 13, 16, 19, 23, 27, 32]);
+        assert!(g.windows(2).all(|w| w[0] < w[1]), "{g:?}");
+        assert_eq!(*g.last().unwrap(), 4_096);
+        assert_eq!(g.len(), 37);
+        assert!(
+            g.contains(&45) && g.contains(&54) && g.contains(&76),
+            "{g:?}"
+        );
+    }
+
+    /// Lengths 1..=n of `n` documents: the lower quartile is about n/4.
+    fn ramp(n: usize) -> impl Iterator<Item = usize> + Clone {
+        1..=n
+    }
+
+    #[test]
+    fn the_private_cap_is_the_lower_quartile_at_large_epsilon_and_follows_the_exponential_law() {
+        // The target: the grid point closest in rank to the lower quartile.
+        // Lengths 1..=400: 100 documents below 101; the grid has 91 and 108.
+        assert_eq!(cap_target(ramp(400)), 108);
+        // All of one length: the largest candidate at or below it.
+        assert_eq!(cap_target(std::iter::repeat_n(30, 50)), 27);
+        let mut src = NoiseSource::insecure_seeded(3);
+        for _ in 0..20 {
+            let c = choose_cap(ramp(400), eps(50.0), &mut src).unwrap();
+            assert_eq!(c.cap, 108);
+            assert!(c.epsilon <= 50.0 && c.epsilon > 50.0 - 1e-9);
+        }
+        // At ε_L = 0.05 the frequencies match exp(ε·s/(2Δ)) normalised (5 sd per candidate).
+        let lens: Vec<usize> = (0..200).map(|i| 10 + (i * 7) % 90).collect();
+        let grid = cap_candidates();
+        let n = lens.len() as f64;
+        let e = 0.05;
+        let w: Vec<f64> = grid
+            .iter()
+            .map(|&c| {
+                let below = lens.iter().filter(|&&l| l < c as usize).count() as f64;
+                (e * -(4.0 * below - n).abs() / 6.0).exp()
+            })
+            .collect();
+        let z: f64 = w.iter().sum();
+        let draws = 20_000;
+        let mut hits = vec![0u32; grid.len()];
+        for _ in 0..draws {
+            let c = choose_cap(lens.iter().copied(), eps(e), &mut src).unwrap();
+            hits[grid.iter().position(|&g| g == c.cap).unwrap()] += 1;
+        }
+        for (i, (&h, &wi)) in hits.iter().zip(&w).enumerate() {
+            let p = wi / z;
+            let sd = (draws as f64 * p * (1.0 - p)).sqrt().max(1.0);
+            assert!(
+                (f64::from(h) - draws as f64 * p).abs() < 5.0 * sd,
+                "candidate {} drawn {h} times, expected {:.1}",
+                grid[i],
+                draws as f64 * p
+            );
+        }
+        // No documents: every candidate scores 0 (uniform), still a valid cap.
+        assert!(
+            choose_cap(std::iter::empty(), eps(1.0), &mut src)
+                .unwrap()
+                .cap
+                >= 8
+        );
+        assert!(choose_cap(ramp(10), eps(1e-12), &mut src).is_err());
+    }
+
+    #[test]
+    fn a_privately_chosen_cap_takes_its_share_of_epsilon_from_the_releases() {
+        let opts = PrivateOptions {
+            epsilon: eps(1.0),
+            delta: 0.0,
+            max_doc_tokens: 19,
+            iterations: 5,
+            releases: 2,
+            word_release: true,
+            cap_epsilon: 0.05,
+        };
+        let r = Releases::new(opts, NoiseSource::insecure_seeded(1)).unwrap();
+        // b = R·L/(ε − ε_L) = 38/0.95 = 40.
+        assert!((r.scale() - 40.0).abs() < 1e-6, "{}", r.scale());
+        let g = r.guarantee();
+        assert_eq!((g.epsilon, g.cap_epsilon), (1.0, Some(0.05)));
+        assert_eq!(g.max_doc_tokens, Some(19));
+        for bad in [1.0, 2.0, -0.1] {
+            let o = PrivateOptions {
+                cap_epsilon: bad,
+                ..opts
+            };
+            assert!(Releases::new(o, NoiseSource::insecure_seeded(1)).is_err());
+        }
     }
 
     #[test]
@@ -689,6 +1018,7 @@ mod tests {
             iterations: 4,
             releases: 5,
             word_release: false,
+            cap_epsilon: 0.0,
         };
         assert_eq!(opts.releases(), 5);
         let mut r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
@@ -749,6 +1079,7 @@ mod tests {
             iterations: 4,
             releases: 3,
             word_release: true,
+            cap_epsilon: 0.0,
         };
         let mut r = Releases::new(opts, NoiseSource::insecure_seeded(7)).unwrap();
         // b = R·L/ε = 15: the vocabulary is ũ ≥ K·b = 30 (K = 2).
@@ -844,6 +1175,7 @@ mod tests {
                 iterations,
                 releases,
                 word_release: false,
+                cap_epsilon: 0.0,
             };
             (0..=iterations + 1)
                 .filter(|&i| o.release_before(i))
@@ -873,6 +1205,7 @@ mod tests {
             iterations: 200,
             releases: 201,
             word_release: false,
+            cap_epsilon: 0.0,
         };
         let r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
         let g = r.guarantee();
@@ -942,6 +1275,7 @@ mod tests {
             iterations,
             releases: 31,
             word_release: false,
+            cap_epsilon: 0.0,
         };
         let source = || NoiseSource::insecure_seeded(21);
         // As a run drives it: a release whenever the schedule asks, then the iteration.

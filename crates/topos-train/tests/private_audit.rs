@@ -20,7 +20,9 @@ use topos_corpus::OwnedDocs;
 use topos_model::Hyperparameters;
 use topos_privacy::audit::{Audit, AuditReport};
 use topos_privacy::{Epsilon, NoiseSource};
-use topos_train::private::{contribution_counts, train_in_memory, PrivateOptions};
+use topos_train::private::{
+    cap_candidates, choose_cap, contribution_counts, train_in_memory, PrivateOptions,
+};
 
 const ALPHA: f64 = 1e-6;
 const SAMPLES: usize = 10_000;
@@ -61,6 +63,7 @@ fn options(epsilon: f64, cap: u32) -> PrivateOptions {
         iterations: 1,
         releases: 2,
         word_release: true,
+        cap_epsilon: 0.0,
     }
 }
 
@@ -217,4 +220,58 @@ fn private_training_is_private_end_to_end_and_weakened_runs_are_caught() {
     let out = sample(&a, &rare, weak, RARE, 15);
     let r = audit(word_release, 0, b, |(u, _)| u, &out);
     assert!(!r.passed, "noise at half the scale passed: {r:?}");
+}
+
+/// The automatic cap (`train --private` without `--max-doc-tokens`): the exponential mechanism
+/// on the lower quartile of the lengths, audited on neighbouring length lists whose added
+/// document moves every score by the sensitivity (a document shorter than every candidate: each
+/// candidate's count of shorter documents and n both grow by one, so 4·count − n moves by 3, up
+/// on one side of the quartile and down on the other), and weakened (run at 3ε, claimed ε) as a
+/// negative control.
+#[test]
+fn the_private_cap_choice_is_private() {
+    let grid = cap_candidates();
+    // A: 40 documents of lengths 8..=47 (the quartile between the candidates 16 and 19); B adds
+    // one of 1 token.
+    let a: Vec<usize> = (8..=47).collect();
+    let mut b = a.clone();
+    b.push(1);
+    let index = |c: u32| grid.iter().position(|&g| g == c).unwrap() as i64;
+    let draw = |lens: &[usize], e: f64, src: &mut NoiseSource| {
+        index(
+            choose_cap(lens.iter().copied(), Epsilon::new(e).unwrap(), src)
+                .unwrap()
+                .cap,
+        )
+    };
+    let eps = 1.0;
+    let audit = Audit {
+        epsilon: eps,
+        samples: 40_000,
+        alpha: ALPHA,
+        lo: 0,
+        hi: 14,
+    };
+    let mut src = NoiseSource::insecure_seeded(41);
+    let sa: Vec<i64> = (0..audit.samples)
+        .map(|_| draw(&a, eps, &mut src))
+        .collect();
+    let sb: Vec<i64> = (0..audit.samples)
+        .map(|_| draw(&b, eps, &mut src))
+        .collect();
+    let r = audit.check(&sa, &sb);
+    eprintln!(
+        "cap choice, claim {eps}: empirical lower bound {:.4} (passed {})",
+        r.epsilon_lower_bound, r.passed
+    );
+    assert!(r.passed, "cap choice: {r:?}");
+    assert!(r.epsilon_lower_bound > 0.1, "the audit sees nothing: {r:?}");
+    let sa: Vec<i64> = (0..audit.samples)
+        .map(|_| draw(&a, 3.0 * eps, &mut src))
+        .collect();
+    let sb: Vec<i64> = (0..audit.samples)
+        .map(|_| draw(&b, 3.0 * eps, &mut src))
+        .collect();
+    let r = audit.check(&sa, &sb);
+    assert!(!r.passed, "a cap choice at 3ε passed a claim of ε: {r:?}");
 }

@@ -7,8 +7,11 @@
 //!   answer is drawn (refused, with nothing charged or released, when it would exceed the total
 //!   or when the noise cannot be calibrated);
 //! * `allocate budget.toml` prints the optimal split of an ε across sub-queries (MDMM);
-//! * `plan CORPUS -k K --epsilon E --max-doc-tokens L` prints the settings and noise a
-//!   `train --private` run would use, and what they imply for this corpus (spending nothing).
+//! * `plan CORPUS -k K --epsilon E [--max-doc-tokens L]` prints the settings and noise a
+//!   `train --private` run would use (the cap it would choose when L is left out), what they
+//!   imply for this corpus and the held-out log-likelihood per token to expect, with its band
+//!   (spending nothing; computed from the corpus's exact counts: advice for the data holder,
+//!   not covered by any guarantee).
 
 use crate::ui::Ui;
 use anyhow::{Context, Result};
@@ -37,8 +40,9 @@ pub enum Sub {
     Query(QueryArgs),
     /// Optimal split of ε across sub-queries, with constraints (MDMM), from a budget.toml.
     Allocate(AllocateArgs),
-    /// The settings and noise `train --private` would use, and what they imply for this corpus
-    /// (the vocabulary the word release is expected to keep); spends no budget.
+    /// The settings and noise `train --private` would use, what they imply for this corpus
+    /// (the vocabulary the word release is expected to keep) and the held-out log-likelihood
+    /// to expect; spends no budget (reads the corpus's exact counts: advice, not private).
     Plan(PlanArgs),
 }
 
@@ -58,9 +62,10 @@ pub struct PlanArgs {
     /// δ the Rényi accountant may use (as `train --delta`; default 1e-6, 0 for pure ε).
     #[arg(long, allow_negative_numbers = true)]
     pub delta: Option<f64>,
-    /// Per-document token cap L (as `train --max-doc-tokens`).
+    /// Per-document token cap L (as `train --max-doc-tokens`; default: what training would aim
+    /// at, the lower quartile of the document lengths, which it chooses privately).
     #[arg(long)]
-    pub max_doc_tokens: u32,
+    pub max_doc_tokens: Option<u32>,
     /// Noisy releases R, the model included (as `train --releases`; default 2).
     #[arg(long)]
     pub releases: Option<u32>,
@@ -435,8 +440,35 @@ struct Plan {
     vocabulary_threshold: Option<f64>,
     /// Computed from the corpus's exact counts.
     non_private: CorpusAdvice,
-    /// Why no held-out likelihood is predicted.
-    utility: &'static str,
+    /// Whether L was left to the run (chosen privately there; the exact target here).
+    cap_chosen: bool,
+    /// ε the run would spend choosing L (0 when given).
+    cap_epsilon: f64,
+    /// The expected held-out log-likelihood per token, its band, and the references.
+    utility: Utility,
+}
+
+/// What `privacy plan` predicts ([`topos_train::private::simulated_unigram_ll`] plus the
+/// calibrated offset; computed from exact counts, so not private).
+#[derive(Serialize)]
+struct Utility {
+    /// Expected held-out log-likelihood per token of the private model (`null` when the plan
+    /// is outside what the prediction was calibrated for).
+    predicted_heldout_ll: Option<f64>,
+    /// Half-width of the band around it.
+    band: f64,
+    /// The simulated noisy unigram model's held-out log-likelihood.
+    simulated_unigram_ll: f64,
+    /// A unigram model of all training tokens, no noise (a non-private reference).
+    unigram_heldout_ll: f64,
+    /// Uniform topics: −ln V.
+    uniform_ll: f64,
+    /// Which tokens were scored: "held-out" or "training" (no held-out part).
+    scored: &'static str,
+    /// How the prediction is made.
+    model: &'static str,
+    /// What it read: the corpus's exact counts (not private).
+    reads: &'static str,
 }
 
 #[derive(Serialize)]
@@ -456,7 +488,7 @@ struct CorpusAdvice {
     mean_count_per_vocabulary_cell: Option<f64>,
 }
 
-const NO_UTILITY_PREDICTION: &str = "no held-out likelihood is predicted: it has been measured on 20 Newsgroups only (BENCHMARKS.md, \"Utility of differentially private training\"), too few corpora to fit a prediction; the figures above are what can be computed";
+const UTILITY_MODEL: &str = "simulated noisy unigram model (the word release and a final release spread evenly over the topics, drawn once from this corpus's exact counts) plus an offset calibrated on measured runs (BENCHMARKS.md, \"Private training, issue 25: utility against corpus size\"); for the default mechanism (word release, R = 2) only";
 
 /// P(u + Z ≥ t) for Z discrete Laplace of scale b (P(Z = z) ∝ e^{−|z|/b}).
 fn passes(u: u64, t: f64, b: f64) -> f64 {
@@ -471,32 +503,45 @@ fn passes(u: u64, t: f64, b: f64) -> f64 {
 
 fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     let epsilon = epsilon(a.epsilon, "--epsilon")?;
-    if a.max_doc_tokens == 0 {
+    if a.max_doc_tokens == Some(0) {
         anyhow::bail!("--max-doc-tokens must be at least 1, got 0");
     }
     if a.topics < 2 {
         anyhow::bail!("-k must be at least 2, got {}", a.topics);
     }
+    let corpus = open_corpus(&a.corpus)?;
+    let docs = corpus.train();
+    // Without L: the cap the run's private choice aims at (its exact target here), and the ε
+    // that choice would spend (rounded down as the mechanism rounds it).
+    let (cap, cap_epsilon) = match a.max_doc_tokens {
+        Some(l) => (l, 0.0),
+        None => (
+            topos_train::private::cap_target(docs.iter().map(<[u32]>::len)),
+            (topos_train::private::CAP_EPSILON_SHARE * epsilon.get() * 2f64.powi(32)).floor()
+                / 2f64.powi(32),
+        ),
+    };
     let options = topos_train::PrivateOptions {
         epsilon,
         delta: a.delta.unwrap_or(topos_train::private::DEFAULT_DELTA),
-        max_doc_tokens: a.max_doc_tokens,
+        max_doc_tokens: cap,
         iterations: a.iters,
         releases: a
             .releases
             .unwrap_or(topos_train::private::DEFAULT_RELEASES.min(a.iters.saturating_add(1))),
         word_release: !a.no_word_release && a.iters > 0,
+        cap_epsilon,
     };
     // Calibrated exactly as a run is; this draws no noise (the source is never read).
     let releases = topos_train::Releases::new(options, NoiseSource::insecure_seeded(0))?;
     let b = releases.scale();
-    let corpus = open_corpus(&a.corpus)?;
-    let docs = corpus.train();
     let mut u = vec![0u64; corpus.vocab().len()];
+    let mut all = vec![0u64; corpus.vocab().len()];
     let mut counted_tokens = 0u64;
     for d in docs.iter() {
         for (i, &w) in d.iter().enumerate() {
-            if topos_train::private::counted(i, d.len(), a.max_doc_tokens) {
+            all[w as usize] += 1;
+            if topos_train::private::counted(i, d.len(), cap) {
                 u[w as usize] += 1;
                 counted_tokens += 1;
             }
@@ -517,6 +562,7 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
             (Some(h), share, per_cell)
         }
     };
+    let utility = predict(&corpus, &u, &all, &options, a.topics, b)?;
     let calibration = releases.calibration();
     let (accountant, renyi_order) = match calibration.chosen {
         topos_privacy::rdp::Chosen::Basic => ("basic".to_string(), None),
@@ -528,11 +574,11 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
         iterations: a.iters,
         epsilon: epsilon.get(),
         delta: options.delta,
-        max_doc_tokens: a.max_doc_tokens,
+        max_doc_tokens: cap,
         releases: options.releases,
         word_release: options.word_release,
         noise_scale: b,
-        epsilon_per_release: f64::from(a.max_doc_tokens) / b,
+        epsilon_per_release: f64::from(cap) / b,
         accountant,
         renyi_order,
         guarantee: releases.guarantee(),
@@ -546,7 +592,9 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
             expected_counted_share_in_vocabulary: share,
             mean_count_per_vocabulary_cell: per_cell,
         },
-        utility: NO_UTILITY_PREDICTION,
+        cap_chosen: a.max_doc_tokens.is_none(),
+        cap_epsilon,
+        utility,
     };
     ui.result(&out, || {
         println!(
@@ -561,6 +609,12 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
                 ""
             }
         );
+        if out.cap_chosen {
+            println!(
+                "  L: --max-doc-tokens not given, so the run chooses it privately (ε = {:.4} of the total) near the lower quartile of the document lengths, here exactly {}",
+                out.cap_epsilon, out.max_doc_tokens
+            );
+        }
         println!(
             "noise: discrete Laplace of scale b = {:.3} per count in every release (ε = {:.4} each, {} accountant)",
             out.noise_scale, out.epsilon_per_release, out.accountant
@@ -591,6 +645,73 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
                 out.noise_scale
             );
         }
-        println!("utility: {}", out.utility);
+        let u = &out.utility;
+        match u.predicted_heldout_ll {
+            Some(p) => println!(
+                "expected held-out log-likelihood per token of the private model: {p:.2} ± {:.2} (scored on the {} documents)",
+                u.band, u.scored
+            ),
+            None => println!("expected held-out log-likelihood: not predicted (the prediction is calibrated for the word release with R = 2 only)"),
+        }
+        println!(
+            "  references: a unigram model of all training tokens without noise {:.2}, uniform topics {:.2}; the non-private topic model is better than the unigram model by what the topics are worth (not predicted)",
+            u.unigram_heldout_ll, u.uniform_ll
+        );
+        println!("  how: {}", u.model);
+    })
+}
+
+/// The utility prediction of a plan (see [`Utility`]).
+fn predict(
+    corpus: &Corpus,
+    counted: &[u64],
+    all: &[u64],
+    options: &topos_train::PrivateOptions,
+    topics: u32,
+    scale: f64,
+) -> Result<Utility> {
+    let v = counted.len();
+    let mut held = vec![0u64; v];
+    for d in corpus.heldout().iter() {
+        for &w in d {
+            held[w as usize] += 1;
+        }
+    }
+    let scored = if held.iter().any(|&h| h > 0) {
+        "held-out"
+    } else {
+        held = all.to_vec();
+        "training"
+    };
+    let beta = 0.01;
+    let n: u64 = all.iter().sum();
+    let (mut uni, mut m) = (0.0, 0u64);
+    for (&h, &c) in held.iter().zip(all) {
+        if h > 0 {
+            uni += h as f64 * ((c as f64 + beta) / (n as f64 + v as f64 * beta)).ln();
+            m += h;
+        }
+    }
+    let unigram = if m == 0 { 0.0 } else { uni / m as f64 };
+    // One simulated draw, fixed seed: the plan is deterministic (nothing here is released).
+    let simulated = topos_train::private::simulated_unigram_ll(
+        counted,
+        &held,
+        topics,
+        scale,
+        beta,
+        &mut NoiseSource::insecure_seeded(1),
+    )?;
+    let calibrated = options.word_release && options.releases == 2;
+    Ok(Utility {
+        predicted_heldout_ll: calibrated
+            .then_some(simulated + topos_train::private::PREDICTION_OFFSET),
+        band: topos_train::private::PREDICTION_BAND,
+        simulated_unigram_ll: simulated,
+        unigram_heldout_ll: unigram,
+        uniform_ll: -(v.max(1) as f64).ln(),
+        scored,
+        model: UTILITY_MODEL,
+        reads: "the corpus's exact counts and held-out documents: advice for the data holder, not private (sharing it is not covered by any guarantee)",
     })
 }

@@ -92,19 +92,22 @@ pub struct Args {
     /// iteration, which is the model. Only releases cost privacy, not iterations. The noise
     /// scale is the smaller of basic composition's L·R/ε (pure ε) and what Rényi DP at --delta
     /// needs (it wins for many releases); the model records which. The guarantee is shown by
-    /// topics, eval and infer. Requires --epsilon, --max-doc-tokens and a sampler that supports it
+    /// topics, eval and infer. Without --max-doc-tokens the run chooses L privately (the lower
+    /// quartile of the document lengths, exponential mechanism, ε/20 of the run's ε, recorded
+    /// in the guarantee) and says so. Requires --epsilon and a sampler that supports it
     /// (`topos algos`; without --algo, the first that does); refuses
     /// --checkpoint-every, --resume and --doc-topics (they would write per-document private
     /// state). NOT reproducible: noise and the sampling key come from the operating system,
     /// and --seed is ignored. If the corpus has a privacy budget (`topos privacy budget`), ε is
     /// charged to it first and an over-budget run is refused; without one the run is not
-    /// charged anywhere. Expect little utility at small ε (see BENCHMARKS.md).
+    /// charged anywhere. Expect little utility at small ε (see BENCHMARKS.md); `topos privacy
+    /// plan` predicts it before anything is spent.
     #[arg(long, verbatim_doc_comment)]
     pub private: bool,
     /// Total ε of a --private run.
     #[arg(long)]
     pub epsilon: Option<f64>,
-    /// Per-document token cap L of a --private run (each document contributes at most L tokens, spread evenly over it, to every release).
+    /// Per-document token cap L of a --private run (each document contributes at most L tokens, spread evenly over it, to every release). Default: chosen privately near the lower quartile of the document lengths, spending ε/20.
     #[arg(long)]
     pub max_doc_tokens: Option<u32>,
     /// Noisy releases R of a --private run, the final model included (2 to T + 1; default 2,
@@ -232,8 +235,11 @@ impl Args {
             .unwrap_or_else(|| self.corpus.with_extension("tmod"))
     }
 
-    /// The private settings, checked (one line each for what a private run cannot do).
-    fn private_options(&self) -> Result<Option<topos_train::PrivateOptions>> {
+    /// The private settings, checked (one line each for what a private run cannot do), and
+    /// what was chosen for the user and why (lines for stderr). Without --max-doc-tokens this
+    /// reads the corpus's document lengths and **spends** ε/20 of the run's ε choosing the cap
+    /// ([`topos_train::private::choose_cap`]); the guarantee the model records includes it.
+    fn private_options(&self) -> Result<Option<(topos_train::PrivateOptions, Vec<String>)>> {
         if !self.private {
             if self.epsilon.is_some()
                 || self.max_doc_tokens.is_some()
@@ -250,32 +256,61 @@ impl Args {
         let epsilon = topos_privacy::Epsilon::new(eps).map_err(|_| {
             anyhow::anyhow!("--epsilon must be a positive finite number, got {eps}")
         })?;
-        let cap = match self.max_doc_tokens {
-            None => {
-                bail!("--private needs --max-doc-tokens (the per-document token cap L, e.g. 500)")
-            }
-            Some(0) => bail!("--max-doc-tokens must be at least 1, got 0"),
-            Some(l) => l,
-        };
-        let releases = self.releases.unwrap_or_else(|| {
-            topos_train::private::DEFAULT_RELEASES.min(self.iters.saturating_add(1))
-        });
         let delta = self.delta.unwrap_or(topos_train::private::DEFAULT_DELTA);
         if !(0.0..1.0).contains(&delta) {
             bail!("--delta must be in [0, 1), got {delta}");
         }
-        Ok(Some(topos_train::PrivateOptions {
-            epsilon,
-            delta,
-            max_doc_tokens: cap,
-            iterations: self.iters,
-            releases,
-            word_release: !self.no_word_release && self.iters > 0,
-        }))
+        let releases = self.releases.unwrap_or_else(|| {
+            topos_train::private::DEFAULT_RELEASES.min(self.iters.saturating_add(1))
+        });
+        let mut notes = Vec::new();
+        let (cap, cap_epsilon) = match self.max_doc_tokens {
+            Some(0) => bail!("--max-doc-tokens must be at least 1, got 0"),
+            Some(l) => (l, 0.0),
+            None => {
+                let share = topos_train::private::CAP_EPSILON_SHARE * eps;
+                let corpus = topos_corpus::Corpus::open(&self.corpus)
+                    .with_context(|| format!("cannot open the corpus {}", self.corpus.display()))?;
+                let mut source = topos_privacy::NoiseSource::from_os()?;
+                let choice = topos_train::private::choose_cap(
+                    corpus.train().iter().map(<[u32]>::len),
+                    topos_privacy::Epsilon::new(share)?,
+                    &mut source,
+                )?;
+                let (a, m) = topos_train::private::CAP_QUANTILE;
+                notes.push(format!(
+                    "--max-doc-tokens not given: L = {} tokens per document, near the {}/{} quantile of the training documents' lengths, chosen privately (exponential mechanism) with ε = {:.4} of the run's {eps}; the releases share the other {:.4}",
+                    choice.cap, a, m, choice.epsilon, eps - choice.epsilon
+                ));
+                (choice.cap, choice.epsilon)
+            }
+        };
+        if self.releases.is_none() {
+            notes.push(format!(
+                "--releases not given: R = {releases} (the word counts, then the model; two releases were best at every ε ≤ 100 measured, BENCHMARKS.md)"
+            ));
+        }
+        Ok(Some((
+            topos_train::PrivateOptions {
+                epsilon,
+                delta,
+                max_doc_tokens: cap,
+                iterations: self.iters,
+                releases,
+                word_release: !self.no_word_release && self.iters > 0,
+                cap_epsilon,
+            },
+            notes,
+        )))
     }
 
     /// The run these arguments ask for.
     pub fn config(&self) -> Result<RunConfig> {
+        Ok(self.config_and_notes()?.0)
+    }
+
+    /// The run these arguments ask for, and what was chosen for the user (lines for stderr).
+    pub fn config_and_notes(&self) -> Result<(RunConfig, Vec<String>)> {
         let sampler = self.sampler()?;
         let hyper = Hyperparameters::new(self.topics, self.alpha, Some(self.beta))?;
         let mut c = RunConfig::new(self.corpus.clone(), self.output_path(), hyper);
@@ -300,7 +335,11 @@ impl Args {
         c.checkpoint = self.checkpoint.clone();
         c.resume = self.resume;
         c.doc_topics = self.doc_topics;
-        c.private = self.private_options()?;
+        let (private, notes) = match self.private_options()? {
+            Some((p, n)) => (Some(p), n),
+            None => (None, Vec::new()),
+        };
+        c.private = private;
         c.skip_heldout = self.skip_heldout;
         c.skip_train_ll = self.skip_train_ll;
         if let Some(path) = &self.seed_words {
@@ -338,7 +377,7 @@ impl Args {
             }),
             None => None,
         };
-        Ok(c)
+        Ok((c, notes))
     }
 }
 
@@ -420,9 +459,12 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
 
 /// Runs the training `args` ask for; shared with `demo`.
 pub fn train(args: &Args, ui: Ui) -> Result<Summary> {
-    let config = args.config()?;
+    let (config, notes) = args.config_and_notes()?;
     if let (_, Some(reason)) = args.sampler_choice()? {
         ui.info(format!("--algo auto: {} ({reason})", config.sampler.name()));
+    }
+    for n in notes {
+        ui.info(n);
     }
     train_config(config, ui)
 }
