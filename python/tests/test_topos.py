@@ -352,7 +352,7 @@ def test_knn_equals_the_clis_neighbours(abstracts, tmp_path, topos_bin, metric):
 
 def test_algo_auto_chooses_like_the_cli(demo_corpus):
     # The rule of `topos train --algo auto`: long documents (the demo abstracts) get cgs at any
-    # K on the CPU; documents under 20 tokens at K >= 1,000 get fcgs. The choice is recorded.
+    # K on the CPU; documents under 20 tokens at K >= 1,000 get ezlda. The choice is recorded.
     for k in (20, 1000):
         model = topos.train(demo_corpus, k=k, iters=2, algo="auto", device="cpu")
         assert model.summary["algorithm"] == "cgs"
@@ -363,5 +363,5 @@ def test_algo_auto_chooses_like_the_cli(demo_corpus):
     )
     assert short.num_tokens / short.num_docs < 20
     model = topos.train(short, k=1000, iters=2, algo="auto", device="cpu")
-    assert model.summary["algorithm"] == "fcgs"
+    assert model.summary["algorithm"] == "ezlda"
     assert topos.train(short, k=20, iters=2, algo="auto", device="cpu").summary["algorithm"] == "cgs"

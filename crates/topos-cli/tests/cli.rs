@@ -570,7 +570,8 @@ fn algo_auto_chooses_by_device_topics_and_document_length() {
     let out = dir.path().join("m.tmod");
     for (k, extra, want) in [
         ("20", &[][..], "cgs"),
-        ("1000", &["--device", "cpu"][..], "fcgs"),
+        ("1000", &["--device", "cpu"][..], "ezlda"),
+        ("1000", &["--device", "auto"][..], "fcgs"),
         (
             "20",
             &["--private", "--epsilon", "1", "--max-doc-tokens", "20"][..],
