@@ -222,7 +222,8 @@ pub struct AutoChoice {
 ///    `ezlda` (fcgs's exact conditional, 1.1-1.7x fcgs's tokens/s on one thread at K = 1,000 and
 ///    within 0.011 nats/token of `cgs` at K = 100: BENCHMARKS.md, "The `ezlda` sampler on the
 ///    CPU"); with `--device auto`, which may land on a GPU where ezlda runs at 0.85-0.9x fcgs's
-///    speed, `fcgs` (8-word documents at K = 1,000: faster than `cgs` on one thread).
+///    speed, `fcgs` (8-word documents at K = 1,000: 0.96-1.2x `cgs`'s tokens/s on one thread, and
+///    what a GPU runs for `cgs`).
 /// 4. Otherwise `cgs` (the best held-out value at equal iterations on every corpus measured, and
 ///    on one thread the fastest at K = 100 or on 20 Newsgroups at K = 1,000; a GPU runs it as
 ///    fcgs).
@@ -259,7 +260,7 @@ pub fn auto_sampler(
     } else if topics >= 1_000 && mean_doc_len < 20.0 {
         AutoChoice {
             sampler: named("fcgs"),
-            reason: "K >= 1,000 and short documents, device chosen at run time: faster than cgs on the CPU, what a GPU runs for cgs, within 0.01 nats/token",
+            reason: "K >= 1,000 and short documents, device chosen at run time: about cgs's speed on the CPU, what a GPU runs for cgs, within 0.01 nats/token",
         }
     } else {
         AutoChoice {
