@@ -9,7 +9,8 @@
 #   here:            bash bench/gpu.sh build; cargo build --release -p topos-cli --features mpi;
 #                    cp target/release/topos .devbin/topos-mpi
 #   device machine:  bash bench/multigpu.sh        (K="1000 10000", ITERS=100, CORPUS=nyt|pubmed,
-#                                                   TESTS=0 skips the GPU tests, FAULT=0 the fault run)
+#                                                   TESTS=0 skips the GPU tests, FAULT=0 the fault run,
+#                                                   HOST=0 the host-staged exchange)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/topos-multigpu-out}
@@ -86,6 +87,7 @@ for k in ${K:-1000 10000}; do
   train "k$k-one-again" "$k" "$iters" topos -- --device cuda
   train "k$k-all" "$k" "$iters" topos -- --device cuda:all
   train "k$k-mpi" "$k" "$iters" mpirun --bind-to none -np "$gpus" -x NCCL_NVLS_ENABLE topos-mpi -- --device cuda
-  TOPOS_GPU_EXCHANGE=host train "k$k-all-host" "$k" 20 topos -- --device cuda:all
+  # The host-staged exchange (the fallback without NCCL): minutes at K = 10,000; HOST=0 skips it.
+  [ "${HOST:-1}" = 1 ] && TOPOS_GPU_EXCHANGE=host train "k$k-all-host" "$k" 20 topos -- --device cuda:all
 done
 cat "$table"
