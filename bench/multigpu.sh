@@ -88,6 +88,8 @@ for k in ${K:-1000 10000}; do
   train "k$k-all" "$k" "$iters" topos -- --device cuda:all
   train "k$k-mpi" "$k" "$iters" mpirun --bind-to none -np "$gpus" -x NCCL_NVLS_ENABLE topos-mpi -- --device cuda
   # The host-staged exchange (the fallback without NCCL): minutes at K = 10,000; HOST=0 skips it.
-  [ "${HOST:-1}" = 1 ] && TOPOS_GPU_EXCHANGE=host train "k$k-all-host" "$k" 20 topos -- --device cuda:all
+  if [ "${HOST:-1}" = 1 ]; then
+    TOPOS_GPU_EXCHANGE=host train "k$k-all-host" "$k" 20 topos -- --device cuda:all
+  fi
 done
 cat "$table"
