@@ -30,6 +30,21 @@ impl WordTopics {
         self.offsets.len() - 1
     }
 
+    /// 1 / (n_k + Vβ) per topic (`topos_model::phi::normalizers` of these counts).
+    pub fn normalizers(&self, beta: f64) -> Vec<f64> {
+        topos_model::phi::normalizers(&self.totals, self.num_words(), beta)
+    }
+
+    /// 1 / (n_k − 1 + Vβ) per topic: the normalizer with one token of topic k removed (a
+    /// token's own assignment, for the samplers that draw without it), n_k − 1 floored at 0.
+    pub fn normalizers_without_one(&self, beta: f64) -> Vec<f64> {
+        let v_beta = self.num_words() as f64 * beta;
+        self.totals
+            .iter()
+            .map(|&n| 1.0 / ((n as f64 - 1.0).max(0.0) + v_beta))
+            .collect()
+    }
+
     /// Non-zero (topic, count) pairs of word `v`.
     #[inline]
     pub fn row(&self, v: u32) -> (&[u16], &[u32]) {

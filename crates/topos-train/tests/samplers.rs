@@ -147,30 +147,13 @@ fn fcgs_is_bit_identical_for_any_thread_count_and_partitioning() {
 #[test]
 fn fcgs_draws_each_token_from_the_collapsed_conditional() {
     let corpus_docs: [&[u32]; 4] = [&[0, 1, 0], &[1, 2], &[2, 0, 1], &[3]];
-    let docs: topos_corpus::OwnedDocs = corpus_docs.iter().copied().collect();
     let (v, k) = (4usize, 3usize);
     let settings = [
         (vec![0.3, 0.8, 0.5], 0.2),
         (vec![0.001, 0.001, 0.001], 0.001),
     ];
-    let z_max = |algo: &'static dyn Sampler, alpha: &[f64], beta: f64, seeds: u64| -> f64 {
-        let mut tally = conditional::Tally::new(&corpus_docs, v, k);
-        for seed in 0..seeds {
-            let opts = TrainOptions {
-                seed,
-                hyper: Hyperparameters::with_alpha(
-                    topos_model::Alpha::from_values(alpha.to_vec()).unwrap(),
-                    Some(beta),
-                )
-                .unwrap(),
-                ..options(algo, k as u32, 1, Some(1))
-            };
-            let mut t = Trainer::new(TrainDocs::from(docs.clone()), v, opts).unwrap();
-            let z0 = t.assignments().to_vec();
-            t.step();
-            tally.add(&z0, t.assignments(), alpha, beta);
-        }
-        tally.largest_z()
+    let z_max = |algo: &'static dyn Sampler, alpha: &[f64], beta: f64, seeds: u64| {
+        one_sweep_z(algo, &corpus_docs, (v, k), (alpha, beta), seeds)
     };
     for (i, (alpha, beta)) in settings.iter().enumerate() {
         let fcgs = z_max(FCGS, alpha, *beta, 6_000);
@@ -300,30 +283,13 @@ fn ezlda_is_bit_identical_for_any_thread_count_and_partitioning() {
 #[test]
 fn ezlda_draws_each_token_from_the_collapsed_conditional() {
     let corpus_docs: [&[u32]; 4] = [&[0, 1, 0], &[1, 2], &[2, 0, 1], &[3]];
-    let docs: topos_corpus::OwnedDocs = corpus_docs.iter().copied().collect();
     let (v, k) = (4usize, 3usize);
     let settings = [
         (vec![0.3, 0.8, 0.5], 0.2),
         (vec![0.001, 0.001, 0.001], 0.001),
     ];
-    let z_max = |algo: &'static dyn Sampler, alpha: &[f64], beta: f64, seeds: u64| -> f64 {
-        let mut tally = conditional::Tally::new(&corpus_docs, v, k);
-        for seed in 0..seeds {
-            let opts = TrainOptions {
-                seed,
-                hyper: Hyperparameters::with_alpha(
-                    topos_model::Alpha::from_values(alpha.to_vec()).unwrap(),
-                    Some(beta),
-                )
-                .unwrap(),
-                ..options(algo, k as u32, 1, Some(1))
-            };
-            let mut t = Trainer::new(TrainDocs::from(docs.clone()), v, opts).unwrap();
-            let z0 = t.assignments().to_vec();
-            t.step();
-            tally.add(&z0, t.assignments(), alpha, beta);
-        }
-        tally.largest_z()
+    let z_max = |algo: &'static dyn Sampler, alpha: &[f64], beta: f64, seeds: u64| {
+        one_sweep_z(algo, &corpus_docs, (v, k), (alpha, beta), seeds)
     };
     for (i, (alpha, beta)) in settings.iter().enumerate() {
         for algo in [EZLDA, &EzldaG1, &EzldaG3] {
@@ -758,4 +724,34 @@ impl PartitionSweep for NaiveDroppingSweep<'_> {
             }
         }
     }
+}
+
+/// One sweep of `algo` from many seeds' starting states on `corpus_docs`, each token's draw tallied
+/// against the exact collapsed conditional with its own assignment removed
+/// ([`conditional::Tally`]): the largest |z| over its cells.
+fn one_sweep_z(
+    algo: &'static dyn Sampler,
+    corpus_docs: &[&[u32]],
+    (v, k): (usize, usize),
+    (alpha, beta): (&[f64], f64),
+    seeds: u64,
+) -> f64 {
+    let docs: topos_corpus::OwnedDocs = corpus_docs.iter().copied().collect();
+    let mut tally = conditional::Tally::new(corpus_docs, v, k);
+    for seed in 0..seeds {
+        let opts = TrainOptions {
+            seed,
+            hyper: Hyperparameters::with_alpha(
+                topos_model::Alpha::from_values(alpha.to_vec()).unwrap(),
+                Some(beta),
+            )
+            .unwrap(),
+            ..options(algo, k as u32, 1, Some(1))
+        };
+        let mut t = Trainer::new(TrainDocs::from(docs.clone()), v, opts).unwrap();
+        let z0 = t.assignments().to_vec();
+        t.step();
+        tally.add(&z0, t.assignments(), alpha, beta);
+    }
+    tally.largest_z()
 }

@@ -771,6 +771,20 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 // final draw". Either way the draw is the exact one: nothing is dropped on a token's history,
 // the naive scheme §1.3.4 shows to fail. Skipped tokens are written by their own lanes at once,
 // and the warp's serial loop visits only the others.
+// The sampler's parameters, shared by its body and its entry points (the engine passes them in
+// this order, `sweep_view` in engine.rs; sample_ezlda adds three).
+#define SAMPLE_PARAMS \
+    const uint4* __restrict__ items, u32 num_items, \
+    const u32* __restrict__ token_doc, const u32* __restrict__ token_src, \
+    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz, \
+    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots, \
+    const u64* __restrict__ n, const float* __restrict__ inv_norm, \
+    u32 K, float alpha, float beta, double v_beta, \
+    u16* __restrict__ z, u32* __restrict__ Bn, \
+    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration
+#define SAMPLE_ARGS \
+    items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, \
+    inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration
 // ezlda's bound is raised by 1e-4 over the float rounding of the exact path's sums.
 // EZLDA_BOUND_HALVED = 1 halves S_est, which is then no bound: the control run of the
 // conditional test (BENCHMARKS.md, "ezlda on the GPU"), which must fail.
@@ -779,14 +793,7 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #endif
 template <int EXCLUDE, int THREE>
 __device__ __forceinline__ void sample_body(
-    const uint4* __restrict__ items, u32 num_items,
-    const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
-    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
-    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
-    const u64* __restrict__ n, const float* __restrict__ inv_norm,
-    u32 K, float alpha, float beta, double v_beta,
-    u16* __restrict__ z, u32* __restrict__ Bn,
-    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration,
+    SAMPLE_PARAMS,
     const u32* __restrict__ top2, const float* __restrict__ top3, const RowEntry* __restrict__ pairs,
     u64* __restrict__ skip_stats) {
     static_assert(!THREE || EXCLUDE, "three-branch sampling is built on the exact (fcgs) draw");
@@ -1111,39 +1118,18 @@ __device__ __forceinline__ void sample_body(
 // The kernels' entry points (samplers/esca/gpu.rs; samplers/fcgs/gpu.rs, which cgs shares;
 // samplers/ezlda/gpu.rs).
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_esca(
-    const uint4* __restrict__ items, u32 num_items,
-    const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
-    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
-    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
-    const u64* __restrict__ n, const float* __restrict__ inv_norm,
-    u32 K, float alpha, float beta, double v_beta,
-    u16* __restrict__ z, u32* __restrict__ Bn,
-    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration) {
-    sample_body<0, 0>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration, nullptr, nullptr, nullptr, nullptr);
+    SAMPLE_PARAMS) {
+    sample_body<0, 0>(SAMPLE_ARGS, nullptr, nullptr, nullptr, nullptr);
 }
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_fcgs(
-    const uint4* __restrict__ items, u32 num_items,
-    const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
-    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
-    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
-    const u64* __restrict__ n, const float* __restrict__ inv_norm,
-    u32 K, float alpha, float beta, double v_beta,
-    u16* __restrict__ z, u32* __restrict__ Bn,
-    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration) {
-    sample_body<1, 0>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration, nullptr, nullptr, nullptr, nullptr);
+    SAMPLE_PARAMS) {
+    sample_body<1, 0>(SAMPLE_ARGS, nullptr, nullptr, nullptr, nullptr);
 }
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_ezlda(
-    const uint4* __restrict__ items, u32 num_items,
-    const u32* __restrict__ token_doc, const u32* __restrict__ token_src,
-    const u32* __restrict__ doc_off, const RowEntry* __restrict__ rows, const u32* __restrict__ row_nnz,
-    const u32* __restrict__ B, const u64* __restrict__ word_off, const u32* __restrict__ word_slots,
-    const u64* __restrict__ n, const float* __restrict__ inv_norm,
-    u32 K, float alpha, float beta, double v_beta,
-    u16* __restrict__ z, u32* __restrict__ Bn,
-    u64 token_base, u32 seed_lo, u32 seed_hi, u32 iteration,
+    SAMPLE_PARAMS,
     const u32* __restrict__ top2, const float* __restrict__ top3, const RowEntry* __restrict__ pairs,
     u64* __restrict__ skip_stats) {
-    sample_body<1, 1>(items, num_items, token_doc, token_src, doc_off, rows, row_nnz, B, word_off, word_slots, n, inv_norm, K, alpha, beta, v_beta, z, Bn, token_base, seed_lo, seed_hi, iteration, top2, top3, pairs, skip_stats);
+    sample_body<1, 1>(SAMPLE_ARGS, top2, top3, pairs, skip_stats);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -124,17 +124,8 @@ impl CpuSampler for EzldaCpu {
             .expect("ezlda reads the document-topic counts it asked for");
         let b = input.word_topics;
         let beta = input.beta;
-        let v_beta = b.num_words() as f64 * beta;
-        let inv: Vec<f64> = b
-            .totals
-            .iter()
-            .map(|&n| 1.0 / (n as f64 + v_beta))
-            .collect();
-        let inv_less = b
-            .totals
-            .iter()
-            .map(|&n| 1.0 / ((n as f64 - 1.0).max(0.0) + v_beta))
-            .collect();
+        let inv = b.normalizers(beta);
+        let inv_less = b.normalizers_without_one(beta);
         let smooth_a: Vec<f64> = inv.iter().map(|&x| beta * x).collect();
         let alpha = input.alpha.values().to_vec();
         let mut acc = 0.0;

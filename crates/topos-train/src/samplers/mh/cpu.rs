@@ -108,17 +108,8 @@ fn frozen<'a>(input: SweepInput<'a>, rates: Rates) -> Frozen<'a> {
         .doc_topics
         .expect("MH reads the document-topic counts it asked for");
     let b = input.word_topics;
-    let v_beta = b.num_words() as f64 * input.beta;
-    let inv = b
-        .totals
-        .iter()
-        .map(|&n| 1.0 / (n as f64 + v_beta))
-        .collect();
-    let inv_less = b
-        .totals
-        .iter()
-        .map(|&n| 1.0 / ((n as f64 - 1.0).max(0.0) + v_beta))
-        .collect();
+    let inv = b.normalizers(input.beta);
+    let inv_less = b.normalizers_without_one(input.beta);
     let (word_prob, word_alias) = word_alias_tables(b);
     let alpha = input.alpha.values();
     let alpha_alias = input.alpha.symmetric_value().is_none().then(|| {
