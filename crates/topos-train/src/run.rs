@@ -1550,11 +1550,12 @@ impl Run {
         self.phases.outputs = writing.elapsed().as_secs_f64();
         if let Some(x) = self.engine.exchange_report() {
             observer.info(&format!(
-                "exchanged counts between {} processes: {} times as sparse rows, {} as dense blocks; {:.1} of {:.1} sampling seconds in communication, {} sent by this process",
+                "exchanged counts between {} processes: {} times as sparse rows, {} as dense blocks; {:.1} of {:.1} sampling seconds in communication ({:.1} waiting for the slowest process's sweep), {} sent by this process",
                 self.transport.workers(),
                 x.sparse,
                 x.dense,
                 self.phases.communication,
+                x.waiting_seconds,
                 self.train_seconds,
                 Bytes(self.transport.bytes_sent())
             ));

@@ -209,8 +209,10 @@ impl Trainer {
             (layout, b)
         });
         let mut exchanges = ExchangeReport::default();
-        let word_topics =
-            crate::exchange::sum_across_workers(local, None, transport.as_ref(), &mut exchanges)?;
+        // In the pool: the exchange's host work runs on this process's threads.
+        let word_topics = pool.install(|| {
+            crate::exchange::sum_across_workers(local, None, transport.as_ref(), &mut exchanges)
+        })?;
         Ok(Self {
             docs,
             num_words,
@@ -317,12 +319,14 @@ impl Trainer {
         let local = self
             .pool
             .install(|| count_word_topics(&self.layout, &self.z, self.num_words, k));
-        let summed = crate::exchange::sum_across_workers(
-            local,
-            Some(&self.word_topics),
-            transport,
-            &mut self.exchanges,
-        )?;
+        let summed = self.pool.install(|| {
+            crate::exchange::sum_across_workers(
+                local,
+                Some(&self.word_topics),
+                transport,
+                &mut self.exchanges,
+            )
+        })?;
         self.exchanged = Some(match &self.fixed {
             Some(f) => self.pool.install(|| summed.plus(f)),
             None => summed,
