@@ -10,7 +10,8 @@
 #                    cp target/release/topos .devbin/topos-mpi
 #   device machine:  bash bench/multigpu.sh        (K="1000 10000", ITERS=100, CORPUS=nyt|pubmed,
 #                                                   TESTS=0 skips the GPU tests, FAULT=0 the fault run,
-#                                                   HOST=0 the host-staged exchange)
+#                                                   HOST=0 the host-staged exchange, AGAIN=0 the
+#                                                   one-GPU repeat, DENSE=0 the forced-dense row)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/topos-multigpu-out}
@@ -75,7 +76,7 @@ ph = s["phases"]
 f = lambda v: "NA" if v is None else f"{v:.4f}"
 print(f"{sys.argv[3]}\tK={s['topics']}\t{s['iterations']} it\tworkers {s['workers']}\t{s['device']}"
       f"\t{s['tokens_per_second']/1e6:.0f}M tok/s\tloop {s['seconds']:.2f} s\texchange {ph.get('exchange', 0):.2f} s"
-      f"\tnccl {x.get('nccl', '-')} host {x.get('dense', '-')}\twall {float(wall):.1f} s"
+      f"\tnccl {x.get('nccl', '-')} sparse {x.get('nccl_sparse', '-')} host {x.get('dense', '-')}\twall {float(wall):.1f} s"
       f"\theld-out {f(s['heldout_ll'])}\ttrain {f(s['train_ll'])}\tmodel crc {crc:08x}")
 PY
 }
@@ -84,8 +85,11 @@ for k in ${K:-1000 10000}; do
   iters=${ITERS:-100}
   [ "$k" -gt 5000 ] && iters=${ITERS_LARGE_K:-30}
   train "k$k-one" "$k" "$iters" topos -- --device cuda
-  train "k$k-one-again" "$k" "$iters" topos -- --device cuda
+  [ "${AGAIN:-1}" = 1 ] && train "k$k-one-again" "$k" "$iters" topos -- --device cuda
   train "k$k-all" "$k" "$iters" topos -- --device cuda:all
+  # NCCL's dense all-reduce every iteration, beside the run above that goes sparse when the
+  # non-zeros are few (the A/B of the two ways in one call); DENSE=0 skips it.
+  [ "${DENSE:-1}" = 1 ] && TOPOS_EXCHANGE=dense train "k$k-all-dense" "$k" "$iters" topos -- --device cuda:all
   train "k$k-mpi" "$k" "$iters" mpirun --bind-to none -np "$gpus" -x NCCL_NVLS_ENABLE topos-mpi -- --device cuda
   # The host-staged exchange (the fallback without NCCL): minutes at K = 10,000; HOST=0 skips it.
   if [ "${HOST:-1}" = 1 ]; then

@@ -1,5 +1,6 @@
-//! NCCL between the GPUs of a run: the sum of a device buffer over every GPU, on the GPUs
-//! (NVLink or PCIe peer copies), with no copy through the host. `libnccl` is loaded at run time
+//! NCCL between the GPUs of a run: the sum (or maximum) of a device buffer over every GPU, and
+//! every GPU's buffer gathered on each, on the GPUs (NVLink or PCIe peer copies), with no copy
+//! through the host. `libnccl` is loaded at run time
 //! like the driver; where it is missing, [`present`] says so and the engine stages its exchange
 //! through the host instead.
 //!
@@ -8,7 +9,7 @@
 //! usual bootstrap through MPI, or through memory between the threads of one process).
 
 use crate::error::GpuError;
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use cudarc::nccl::{Comm, Id, ReduceOp};
 use std::sync::Arc;
 
@@ -65,12 +66,41 @@ impl DeviceComm {
         Ok(DeviceComm { comm })
     }
 
+    /// This GPU's rank in the communicator, and the number of GPUs.
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+    pub fn workers(&self) -> usize {
+        self.comm.world_size()
+    }
+
     /// `buf` summed element-wise over every GPU, in place (enqueued on the communicator's
     /// stream; every worker must call it).
     pub fn sum_u32(&mut self, buf: &mut CudaSlice<u32>) -> Result<(), GpuError> {
         self.comm
             .all_reduce_in_place(buf, &ReduceOp::Sum)
             .map_err(|e| nccl_error("summing the counts", e))?;
+        Ok(())
+    }
+
+    /// `buf` replaced by its element-wise maximum over every GPU, in place.
+    pub fn max_u64(&mut self, buf: &mut CudaSlice<u64>) -> Result<(), GpuError> {
+        self.comm
+            .all_reduce_in_place(buf, &ReduceOp::Max)
+            .map_err(|e| nccl_error("finding the largest count", e))?;
+        Ok(())
+    }
+
+    /// Every GPU's `send` (of the same length on every GPU), one after another in rank order,
+    /// into `recv[..workers × send.len()]`.
+    pub fn gather_u64(
+        &mut self,
+        send: &CudaView<'_, u64>,
+        recv: &mut CudaViewMut<'_, u64>,
+    ) -> Result<(), GpuError> {
+        self.comm
+            .all_gather(send, recv)
+            .map_err(|e| nccl_error("gathering the counts", e))?;
         Ok(())
     }
 }

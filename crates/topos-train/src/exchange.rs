@@ -36,8 +36,11 @@ const DENSE_CELLS: usize = 1 << 22;
 pub enum Way {
     Dense,
     Sparse,
-    /// Summed on the GPUs by NCCL, no copy through the host.
+    /// Summed on the GPUs by NCCL's all-reduce of the dense counts, no copy through the host.
     Nccl,
+    /// On the GPUs, sparse: every GPU's non-zero cells gathered by NCCL and added on each.
+    #[serde(rename = "nccl-sparse")]
+    NcclSparse,
 }
 
 /// The exchanges of a run, for its summary.
@@ -47,6 +50,7 @@ pub struct ExchangeReport {
     pub dense: u32,
     pub sparse: u32,
     pub nccl: u32,
+    pub nccl_sparse: u32,
     /// The way of the last one.
     pub last: Option<Way>,
     /// Seconds spent summing, from the moment this worker's counts were ready (a GPU's
@@ -65,6 +69,7 @@ impl ExchangeReport {
             Way::Dense => self.dense += 1,
             Way::Sparse => self.sparse += 1,
             Way::Nccl => self.nccl += 1,
+            Way::NcclSparse => self.nccl_sparse += 1,
         }
         self.last = Some(way);
     }
@@ -90,7 +95,7 @@ pub fn sum_across_workers(
     let forced_code = |w: Option<Way>| match w {
         None => 0u64,
         Some(Way::Dense) | Some(Way::Nccl) => 1,
-        Some(Way::Sparse) => 2,
+        Some(Way::Sparse) | Some(Way::NcclSparse) => 2,
     };
     let mut head = local.totals.clone();
     head.push(local.topics.len() as u64);
@@ -118,15 +123,16 @@ pub fn sum_across_workers(
     let started = std::time::Instant::now();
     let mut out = match way {
         Way::Sparse => sum_sparse(&local, previous, transport)?,
-        Way::Dense | Way::Nccl => sum_dense(&local, transport)?,
+        Way::Dense | Way::Nccl | Way::NcclSparse => sum_dense(&local, transport)?,
     };
     out.totals = totals;
     report.seconds += started.elapsed().as_secs_f64();
     Ok(out)
 }
 
-/// `TOPOS_EXCHANGE=dense|sparse` forces a way (tests and benchmarks; read once).
-fn forced_way() -> Option<Way> {
+/// `TOPOS_EXCHANGE=dense|sparse` forces a way (tests and benchmarks; read once). Between GPUs,
+/// `dense` (or `nccl`) forces NCCL's all-reduce and `sparse` the sparse gather whenever it fits.
+pub(crate) fn forced_way() -> Option<Way> {
     static FORCED: std::sync::OnceLock<Option<Way>> = std::sync::OnceLock::new();
     *FORCED.get_or_init(|| match std::env::var("TOPOS_EXCHANGE").as_deref() {
         Ok("dense") => Some(Way::Dense),
@@ -451,7 +457,9 @@ mod tests {
                             scope.spawn(move || {
                                 let mut out = match way {
                                     Way::Sparse => sum_sparse(&l, Some(&prev), &t).unwrap(),
-                                    Way::Dense | Way::Nccl => sum_dense(&l, &t).unwrap(),
+                                    Way::Dense | Way::Nccl | Way::NcclSparse => {
+                                        sum_dense(&l, &t).unwrap()
+                                    }
                                 };
                                 let mut totals = l.totals.clone();
                                 t.sum_u64(&mut totals).unwrap();

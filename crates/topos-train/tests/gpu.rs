@@ -755,8 +755,8 @@ fn gpu_engines_sharing_the_documents_train_one_engines_model() {
             );
             let report = group.exchange_report().unwrap();
             eprintln!(
-                "{algo:?}: {n} engines on {count} GPU(s): LL {lb} (one engine {la}); exchanges: {} by NCCL, {} through the host",
-                report.nccl, report.dense
+                "{algo:?}: {n} engines on {count} GPU(s): LL {lb} (one engine {la}); exchanges: {} by NCCL's all-reduce, {} by NCCL sparse, {} through the host",
+                report.nccl, report.nccl_sparse, report.dense
             );
             assert!(a == b, "{algo:?}: {n} engines changed the assignments");
             assert_eq!(la.to_bits(), lb.to_bits());

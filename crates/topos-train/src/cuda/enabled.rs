@@ -359,12 +359,7 @@ impl Engine for CudaEngine {
             return Ok(());
         }
         crate::engine::check_sampled(self.sampled)?;
-        let way = if self.comm.is_some() {
-            crate::exchange::Way::Nccl
-        } else {
-            crate::exchange::Way::Dense
-        };
-        let seconds = self
+        let (seconds, way) = self
             .kernels
             .exchange_counts(transport, self.comm.as_mut())
             .map_err(to_train)?;

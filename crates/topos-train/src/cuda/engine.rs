@@ -68,6 +68,8 @@ struct Kernels {
     heldout_foldin_sparse: CudaFunction,
     word_top2: CudaFunction,
     word_of_positions: CudaFunction,
+    compact_counts: CudaFunction,
+    add_entries: CudaFunction,
 }
 
 /// A chunk's arrays on the device (also a streaming slot, sized for the largest chunk).
@@ -161,9 +163,31 @@ pub struct Engine {
     top2: CudaSlice<u32>,
     top3: CudaSlice<f32>,
     skip_stats: CudaSlice<u64>,
+    /// The sparse exchange's buffers, made at the first exchange over NCCL that has room for
+    /// them (`None` until then, or for good when there is no room).
+    sparse: Option<SparseExchange>,
     /// Seconds of each step of [`Engine::new`].
     open_seconds: Vec<(&'static str, f64)>,
 }
+
+/// What the sparse exchange between GPUs needs on each GPU: this GPU's non-zero cells as entries
+/// (cell << 24 | count), every GPU's entries gathered, and the compaction's two counters.
+struct SparseExchange {
+    /// Entries per GPU that fit: an exchange whose largest GPU has more goes dense.
+    capacity: u64,
+    own: CudaSlice<u64>,
+    all: CudaSlice<u64>,
+    status: CudaSlice<u64>,
+    /// The largest GPU's entry count, summed over the GPUs by a max.
+    largest: CudaSlice<u64>,
+    /// Exchanges left to go dense without compacting, after one whose largest GPU had too many
+    /// entries (the same on every GPU: it follows from the max they share).
+    dense_for: u32,
+}
+
+/// Exchanges that go dense without trying after one whose non-zeros did not fit: counts change
+/// slowly between iterations, and the compaction reads all of the counts.
+const DENSE_AFTER_MISS: u32 = 2;
 
 /// Floats of the sampling tree for K leaves (the same arithmetic as `tree_layout` in the kernel).
 pub fn tree_floats(k: u32) -> u32 {
@@ -343,6 +367,8 @@ fn compile(
         heldout_foldin_sparse: f("heldout_foldin_sparse")?,
         word_top2: f("word_top2")?,
         word_of_positions: f("word_of_positions")?,
+        compact_counts: f("compact_counts")?,
+        add_entries: f("add_entries")?,
     })
 }
 
@@ -1048,6 +1074,7 @@ impl Engine {
             top2,
             top3,
             skip_stats,
+            sparse: None,
             open_seconds: Vec::new(),
         };
         engine.initial_counts()?;
@@ -1941,12 +1968,15 @@ impl Engine {
     /// process's block by block (4·V·K bytes each way over PCIe and through the transport), so
     /// that the commit's B is the whole corpus's, exactly.
     ///
-    /// Returns the seconds the sum took once this device's sweep had finished.
+    /// Between GPUs with NCCL, the non-zero cells alone travel when they are few enough (see
+    /// [`Engine::sparse_exchange`]), else NCCL's all-reduce of the dense counts.
+    ///
+    /// Returns the seconds the sum took once this device's sweep had finished, and the way.
     pub fn exchange_counts(
         &mut self,
         transport: &dyn crate::transport::Transport,
         comm: Option<&mut topos_cuda::nccl::DeviceComm>,
-    ) -> Result<f64, GpuError> {
+    ) -> Result<(f64, crate::exchange::Way), GpuError> {
         // Every row dense, in word order (offset w·K): the only layout whose cells add up.
         if self.host_word_slots.iter().any(|&s| s != self.cfg.topics) {
             return Err(GpuError::Unsupported(
@@ -1961,12 +1991,18 @@ impl Engine {
         }
         let started = std::time::Instant::now();
         if let Some(comm) = comm {
-            // On the GPUs: NCCL's all-reduce of the dense counts, enqueued on the main stream.
-            comm.sum_u32(&mut self.bn)?;
+            // On the GPUs, enqueued on the main stream: the non-zero cells gathered, or NCCL's
+            // all-reduce of the dense counts.
+            let way = if self.sparse_exchange(comm)? {
+                crate::exchange::Way::NcclSparse
+            } else {
+                comm.sum_u32(&mut self.bn)?;
+                crate::exchange::Way::Nccl
+            };
             self.main
                 .synchronize()
                 .check(|| "summing the counts over the GPUs".into())?;
-            return Ok(started.elapsed().as_secs_f64());
+            return Ok((started.elapsed().as_secs_f64(), way));
         }
         let cells = self.bn.len();
         let block = (1usize << 22).min(cells.max(1));
@@ -1989,7 +2025,153 @@ impl Engine {
                 .check(|| "copying the summed counts back".into())?;
             a = b;
         }
-        Ok(started.elapsed().as_secs_f64())
+        Ok((started.elapsed().as_secs_f64(), crate::exchange::Way::Dense))
+    }
+
+    /// The sum over the GPUs of `bn` (dense, V × K), sparse: each GPU appends its non-zero cells
+    /// as 8-byte entries (cell << 24 | count), NCCL gathers every GPU's entries on each (padded
+    /// with zero entries to the largest GPU's count), and each adds the others' to its own cells.
+    /// Integer sums, so `bn` ends exactly as the all-reduce leaves it, whatever order the entries
+    /// were appended in.
+    ///
+    /// Taken when the largest GPU's entries, m, are at most half the all-reduce's break-even:
+    /// G·m·8 bytes gathered against a ring all-reduce's 2·(G−1)/G·4·V·K through each GPU gives
+    /// m ≤ V·K·(G−1)/(2G²) (`TOPOS_EXCHANGE=sparse`: whenever they fit in V·K entries;
+    /// `dense`: never). Every GPU learns m by one max over the GPUs and decides the same way;
+    /// a GPU with a count of 2²⁴ or more in a cell, or no room for the buffers (about one more
+    /// dense copy of the counts, allocated at the first exchange), makes every GPU go dense, and
+    /// the next [`DENSE_AFTER_MISS`] exchanges go dense without compacting.
+    ///
+    /// Returns whether the counts were summed (`false`: nothing was changed, go dense).
+    fn sparse_exchange(
+        &mut self,
+        comm: &mut topos_cuda::nccl::DeviceComm,
+    ) -> Result<bool, GpuError> {
+        use crate::exchange::Way;
+        let forced = crate::exchange::forced_way();
+        if matches!(forced, Some(Way::Dense) | Some(Way::Nccl)) {
+            return Ok(false);
+        }
+        let (rank, workers) = (comm.rank() as u64, comm.workers() as u64);
+        let cells = self.bn.len() as u64;
+        let what = |x: &str| format!("exchanging the counts sparse ({x})");
+        if self.sparse.is_none() {
+            let wanted = if cells >= 1 << 40 {
+                0
+            } else if forced == Some(Way::Sparse) {
+                cells
+            } else {
+                cells * (workers - 1) / (2 * workers * workers)
+            };
+            let need = (workers + 1) * wanted * 8;
+            let room = self.ctx.mem_get_info().map_or(0, |(free, _)| free as u64);
+            // Room for the buffers and a GiB besides (held-out evaluation, the driver).
+            let capacity = if wanted > 0 && room >= need + (1 << 30) {
+                wanted
+            } else {
+                0
+            };
+            let len = |n: u64| (n as usize).max(1);
+            self.sparse = Some(SparseExchange {
+                capacity,
+                own: self
+                    .main
+                    .alloc_zeros::<u64>(len(capacity))
+                    .check(|| what("entries"))?,
+                all: self
+                    .main
+                    .alloc_zeros::<u64>(len(workers * capacity))
+                    .check(|| what("gathered entries"))?,
+                status: self.main.alloc_zeros::<u64>(2).check(|| what("counters"))?,
+                largest: self.main.alloc_zeros::<u64>(1).check(|| what("counters"))?,
+                dense_for: 0,
+            });
+        }
+        let Self {
+            main,
+            kernels,
+            bn,
+            sparse,
+            multiprocessors,
+            ..
+        } = self;
+        let x = sparse.as_mut().expect("made above");
+        if x.dense_for > 0 {
+            x.dense_for -= 1;
+            return Ok(false);
+        }
+        main.memset_zeros(&mut x.status)
+            .check(|| what("counters"))?;
+        let blocks =
+            (u64::from(*multiprocessors).max(1) * 8).min(cells.div_ceil(u64::from(BLOCK)).max(1));
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: argument types match the kernel's signature; `own` has room for `capacity`.
+        unsafe {
+            main.launch_builder(&kernels.compact_counts)
+                .arg(&*bn)
+                .arg(&cells)
+                .arg(&mut x.own)
+                .arg(&x.capacity)
+                .arg(&mut x.status)
+                .launch(cfg)
+        }
+        .check(|| what("compacting"))?;
+        let status = main.clone_dtoh(&x.status).check(|| what("counters"))?;
+        main.synchronize().check(|| what("compacting"))?;
+        let (len, too_large) = (status[0], status[1] != 0);
+        let want = if too_large || len > x.capacity {
+            u64::MAX
+        } else {
+            len
+        };
+        main.memcpy_htod(&[want], &mut x.largest)
+            .check(|| what("counters"))?;
+        comm.max_u64(&mut x.largest)?;
+        let largest = main.clone_dtoh(&x.largest).check(|| what("counters"))?;
+        main.synchronize().check(|| what("agreeing on the way"))?;
+        let m = largest[0];
+        if m == u64::MAX {
+            if forced != Some(Way::Sparse) {
+                x.dense_for = DENSE_AFTER_MISS;
+            }
+            return Ok(false);
+        }
+        if m == 0 {
+            return Ok(true);
+        }
+        if len < m {
+            main.memset_zeros(&mut x.own.slice_mut(len as usize..m as usize))
+                .check(|| what("padding"))?;
+        }
+        comm.gather_u64(
+            &x.own.slice(0..m as usize),
+            &mut x.all.slice_mut(0..(workers * m) as usize),
+        )?;
+        let count = workers * m;
+        let (skip_begin, skip_end) = (rank * m, (rank + 1) * m);
+        let blocks =
+            (u64::from(*multiprocessors).max(1) * 8).min(count.div_ceil(u64::from(BLOCK)).max(1));
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: argument types match the kernel's signature; every entry's cell is < V·K.
+        unsafe {
+            main.launch_builder(&kernels.add_entries)
+                .arg(&mut *bn)
+                .arg(&x.all)
+                .arg(&count)
+                .arg(&skip_begin)
+                .arg(&skip_end)
+                .launch(cfg)
+        }
+        .check(|| what("adding"))?;
+        Ok(true)
     }
 }
 

@@ -146,6 +146,83 @@ extern "C" __global__ void column_sums(const u32* __restrict__ B, u32 V, u32 K, 
     if (s) atomicAdd(&n[k], s);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The sparse exchange between GPUs (several GPUs, NCCL): each GPU's non-zero cells of its dense
+// counts as entries (cell << 24 | count), gathered by every GPU and added to its own. Integer
+// sums: the result is the all-reduce's, whatever order the entries are appended in.
+
+// Appends every non-zero cell of B[0, cells) to out (as cell << 24 | count) while there is room
+// (capacity entries); status[0] counts them all (more than capacity: out is incomplete), status[1]
+// becomes 1 if a count does not fit 24 bits. A block takes tiles of COMPACT_PER_THREAD cells a
+// thread, numbers the tile's non-zeros by a block-wide scan and claims their places with one
+// atomic a tile: one atomic per warp of 32 cells on one counter cost 12 ms an iteration at
+// K = 10,000 (measured on H200s: as much as NCCL's dense all-reduce it was to replace).
+#define COMPACT_PER_THREAD 8
+extern "C" __global__ void compact_counts(const u32* __restrict__ B, u64 cells, u64* __restrict__ out,
+                                          u64 capacity, unsigned long long* __restrict__ status) {
+    __shared__ u32 warp_total[32];
+    __shared__ unsigned long long tile_base;
+    const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = lane_id();
+    const u64 tile = (u64)blockDim.x * COMPACT_PER_THREAD;
+    for (u64 base = blockIdx.x * tile; base < cells; base += (u64)gridDim.x * tile) {
+        u32 c[COMPACT_PER_THREAD];
+        u32 mine = 0;
+#pragma unroll
+        for (int r = 0; r < COMPACT_PER_THREAD; r++) {
+            u64 i = base + (u64)r * blockDim.x + threadIdx.x;
+            c[r] = i < cells ? B[i] : 0u;
+            mine += c[r] != 0u;
+        }
+        // Inclusive scan of `mine` over the warp, then over the warps' totals.
+        u32 inc = mine;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            u32 y = __shfl_up_sync(0xffffffffu, inc, d);
+            if (lane >= (u32)d) inc += y;
+        }
+        if (lane == 31) warp_total[warp] = inc;
+        __syncthreads();
+        if (warp == 0) {
+            u32 t = lane < warps ? warp_total[lane] : 0u;
+            u32 ti = t;
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                u32 y = __shfl_up_sync(0xffffffffu, ti, d);
+                if (lane >= (u32)d) ti += y;
+            }
+            if (lane < warps) warp_total[lane] = ti - t;  // exclusive prefix of the warps
+            if (lane == warps - 1 && ti) tile_base = atomicAdd(&status[0], (unsigned long long)ti);
+        }
+        __syncthreads();
+        u32 before = warp_total[warp] + inc - mine;
+        if (mine) {
+            u64 j = tile_base + before;
+#pragma unroll
+            for (int r = 0; r < COMPACT_PER_THREAD; r++) {
+                if (c[r]) {
+                    if (c[r] >> 24) status[1] = 1ull;
+                    u64 i = base + (u64)r * blockDim.x + threadIdx.x;
+                    if (j < capacity) out[j] = (i << 24) | (u64)(c[r] & 0xffffffu);
+                    j++;
+                }
+            }
+        }
+        __syncthreads();  // warp_total and tile_base are the next tile's
+    }
+}
+
+// B[cell] += count for every entry of the other GPUs (entries [skip_begin, skip_end) are this
+// GPU's own, already in B; zero entries are padding).
+extern "C" __global__ void add_entries(u32* __restrict__ B, const u64* __restrict__ entries, u64 count,
+                                       u64 skip_begin, u64 skip_end) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        if (i >= skip_begin && i < skip_end) continue;
+        u64 e = entries[i];
+        u32 c = (u32)(e & 0xffffffu);
+        if (c) atomicAdd(&B[e >> 24], c);
+    }
+}
+
 // inv_norm[k] = 1 / (n_k + V*beta), in double then rounded, as on the CPU.
 extern "C" __global__ void normalizers(const u64* __restrict__ n, u32 K, double v_beta,
                                        float* __restrict__ inv_norm) {
