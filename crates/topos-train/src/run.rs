@@ -1403,6 +1403,7 @@ impl Run {
                     corpus_checksum: 0,
                     num_docs: 0,
                     num_tokens: 0,
+                    sampler_settings: Default::default(),
                 };
                 let g = p.releases.guarantee();
                 let mut w = ModelWriter::create(
@@ -1429,6 +1430,7 @@ impl Run {
                     corpus_checksum: self.corpus.checksum(),
                     num_docs: view.len() as u64,
                     num_tokens: view.num_tokens(),
+                    sampler_settings: Default::default(),
                 };
                 let totals = self.engine.topic_totals()?;
                 let mut w = ModelWriter::create(

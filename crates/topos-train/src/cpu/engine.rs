@@ -460,6 +460,7 @@ impl Trainer {
             corpus_checksum: 0,
             num_docs: self.docs().len() as u64,
             num_tokens: self.docs().num_tokens(),
+            sampler_settings: Default::default(),
         };
         let dense = self.pool.install(|| self.word_topics.to_dense());
         TopicModel::from_counts(vocab, self.hyper.clone(), dense, provenance)
