@@ -116,23 +116,36 @@ fn esca_is_bit_identical_for_any_thread_count() {
     );
 }
 
-#[test]
-fn fcgs_is_bit_identical_for_any_thread_count_and_partitioning() {
+/// What `Determinism::AnyThreadsAnyPartitions` promises, for `algo`: after 12 iterations the
+/// assignments, counts and likelihood on one thread and one partition are those of 2 and 3
+/// threads at their default partitions and of 2 threads at 7 partitions, bit for bit.
+fn assert_same_model_for_any_threads_and_partitions(algo: &'static dyn Sampler) {
     let s = spec(4);
     let corpus = generate(&s);
     let docs = owned(&corpus);
-    let one = train(docs.clone(), s.num_words, options(FCGS, 8, 1, Some(1)), 12);
-    let three = train(docs.clone(), s.num_words, options(FCGS, 8, 3, None), 12);
-    let seven = train(docs.clone(), s.num_words, options(FCGS, 8, 2, Some(7)), 12);
-    for other in [&three, &seven] {
-        assert_ne!(one.partitions(), other.partitions());
-        assert_eq!(one.assignments(), other.assignments());
-        assert_eq!(one.word_topics(), other.word_topics());
+    let one = train(docs.clone(), s.num_words, options(algo, 8, 1, Some(1)), 12);
+    for (threads, partitions) in [(2, None), (3, None), (2, Some(7))] {
+        let other = train(
+            docs.clone(),
+            s.num_words,
+            options(algo, 8, threads, partitions),
+            12,
+        );
+        let what = format!("{algo:?}, {threads} threads, {partitions:?} partitions");
+        assert_ne!(one.partitions(), other.partitions(), "{what}");
+        assert_eq!(one.assignments(), other.assignments(), "{what}");
+        assert_eq!(one.word_topics(), other.word_topics(), "{what}");
         assert_eq!(
             one.log_likelihood().to_bits(),
-            other.log_likelihood().to_bits()
+            other.log_likelihood().to_bits(),
+            "{what}"
         );
     }
+}
+
+#[test]
+fn fcgs_is_bit_identical_for_any_thread_count_and_partitioning() {
+    assert_same_model_for_any_threads_and_partitions(FCGS);
 }
 
 /// The draw of a frozen-count sampler, token by token: given the state the sweep starts from,
@@ -257,22 +270,7 @@ fn mh_leaves_the_exact_collapsed_conditional_invariant() {
 
 #[test]
 fn ezlda_is_bit_identical_for_any_thread_count_and_partitioning() {
-    let s = spec(4);
-    let corpus = generate(&s);
-    let docs = owned(&corpus);
-    let one = train(docs.clone(), s.num_words, options(EZLDA, 8, 1, Some(1)), 12);
-    let two = train(docs.clone(), s.num_words, options(EZLDA, 8, 2, None), 12);
-    let three = train(docs.clone(), s.num_words, options(EZLDA, 8, 3, None), 12);
-    let seven = train(docs.clone(), s.num_words, options(EZLDA, 8, 2, Some(7)), 12);
-    for other in [&two, &three, &seven] {
-        assert_ne!(one.partitions(), other.partitions());
-        assert_eq!(one.assignments(), other.assignments());
-        assert_eq!(one.word_topics(), other.word_topics());
-        assert_eq!(
-            one.log_likelihood().to_bits(),
-            other.log_likelihood().to_bits()
-        );
-    }
+    assert_same_model_for_any_threads_and_partitions(EZLDA);
 }
 
 /// ezlda's draw, token by token, against the exact collapsed conditional with the token's own
