@@ -216,6 +216,12 @@ impl PyModel {
         d.set_item("num_docs", p.num_docs)?;
         d.set_item("num_tokens", p.num_tokens)?;
         d.set_item("private", self.model.privacy.is_some())?;
+        // Sampler settings that change the model, where not at their defaults (`mh_steps`).
+        let settings = PyDict::new(py);
+        for (name, value) in &p.sampler_settings {
+            settings.set_item(name, value)?;
+        }
+        d.set_item("sampler_settings", settings)?;
         Ok(d)
     }
 

@@ -116,7 +116,8 @@ fn doc_theta(a: &DocTopics, hyper: &Hyperparameters) -> Array2<f64> {
 #[pyfunction]
 #[pyo3(signature = (corpus, k, iters, *, algo=None, seed=1, threads=0, alpha=None, beta=0.01,
     partitions=None, device="auto", eval_every=10, heldout_every=None, output=None, log=None,
-    doc_topics=false, callback=None, info=None, optimize_priors=None, optimize_burn_in=50))]
+    doc_topics=false, callback=None, info=None, optimize_priors=None, optimize_burn_in=50,
+    ezlda_g=None, mh_steps=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn train<'py>(
     py: Python<'py>,
@@ -139,6 +140,8 @@ pub fn train<'py>(
     info: Option<Bound<'py, PyAny>>,
     optimize_priors: Option<u32>,
     optimize_burn_in: u32,
+    ezlda_g: Option<i64>,
+    mh_steps: Option<i64>,
 ) -> PyResult<(PyModel, String, Option<Bound<'py, PyArray2<f64>>>)> {
     // Everything `topos train` refuses before a run starts is refused here, with its words.
     let device: DeviceChoice = device.parse().map_err(value_error)?;
@@ -160,6 +163,25 @@ pub fn train<'py>(
         Some(a) => topos_train::sampler_named(a).map_err(to_py)?,
         None => topos_train::sampler::default_sampler(),
     };
+    // The CLI's per-sampler settings and their refusals, in Python's words.
+    let py_words = |e: topos_train::sampler::SettingError| {
+        value_error(
+            e.0.replace("--ezlda-g", "ezlda_g")
+                .replace("--mh-steps", "mh_steps")
+                .replace("--algo ", "algo="),
+        )
+    };
+    let settings = topos_train::SamplerSettings {
+        ezlda_g: ezlda_g
+            .map(|g| g.to_string().parse::<topos_train::EzldaDepth>())
+            .transpose()
+            .map_err(py_words)?,
+        mh_steps: mh_steps
+            .map(|n| n.to_string().parse::<topos_train::MhSteps>())
+            .transpose()
+            .map_err(py_words)?,
+    };
+    settings.check_for(sampler).map_err(py_words)?;
     let hyper = Hyperparameters::new(k, alpha, Some(beta)).map_err(to_py)?;
     if partitions == Some(0) {
         return Err(value_error("partitions must be at least 1"));
@@ -180,6 +202,7 @@ pub fn train<'py>(
         path: corpus.path.clone(),
     };
     config.sampler = sampler;
+    config.sampler_settings = settings;
     config.iterations = iters;
     config.seed = seed;
     config.threads = threads;

@@ -365,3 +365,20 @@ def test_algo_auto_chooses_like_the_cli(demo_corpus):
     model = topos.train(short, k=1000, iters=2, algo="auto", device="cpu")
     assert model.summary["algorithm"] == "ezlda"
     assert topos.train(short, k=20, iters=2, algo="auto", device="cpu").summary["algorithm"] == "cgs"
+
+
+def test_sampler_settings_like_the_cli(demo_corpus):
+    # ezlda_g is a speed knob (the same model for every g); mh_steps changes the chain and is
+    # recorded; each is refused with another sampler or out of its range.
+    def model_bytes(**kw):
+        return topos.train(demo_corpus, k=10, iters=3, device="cpu", **kw)._inner._to_bytes()
+
+    assert model_bytes(algo="ezlda", ezlda_g=1) == model_bytes(algo="ezlda", ezlda_g=3)
+    m = topos.train(demo_corpus, k=10, iters=3, algo="mh", mh_steps=2, device="cpu")
+    assert m.summary["sampler_settings"] == {"mh_steps": 2}
+    assert m.provenance["sampler_settings"] == {"mh_steps": 2}
+    assert model_bytes(algo="mh", mh_steps=2) != model_bytes(algo="mh")
+    with pytest.raises(ValueError, match="mh_steps applies to algo=mh only"):
+        topos.train(demo_corpus, k=10, iters=1, mh_steps=2, device="cpu")
+    with pytest.raises(ValueError, match="ezlda_g must be a whole number from 1 to 16"):
+        topos.train(demo_corpus, k=10, iters=1, algo="ezlda", ezlda_g=0, device="cpu")

@@ -357,6 +357,8 @@ def train(
     verbose: bool = False,
     optimize_priors: Optional[int] = None,
     optimize_burn_in: int = 50,
+    ezlda_g: Optional[int] = None,
+    mh_steps: Optional[int] = None,
 ) -> Model:
     """Trains an LDA model of ``k`` topics for ``iters`` iterations: ``topos train`` with the
     same arguments (and defaults), giving the same model file for the same corpus and seed.
@@ -372,7 +374,11 @@ def train(
     (``model.summary["algorithm"]`` names the choice). ``device``: ``auto`` (a GPU when one is usable), ``cpu``, ``cuda``,
     ``cuda:N`` or ``cuda:all``. ``optimize_priors=N`` learns an asymmetric α and a symmetric β
     every N iterations after ``optimize_burn_in`` (``topos train --optimize-priors``; CPU only
-    for now): the model's ``alpha`` is then one value per topic.
+    for now): the model's ``alpha`` is then one value per topic. ``ezlda_g`` (``algo="ezlda"``
+    only, 1 to 16, default 2): the bound depth g of ``topos train --ezlda-g``, a speed knob (the
+    same model for every g; the GPU kernel implements g = 2). ``mh_steps`` (``algo="mh"`` only,
+    1 to 64, default 4): proposal pairs per token and iteration (``--mh-steps``), which change
+    the model and are recorded in it. Given for another sampler, either raises ``ValueError``.
     """
     if not isinstance(corpus, Corpus):
         raise ValueError(f"corpus must be a topos.Corpus, got {type(corpus).__name__}")
@@ -400,6 +406,8 @@ def train(
         info=info,
         optimize_priors=None if optimize_priors is None else int(optimize_priors),
         optimize_burn_in=int(optimize_burn_in),
+        ezlda_g=None if ezlda_g is None else int(ezlda_g),
+        mh_steps=None if mh_steps is None else int(mh_steps),
     )
     return Model(inner, json.loads(summary))
 

@@ -29,6 +29,7 @@ fn valid() -> Vec<u8> {
             iteration: 9,
             priors: None,
             fixed_counts: None,
+            sampler_settings: Default::default(),
         },
         assignments: vec![0, 4, 2, 2, 1, 3, 0, 0, 4],
     }

@@ -17,8 +17,17 @@
 //!                  guarantee (`topos_privacy::Guarantee`) as compact JSON
 //! tokenizer        u8 0 (unknown) or 1, then str: the corpus's tokenizer options
 //!                  (`topos_corpus::TokenizerSpec`) as compact JSON (version 3)
-//! priors           u8 1, then K × f64 α_k, not all equal (version 4)
+//! priors           u8 1, then K × f64 α_k, not all equal (version 4); in version 5 u8 0
+//!                  (a symmetric α) or 1 and the α_k
+//! sampler settings u32 n ≥ 1, then n × (str name, u32 value), names strictly increasing
+//!                  (version 5)
 //! ```
+//!
+//! **Version 5** adds the sampler settings that change the model (`mh_steps`, from `topos train
+//! --mh-steps`) where they differ from their defaults, and is written only for such a model:
+//! every other model keeps the bytes of version 3 or 4, and a build that cannot read the
+//! settings refuses only a model trained with them (instead of reading it as a model of the
+//! default settings).
 //!
 //! **Version 3** is the same without the priors section, and is what a model with a symmetric α
 //! still writes (every α_k is the header's α): a model trained without `--optimize-priors` gets
@@ -82,25 +91,30 @@ use std::path::{Path, PathBuf};
 use topos_corpus::Vocabulary;
 use topos_io::{ByteReader, ByteWriter, FormatError, Kind};
 
-/// The model file's newest format version (4: the priors section of an asymmetric α). A model
-/// with a symmetric α is written as version 3 ([`model_version`]).
-pub const MODEL_VERSION: u32 = 4;
+/// The model file's newest format version (5: the sampler settings section). A model with a
+/// symmetric α and default sampler settings is written as version 3 ([`model_version`]).
+pub const MODEL_VERSION: u32 = 5;
 
-/// The version a model with hyperparameters `hyper` is written as: 3 unless its α is
-/// asymmetric (see the module documentation).
-pub fn model_version(hyper: &Hyperparameters) -> u32 {
-    if hyper.alpha.symmetric_value().is_some() {
+/// The version a model with hyperparameters `hyper` and provenance `provenance` is written as:
+/// 5 with sampler settings, else 4 with an asymmetric α, else 3 (see the module documentation).
+pub fn model_version(hyper: &Hyperparameters, provenance: &Provenance) -> u32 {
+    if !provenance.sampler_settings.is_empty() {
+        5
+    } else if hyper.alpha.symmetric_value().is_some() {
         3
     } else {
         4
     }
 }
 
+/// The most sampler settings a model file may record (a sanity bound for the reader).
+const MAX_SAMPLER_SETTINGS: usize = 64;
+
 /// The model file kind.
 pub const MODEL_KIND: Kind = Kind {
     name: "Topos model",
     magic: *b"TOPOSMOD",
-    supported: &[1, 2, 3, 4],
+    supported: &[1, 2, 3, 4, 5],
     version_hint: "read it with the topos release that wrote it, or re-train the model",
 };
 
@@ -158,6 +172,7 @@ impl TopicModel {
         if let Some(g) = &self.privacy {
             validate_guarantee(g)?;
         }
+        validate_sampler_settings(&self.provenance.sampler_settings)?;
         Ok(())
     }
 
@@ -198,14 +213,14 @@ impl TopicModel {
         }
         encode_privacy(&mut w, self.privacy.as_ref());
         encode_tokenizer(&mut w, self.tokenizer.as_ref());
-        encode_priors(&mut w, &self.hyper);
+        encode_tail(&mut w, &self.hyper, &self.provenance);
         Ok(w.buf)
     }
 
     /// The whole file: header and payload. A pure function of the model.
     pub fn to_file_bytes(&self) -> Result<Vec<u8>, ModelError> {
         let payload = self.encode()?;
-        let version = model_version(&self.hyper);
+        let version = model_version(&self.hyper, &self.provenance);
         let mut bytes = topos_io::header(&MODEL_KIND, version, &payload).to_vec();
         bytes.extend_from_slice(&payload);
         Ok(bytes)
@@ -214,7 +229,8 @@ impl TopicModel {
     /// Writes the model to `path` atomically (a temporary file renamed into place).
     pub fn write(&self, path: &Path) -> Result<(), ModelError> {
         let payload = self.encode()?;
-        topos_io::write_file(&MODEL_KIND, model_version(&self.hyper), path, &payload)?;
+        let version = model_version(&self.hyper, &self.provenance);
+        topos_io::write_file(&MODEL_KIND, version, path, &payload)?;
         Ok(())
     }
 
@@ -241,7 +257,7 @@ impl TopicModel {
             what,
         };
         match checked.version {
-            v @ (1..=4) => decode_model(checked.payload, v, &malformed),
+            v @ (1..=5) => decode_model(checked.payload, v, &malformed),
             v => Err(malformed(format!("no decoder for version {v}")).into()),
         }
     }
@@ -297,14 +313,52 @@ pub(crate) fn encode_tokenizer(
     }
 }
 
-/// The priors section (version 4): written only for an asymmetric α, as the payload's end.
-pub(crate) fn encode_priors(w: &mut ByteWriter, hyper: &Hyperparameters) {
-    if hyper.alpha.symmetric_value().is_none() {
-        w.u8(1);
-        for &a in hyper.alpha.values() {
-            w.f64(a);
+/// The payload's end: the priors section (version 4: written only for an asymmetric α; version
+/// 5: a flag byte either way) and the sampler settings section (version 5).
+pub(crate) fn encode_tail(w: &mut ByteWriter, hyper: &Hyperparameters, p: &Provenance) {
+    let version = model_version(hyper, p);
+    match hyper.alpha.symmetric_value() {
+        None => {
+            w.u8(1);
+            for &a in hyper.alpha.values() {
+                w.f64(a);
+            }
+        }
+        Some(_) if version >= 5 => w.u8(0),
+        Some(_) => {}
+    }
+    if version >= 5 {
+        w.u32(p.sampler_settings.len() as u32);
+        for (name, &value) in &p.sampler_settings {
+            w.str(name);
+            w.u32(value);
         }
     }
+}
+
+/// The rules recorded sampler settings satisfy: at most [`MAX_SAMPLER_SETTINGS`], names of
+/// lower-case ASCII letters, digits and `_`.
+pub(crate) fn validate_sampler_settings(
+    settings: &std::collections::BTreeMap<String, u32>,
+) -> Result<(), String> {
+    if settings.len() > MAX_SAMPLER_SETTINGS {
+        return Err(format!(
+            "{} sampler settings, at most {MAX_SAMPLER_SETTINGS} are allowed",
+            settings.len()
+        ));
+    }
+    for name in settings.keys() {
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return Err(format!(
+                "sampler setting name {name:?} is not lower-case letters, digits and _"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A vocabulary a model file can hold: not empty, 32-bit ids, no word twice.
@@ -388,13 +442,14 @@ fn decode_model(
         .map_err(|e| bad(e.to_string()))?;
     let k = hyper.k();
 
-    let provenance = Provenance {
+    let mut provenance = Provenance {
         algorithm: r.str("algorithm name").map_err(bad)?.to_owned(),
         iterations: r.u32("iterations").map_err(bad)?,
         seed: r.u64("seed").map_err(bad)?,
         corpus_checksum: r.u64("corpus checksum").map_err(bad)?,
         num_docs: r.u64("number of documents").map_err(bad)?,
         num_tokens: r.u64("number of tokens").map_err(bad)?,
+        sampler_settings: Default::default(),
     };
 
     let v = r.u32("vocabulary size").map_err(bad)? as usize;
@@ -526,6 +581,7 @@ fn decode_model(
     };
     if version >= 4 {
         match r.u8("priors section flag").map_err(bad)? {
+            0 if version >= 5 => {}
             1 => {
                 let mut values = Vec::with_capacity(k);
                 for _ in 0..k {
@@ -539,9 +595,35 @@ fn decode_model(
                 }
                 hyper.alpha = learned;
             }
+            f if version >= 5 => {
+                return Err(bad(format!("priors section flag is {f}, expected 0 or 1")))
+            }
             f => return Err(bad(format!("priors section flag is {f}, expected 1"))),
         }
     }
+    let mut sampler_settings = std::collections::BTreeMap::new();
+    if version >= 5 {
+        let n = r.u32("number of sampler settings").map_err(bad)? as usize;
+        if n == 0 || n > MAX_SAMPLER_SETTINGS {
+            return Err(bad(format!(
+                "{n} sampler settings, expected 1 to {MAX_SAMPLER_SETTINGS} (a model without any is version 3 or 4)"
+            )));
+        }
+        let mut previous: Option<String> = None;
+        for _ in 0..n {
+            let name = r.str("sampler setting name").map_err(bad)?.to_owned();
+            let value = r.u32("sampler setting value").map_err(bad)?;
+            if previous.as_ref().is_some_and(|p| *p >= name) {
+                return Err(bad(format!(
+                    "sampler settings not in strictly increasing order of name ({name:?})"
+                )));
+            }
+            previous = Some(name.clone());
+            sampler_settings.insert(name, value);
+        }
+        validate_sampler_settings(&sampler_settings).map_err(bad)?;
+    }
+    provenance.sampler_settings = sampler_settings;
     if r.remaining() != 0 {
         return Err(bad(format!(
             "{} unexpected bytes after the {}",
@@ -550,7 +632,8 @@ fn decode_model(
                 1 => "word-topic counts",
                 2 => "privacy section",
                 3 => "tokenizer section",
-                _ => "priors section",
+                4 => "priors section",
+                _ => "sampler settings section",
             }
         )));
     }
@@ -699,6 +782,7 @@ mod tests {
             corpus_checksum: 0xdead_beef,
             num_docs: 3,
             num_tokens: 18,
+            sampler_settings: Default::default(),
         };
         TopicModel::from_counts(vocab, hyper, counts, provenance)
     }

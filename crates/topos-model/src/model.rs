@@ -215,6 +215,11 @@ pub struct Provenance {
     /// Training documents and tokens.
     pub num_docs: u64,
     pub num_tokens: u64,
+    /// The sampler's settings that change its model, where they differ from their defaults, by
+    /// name (`mh_steps`: `topos train --mh-steps`): empty for a run at the defaults and in files
+    /// before version 5 (whose samplers had no settings).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub sampler_settings: std::collections::BTreeMap<String, u32>,
 }
 
 /// A trained LDA model: word-topic counts B (V × K, row-major by word) and their column sums.

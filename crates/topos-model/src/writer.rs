@@ -29,8 +29,9 @@ pub struct ModelWriter {
     buf: ByteWriter,
     num_topics: usize,
     num_words: usize,
-    /// For the priors section at the end.
+    /// For the priors and sampler settings sections at the end.
     hyper: Hyperparameters,
+    provenance: Provenance,
     words_written: usize,
     /// The topic totals promised at the start, and the column sums of the rows written.
     expected_totals: Vec<u64>,
@@ -65,8 +66,9 @@ impl ModelWriter {
         if let Some(g) = &privacy {
             crate::file::validate_guarantee(g).map_err(&bad)?;
         }
-        let mut file =
-            StreamingFile::create(&MODEL_KIND, crate::file::model_version(&hyper), path)?;
+        crate::file::validate_sampler_settings(&provenance.sampler_settings).map_err(&bad)?;
+        let version = crate::file::model_version(&hyper, provenance);
+        let mut file = StreamingFile::create(&MODEL_KIND, version, path)?;
         let mut w = ByteWriter::new();
         crate::file::encode_head(&mut w, &hyper, provenance, vocab);
         w.u64(topic_totals.iter().sum());
@@ -77,6 +79,7 @@ impl ModelWriter {
             num_topics: hyper.k(),
             num_words: vocab.len(),
             hyper: hyper.clone(),
+            provenance: provenance.clone(),
             words_written: 0,
             expected_totals: topic_totals.to_vec(),
             column_sums: vec![0; hyper.k()],
@@ -137,7 +140,7 @@ impl ModelWriter {
         }
         crate::file::encode_privacy(&mut self.buf, self.privacy.as_ref());
         crate::file::encode_tokenizer(&mut self.buf, self.tokenizer.as_ref());
-        crate::file::encode_priors(&mut self.buf, &self.hyper);
+        crate::file::encode_tail(&mut self.buf, &self.hyper, &self.provenance);
         self.file.write(&self.buf.buf)?;
         Ok(self.file.stage()?)
     }
@@ -327,6 +330,7 @@ mod tests {
             corpus_checksum: 99,
             num_docs: 10,
             num_tokens: 1234,
+            sampler_settings: Default::default(),
         };
         TopicModel::from_counts(vocab, hyper, cells, provenance)
     }

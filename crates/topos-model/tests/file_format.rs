@@ -44,6 +44,7 @@ fn fixture_model() -> TopicModel {
         corpus_checksum: 0x0123_4567_89ab_cdef,
         num_docs: 4,
         num_tokens: 50,
+        sampler_settings: Default::default(),
     };
     TopicModel::from_counts(vocab, hyper, counts, provenance)
 }
@@ -143,8 +144,9 @@ fn reads_the_checked_in_v2_side_file_only_beside_its_model() {
 /// fixtures byte for byte: a change to these bytes is a format change and needs a new version.
 #[test]
 fn current_writer_reproduces_the_fixture_bytes() {
-    assert_eq!(MODEL_VERSION, 4);
-    assert_eq!(topos_model::file::model_version(&fixture_model().hyper), 3);
+    assert_eq!(MODEL_VERSION, 5);
+    let m = fixture_model();
+    assert_eq!(topos_model::file::model_version(&m.hyper, &m.provenance), 3);
     assert_eq!(DOC_TOPICS_VERSION, 2);
     let on_disk = std::fs::read(fixture("v3.tmod")).unwrap();
     assert_eq!(fixture_model().to_file_bytes().unwrap(), on_disk);
@@ -199,7 +201,7 @@ fn fixture_model_with_priors() -> TopicModel {
 #[test]
 fn version_4_records_an_asymmetric_alpha() {
     let m = fixture_model_with_priors();
-    assert_eq!(topos_model::file::model_version(&m.hyper), 4);
+    assert_eq!(topos_model::file::model_version(&m.hyper, &m.provenance), 4);
     let bytes = m.to_file_bytes().unwrap();
     if std::env::var_os("TOPOS_BLESS").is_some() {
         std::fs::write(fixture("v4-priors.tmod"), &bytes).unwrap();
@@ -412,7 +414,7 @@ fn refuses_other_versions_naming_them() {
     ] {
         let good = std::fs::read(fixture(name)).unwrap();
         let (future, reads) = if name.ends_with(".tmod") {
-            (5u32, "reads versions 1, 2, 3, 4")
+            (6u32, "reads versions 1, 2, 3, 4, 5")
         } else {
             (3, "reads versions 1, 2")
         };
@@ -709,5 +711,115 @@ fn no_damage_to_the_payload_makes_a_reader_panic() {
                 a.validate().unwrap();
             }
         }
+    }
+}
+
+/// The fixture model trained with a sampler setting that changes the model (`--mh-steps 8`),
+/// with a symmetric α or `fixture_model_with_priors`'s asymmetric one.
+fn fixture_model_with_settings(priors: bool) -> TopicModel {
+    let mut m = if priors {
+        fixture_model_with_priors()
+    } else {
+        fixture_model().with_tokenizer(Some(fixture_tokenizer()))
+    };
+    m.provenance.algorithm = "mh".into();
+    m.provenance.sampler_settings = [("mh_steps".to_string(), 8)].into();
+    m
+}
+
+/// Version 5 (sampler settings): written only for a model with settings; the writer reproduces
+/// its fixtures; the file is the v3 or v4 file of the same model with the priors flag (0 when
+/// α is symmetric) and the settings section appended; it reads back with the settings (older
+/// versions read with none, as the fixture tests above check); a section out of order, empty or
+/// with a bad name is refused in one line. Regenerate the fixtures with `TOPOS_BLESS=1` only for
+/// a deliberate format change.
+#[test]
+fn version_5_records_sampler_settings() {
+    let settings_section = {
+        let mut s = 1u32.to_le_bytes().to_vec();
+        s.extend_from_slice(&8u32.to_le_bytes()); // str: length of "mh_steps"
+        s.extend_from_slice(b"mh_steps");
+        s.extend_from_slice(&8u32.to_le_bytes());
+        s
+    };
+    for (priors, name) in [
+        (false, "v5-settings.tmod"),
+        (true, "v5-settings-priors.tmod"),
+    ] {
+        let m = fixture_model_with_settings(priors);
+        assert_eq!(topos_model::file::model_version(&m.hyper, &m.provenance), 5);
+        let bytes = m.to_file_bytes().unwrap();
+        if std::env::var_os("TOPOS_BLESS").is_some() {
+            std::fs::write(fixture(name), &bytes).unwrap();
+        }
+        assert_eq!(bytes, std::fs::read(fixture(name)).unwrap(), "{name}");
+        let back = TopicModel::read(&fixture(name)).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.provenance.sampler_settings.get("mh_steps"), Some(&8));
+
+        // The same model without settings, then the priors flag and the section.
+        let mut plain = m.clone();
+        plain.provenance.sampler_settings.clear();
+        let old = plain.to_file_bytes().unwrap();
+        let tail = if priors {
+            settings_section.clone()
+        } else {
+            [&[0u8][..], &settings_section].concat()
+        };
+        assert_eq!(
+            &bytes[topos_io::HEADER_LEN..],
+            [&old[topos_io::HEADER_LEN..], &tail[..]].concat(),
+            "{name}"
+        );
+    }
+
+    // Malformed settings sections: one-line refusals.
+    let plain = fixture_model().with_tokenizer(Some(fixture_tokenizer()));
+    let v3 = plain.to_file_bytes().unwrap();
+    let entry = |name: &str, value: u32| {
+        let mut e = (name.len() as u32).to_le_bytes().to_vec();
+        e.extend_from_slice(name.as_bytes());
+        e.extend_from_slice(&value.to_le_bytes());
+        e
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (tail, want) in [
+        (
+            [&[0u8][..], &0u32.to_le_bytes()].concat(),
+            "0 sampler settings",
+        ),
+        (
+            [
+                &[0u8][..],
+                &2u32.to_le_bytes(),
+                &entry("mh_steps", 8),
+                &entry("a", 1),
+            ]
+            .concat(),
+            "strictly increasing",
+        ),
+        (
+            [&[0u8][..], &1u32.to_le_bytes(), &entry("Mh", 8)].concat(),
+            "lower-case",
+        ),
+        (
+            [
+                &[0u8][..],
+                &1u32.to_le_bytes(),
+                &entry("mh_steps", 8),
+                &[7u8][..],
+            ]
+            .concat(),
+            "unexpected bytes after the sampler settings section",
+        ),
+        ([&[2u8][..], &1u32.to_le_bytes()].concat(), "flag is 2"),
+    ] {
+        let payload = [&v3[topos_io::HEADER_LEN..], &tail[..]].concat();
+        let mut file = topos_io::header(&MODEL_KIND, 5, &payload).to_vec();
+        file.extend_from_slice(&payload);
+        let path = dir.path().join("bad.tmod");
+        std::fs::write(&path, file).unwrap();
+        let msg = TopicModel::read(&path).unwrap_err().to_string();
+        assert!(msg.contains(want) && !msg.contains('\n'), "{want}: {msg}");
     }
 }

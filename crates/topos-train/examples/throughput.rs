@@ -39,6 +39,7 @@ fn main() {
         seed: 1,
         threads,
         partitions: None,
+        settings: Default::default(),
     };
     let mut t = Trainer::new(TrainDocs::from(corpus.docs), spec.num_words, opts).unwrap();
     for i in 0..iters {

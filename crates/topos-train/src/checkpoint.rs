@@ -4,9 +4,11 @@
 //! The state of both samplers is the assignment of every token (in corpus order) plus the number of
 //! completed iterations: the counts are rebuilt from the assignments, and random numbers are keyed
 //! by (seed, iteration, token) so nothing else needs saving. The file also records what the run
-//! was (algorithm, K, α, β, seed, partitions, corpus checksum) so a checkpoint is never resumed
-//! against a different corpus or different settings.
+//! was (algorithm, K, α, β, seed, partitions, corpus checksum, and the sampler settings that
+//! change the model, such as `--mh-steps`) so a checkpoint is never resumed against a different
+//! corpus or different settings.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use topos_io::{ByteReader, ByteWriter, FormatError, Kind, Staged, StreamingFile};
 
@@ -44,6 +46,10 @@ pub struct CheckpointHeader {
     /// A run with fixed counts (`--seed-words`, `topos update`): their checksum
     /// ([`fixed_counts_checksum`]), so a resume with other seeds or none is refused.
     pub fixed_counts: Option<u64>,
+    /// The sampler settings that change the model, where not at their defaults
+    /// ([`crate::sampler::SamplerSettings::recorded`]: `mh_steps`), so a resume with other
+    /// values is refused. Empty in checkpoints written before settings existed (the defaults).
+    pub sampler_settings: BTreeMap<String, u32>,
 }
 
 /// The checksum a checkpoint records of a run's fixed counts: XXH3 of their rows.
@@ -71,10 +77,12 @@ pub struct LearnedPriors {
 }
 
 impl CheckpointHeader {
-    /// The file version this header is written as: 2 with learned priors or fixed counts (a
-    /// flags byte and their sections after the iteration), else 1, the bytes it always wrote.
+    /// The file version this header is written as: 2 with learned priors, fixed counts or
+    /// sampler settings (a flags byte and their sections after the iteration), else 1, the
+    /// bytes it always wrote.
     fn version(&self) -> u32 {
-        if self.priors.is_some() || self.fixed_counts.is_some() {
+        if self.priors.is_some() || self.fixed_counts.is_some() || !self.sampler_settings.is_empty()
+        {
             2
         } else {
             1
@@ -92,7 +100,9 @@ impl CheckpointHeader {
         w.u64(self.corpus_checksum);
         w.u32(self.iteration);
         if self.version() >= 2 {
-            w.u8(u8::from(self.priors.is_some()) | (u8::from(self.fixed_counts.is_some()) << 1));
+            w.u8(u8::from(self.priors.is_some())
+                | (u8::from(self.fixed_counts.is_some()) << 1)
+                | (u8::from(!self.sampler_settings.is_empty()) << 2));
         }
         if let Some(p) = &self.priors {
             w.u32(p.schedule.every);
@@ -104,6 +114,13 @@ impl CheckpointHeader {
         }
         if let Some(f) = self.fixed_counts {
             w.u64(f);
+        }
+        if !self.sampler_settings.is_empty() {
+            w.u32(self.sampler_settings.len() as u32);
+            for (name, &value) in &self.sampler_settings {
+                w.str(name);
+                w.u32(value);
+            }
         }
         w.u64(tokens);
     }
@@ -159,6 +176,24 @@ impl CheckpointHeader {
                 "it was made with {}, and this run has {}; resume with the same --seed-words file (or model and corpus of topos update)",
                 says(self.fixed_counts),
                 says(expected.fixed_counts)
+            ));
+        }
+        if self.sampler_settings != expected.sampler_settings {
+            let says = |h: &CheckpointHeader| {
+                crate::sampler::SamplerSettings::describe_recorded(
+                    &h.sampler_settings,
+                    "the default sampler settings",
+                )
+            };
+            let fix = if self.sampler_settings.is_empty() {
+                "leave the setting out".to_string()
+            } else {
+                format!("add {}", says(self))
+            };
+            return Err(format!(
+                "it was made with {}, and this run asks for {}; the chain depends on them, so resume with the checkpoint's ({fix})",
+                says(self),
+                says(expected)
             ));
         }
         if partitions_matter && self.partitions != expected.partitions {
@@ -258,8 +293,8 @@ impl Checkpoint {
         let iteration = r.u32("iteration").map_err(bad)?;
         let flags = if checked.version >= 2 {
             let f = r.u8("flags").map_err(bad)?;
-            if f == 0 || f > 3 {
-                return Err(bad(format!("flags are {f}, expected 1 to 3")));
+            if f == 0 || f > 7 {
+                return Err(bad(format!("flags are {f}, expected 1 to 7")));
             }
             f
         } else {
@@ -294,6 +329,27 @@ impl Checkpoint {
         } else {
             None
         };
+        let mut sampler_settings = BTreeMap::new();
+        if flags & 4 != 0 {
+            let n = r.u32("number of sampler settings").map_err(bad)?;
+            if n == 0 || n > 64 {
+                return Err(bad(format!("{n} sampler settings, expected 1 to 64")));
+            }
+            for _ in 0..n {
+                let name = r.str("sampler setting name").map_err(bad)?.to_string();
+                let value = r.u32("sampler setting value").map_err(bad)?;
+                if sampler_settings
+                    .keys()
+                    .next_back()
+                    .is_some_and(|p| *p >= name)
+                {
+                    return Err(bad(
+                        "sampler settings not in increasing order of name".into()
+                    ));
+                }
+                sampler_settings.insert(name, value);
+            }
+        }
         let n = r.u64("token count").map_err(bad)?;
         let assignments = r.u16s(n as usize, "assignments").map_err(bad)?;
         if r.remaining() != 0 {
@@ -316,6 +372,7 @@ impl Checkpoint {
                 iteration,
                 priors,
                 fixed_counts,
+                sampler_settings,
             },
             assignments,
         })
@@ -342,6 +399,7 @@ mod tests {
                 iteration: 9,
                 priors: None,
                 fixed_counts: None,
+                sampler_settings: BTreeMap::new(),
             },
             assignments: vec![0, 4, 2, 1],
         };
@@ -413,5 +471,34 @@ mod tests {
             .check_resumes(&learned.header, false)
             .unwrap_err();
         assert!(msg.contains("000000000000feed"), "{msg}");
+
+        // Sampler settings that change the model: recorded (alone or beside the others), read
+        // back, streamed the same; a resume with other values, or the defaults, is refused with
+        // what to pass.
+        let mut mh = c.clone();
+        mh.header.algorithm = "mh".into();
+        mh.header.sampler_settings = BTreeMap::from([("mh_steps".to_string(), 8)]);
+        mh.write(&path).unwrap();
+        let whole = std::fs::read(&path).unwrap();
+        assert_eq!(whole[8..12], 2u32.to_le_bytes());
+        assert_eq!(Checkpoint::read(&path).unwrap(), mh);
+        let mut w = CheckpointWriter::create(&path, &mh.header, 4).unwrap();
+        w.push(&mh.assignments).unwrap();
+        w.stage().unwrap().persist().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), whole);
+        let mut all = seeded.clone();
+        all.header.sampler_settings = mh.header.sampler_settings.clone();
+        all.write(&path).unwrap();
+        assert_eq!(Checkpoint::read(&path).unwrap(), all);
+        let mut default = mh.clone();
+        default.header.sampler_settings.clear();
+        let msg = mh.header.check_resumes(&default.header, false).unwrap_err();
+        assert_eq!(
+            msg,
+            "it was made with --mh-steps 8, and this run asks for the default sampler settings; the chain depends on them, so resume with the checkpoint's (add --mh-steps 8)"
+        );
+        let msg = default.header.check_resumes(&mh.header, false).unwrap_err();
+        assert!(msg.contains("leave the setting out"), "{msg}");
+        assert!(mh.header.check_resumes(&mh.header, false).is_ok());
     }
 }

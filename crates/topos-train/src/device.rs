@@ -39,6 +39,17 @@ pub trait Device: Sync {
     fn takes_fixed_counts(&self) -> bool {
         false
     }
+    /// Why its engine cannot run `sampler` with `settings` (one line saying what to use
+    /// instead), or `None`: the default runs every setting the sampler takes. The GPU's ezlda
+    /// kernel implements the bound depth g = 2 only.
+    fn settings_refusal(
+        &self,
+        sampler: &dyn Sampler,
+        settings: &crate::sampler::SamplerSettings,
+    ) -> Option<String> {
+        let _ = (sampler, settings);
+        None
+    }
     /// Whether its engine can be one of several workers (processes under MPI), each sampling its
     /// share of the documents and summing counts through the transport.
     fn joins_workers(&self) -> bool {

@@ -91,6 +91,8 @@ pub struct EngineSetup {
     pub docs: TrainDocs,
     pub num_words: usize,
     pub sampler: &'static dyn Sampler,
+    /// The sampler's settings (`--ezlda-g`, `--mh-steps`), already checked against it.
+    pub settings: crate::sampler::SamplerSettings,
     pub hyper: Hyperparameters,
     pub seed: u64,
     /// Worker threads on the host (at least 1).

@@ -197,6 +197,7 @@ mod tests {
             docs: docs.clone(),
             num_words: v,
             sampler: crate::sampler::sampler_named("cgs").unwrap(),
+            settings: Default::default(),
             hyper: topos_model::Hyperparameters::new(7, None, None).unwrap(),
             seed: 5,
             threads: 1,

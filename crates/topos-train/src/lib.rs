@@ -48,7 +48,9 @@ pub use device::{Device, DeviceChoice, DEVICES};
 pub use engine::{DeviceOptions, Engine, EngineSetup, Start, TrainDocs};
 pub use private::{PrivateOptions, Releases};
 pub use run::{LogLine, Observer, Run, RunConfig, RunError, Summary};
-pub use sampler::{sampler_named, Sampler, SamplerInfo};
+pub use sampler::{
+    sampler_named, EzldaDepth, MhSteps, Sampler, SamplerInfo, SamplerSettings, Setting,
+};
 pub use samplers::SAMPLERS;
 pub use transport::{Transport, TransportKind, TRANSPORTS};
 

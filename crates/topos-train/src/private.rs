@@ -831,6 +831,7 @@ pub fn train_in_memory(
         seed,
         threads: 1,
         partitions: None,
+        settings: Default::default(),
     };
     let mut engine = crate::Trainer::new(crate::TrainDocs::Owned(docs.clone()), num_words, opts)?;
     releases.release_if_due(&mut engine, docs.view(), num_words)?;
@@ -1266,6 +1267,7 @@ mod tests {
             seed: 3,
             threads: 2,
             partitions: None,
+            settings: Default::default(),
         };
         let iterations = 60;
         let private = PrivateOptions {
@@ -1326,6 +1328,7 @@ mod tests {
                 seed: 3,
                 threads: 1,
                 partitions: None,
+                settings: Default::default(),
             },
         )
         .unwrap();

@@ -59,6 +59,10 @@ pub struct RunConfig {
     /// The model file to write.
     pub output: PathBuf,
     pub sampler: &'static dyn Sampler,
+    /// The sampler's settings (`--ezlda-g`, `--mh-steps`): a setting the sampler does not take
+    /// is refused at the start; those that change the model are recorded in it and in
+    /// checkpoints ([`crate::sampler::SamplerSettings::recorded`]).
+    pub sampler_settings: crate::sampler::SamplerSettings,
     pub hyper: Hyperparameters,
     /// Total iterations (also when resuming).
     pub iterations: u32,
@@ -112,6 +116,7 @@ impl RunConfig {
             corpus: CorpusSource::File(corpus.into()),
             output: output.into(),
             sampler: crate::sampler::default_sampler(),
+            sampler_settings: crate::sampler::SamplerSettings::default(),
             hyper,
             iterations: 200,
             seed: 1,
@@ -233,6 +238,10 @@ pub struct LedgerStatus {
 pub struct Summary {
     pub model: String,
     pub algorithm: String,
+    /// The settings the sampler ran with (every one it takes, defaults included: `ezlda_g`,
+    /// `mh_steps`); empty for a sampler without settings.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub sampler_settings: std::collections::BTreeMap<String, u32>,
     pub topics: u32,
     /// The document prior of the model: a number when symmetric, one value per topic when
     /// learned (`--optimize-priors`).
@@ -418,6 +427,9 @@ fn device_refusal(device: &dyn Device, config: &RunConfig) -> Option<String> {
             able.join(" or --device ")
         ));
     }
+    if let Some(why) = device.settings_refusal(config.sampler, &config.sampler_settings) {
+        return Some(why);
+    }
     if config.fixed_counts.is_some() && !device.takes_fixed_counts() {
         return Some(format!(
             "updating a model and seed words run on the CPU only for now, not {}; use --device cpu or auto",
@@ -554,6 +566,10 @@ impl Run {
             }
         }
         let sampler = config.sampler;
+        config
+            .sampler_settings
+            .check_for(sampler)
+            .map_err(|e| RunError::Invalid(e.0))?;
         let mut h = config.hyper.clone();
         let threads = if config.threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -661,6 +677,7 @@ impl Run {
                 .fixed_counts
                 .as_deref()
                 .map(crate::checkpoint::fixed_counts_checksum),
+            sampler_settings: config.sampler_settings.recorded(sampler),
         };
         let starting_priors = (expected.alpha, expected.beta);
         let fixed_checksum = expected.fixed_counts;
@@ -731,7 +748,7 @@ impl Run {
             Vec::new()
         };
         observer.info(&format!(
-            "corpus: {} documents, {} tokens, {} words; K = {}, alpha = {}, beta = {}; {} on {} threads{}",
+            "corpus: {} documents, {} tokens, {} words; K = {}, alpha = {}, beta = {}; {}{} on {} threads{}",
             view.len(),
             view.num_tokens(),
             corpus.vocab().len(),
@@ -739,6 +756,11 @@ impl Run {
             h.alpha,
             h.beta,
             sampler.name(),
+            sampler
+                .settings()
+                .iter()
+                .map(|s| format!(" ({} {})", s.flag(), s.value(&config.sampler_settings)))
+                .collect::<String>(),
             threads,
             if workers > 1 {
                 format!(" in each of {workers} processes ({} transport)", transport.name())
@@ -774,6 +796,7 @@ impl Run {
             docs: docs.clone(),
             num_words: corpus.vocab().len(),
             sampler,
+            settings: config.sampler_settings,
             hyper: h.clone(),
             seed,
             threads,
@@ -1208,6 +1231,7 @@ impl Run {
                 beta: h.beta,
             }),
             fixed_counts: self.fixed_checksum,
+            sampler_settings: self.config.sampler_settings.recorded(self.config.sampler),
         };
         // Every worker sends its assignments piece by piece; the first writes them.
         let mut w = if self.transport.is_root() {
@@ -1403,6 +1427,7 @@ impl Run {
                     corpus_checksum: 0,
                     num_docs: 0,
                     num_tokens: 0,
+                    sampler_settings: self.config.sampler_settings.recorded(self.config.sampler),
                 };
                 let g = p.releases.guarantee();
                 let mut w = ModelWriter::create(
@@ -1429,6 +1454,7 @@ impl Run {
                     corpus_checksum: self.corpus.checksum(),
                     num_docs: view.len() as u64,
                     num_tokens: view.num_tokens(),
+                    sampler_settings: self.config.sampler_settings.recorded(self.config.sampler),
                 };
                 let totals = self.engine.topic_totals()?;
                 let mut w = ModelWriter::create(
@@ -1601,6 +1627,13 @@ impl Run {
         Summary {
             model: self.config.output.display().to_string(),
             algorithm: self.config.sampler.name().to_string(),
+            sampler_settings: self
+                .config
+                .sampler
+                .settings()
+                .iter()
+                .map(|s| (s.key().to_string(), s.value(&self.config.sampler_settings)))
+                .collect(),
             topics: h.num_topics,
             alpha: h.alpha,
             beta: h.beta,

@@ -52,6 +52,7 @@ fn setup(
         seed: 17,
         threads: 4,
         partitions: None,
+        settings: Default::default(),
         start: Start::Fresh,
         device,
         transport: std::sync::Arc::new(Local),
@@ -93,6 +94,7 @@ fn cpu(docs: &TrainDocs, v: usize, sampler: &'static dyn Sampler, k: u32) -> Tra
             seed: 17,
             threads: 0,
             partitions: None,
+            settings: Default::default(),
         },
     )
     .unwrap()
@@ -150,6 +152,7 @@ fn the_device_starts_where_the_cpu_does_and_agrees_on_the_likelihood() {
                 iteration: 3,
                 priors: None,
                 fixed_counts: None,
+                sampler_settings: Default::default(),
             },
             assignments: z,
         };
@@ -162,6 +165,7 @@ fn the_device_starts_where_the_cpu_does_and_agrees_on_the_likelihood() {
                 seed: 17,
                 threads: 0,
                 partitions: None,
+                settings: Default::default(),
             },
             Start::Resume(ckpt),
         )

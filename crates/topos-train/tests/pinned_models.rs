@@ -27,6 +27,7 @@ fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32
         seed: 99,
         threads,
         partitions: None,
+        settings: Default::default(),
     };
     let mut t = Trainer::new(TrainDocs::from(corpus.docs), spec.num_words, opts).unwrap();
     for _ in 0..iterations {

@@ -43,6 +43,7 @@ fn options(
         seed: 17,
         threads,
         partitions,
+        settings: Default::default(),
     }
 }
 
@@ -115,23 +116,36 @@ fn esca_is_bit_identical_for_any_thread_count() {
     );
 }
 
-#[test]
-fn fcgs_is_bit_identical_for_any_thread_count_and_partitioning() {
+/// What `Determinism::AnyThreadsAnyPartitions` promises, for `algo`: after 12 iterations the
+/// assignments, counts and likelihood on one thread and one partition are those of 2 and 3
+/// threads at their default partitions and of 2 threads at 7 partitions, bit for bit.
+fn assert_same_model_for_any_threads_and_partitions(algo: &'static dyn Sampler) {
     let s = spec(4);
     let corpus = generate(&s);
     let docs = owned(&corpus);
-    let one = train(docs.clone(), s.num_words, options(FCGS, 8, 1, Some(1)), 12);
-    let three = train(docs.clone(), s.num_words, options(FCGS, 8, 3, None), 12);
-    let seven = train(docs.clone(), s.num_words, options(FCGS, 8, 2, Some(7)), 12);
-    for other in [&three, &seven] {
-        assert_ne!(one.partitions(), other.partitions());
-        assert_eq!(one.assignments(), other.assignments());
-        assert_eq!(one.word_topics(), other.word_topics());
+    let one = train(docs.clone(), s.num_words, options(algo, 8, 1, Some(1)), 12);
+    for (threads, partitions) in [(2, None), (3, None), (2, Some(7))] {
+        let other = train(
+            docs.clone(),
+            s.num_words,
+            options(algo, 8, threads, partitions),
+            12,
+        );
+        let what = format!("{algo:?}, {threads} threads, {partitions:?} partitions");
+        assert_ne!(one.partitions(), other.partitions(), "{what}");
+        assert_eq!(one.assignments(), other.assignments(), "{what}");
+        assert_eq!(one.word_topics(), other.word_topics(), "{what}");
         assert_eq!(
             one.log_likelihood().to_bits(),
-            other.log_likelihood().to_bits()
+            other.log_likelihood().to_bits(),
+            "{what}"
         );
     }
+}
+
+#[test]
+fn fcgs_is_bit_identical_for_any_thread_count_and_partitioning() {
+    assert_same_model_for_any_threads_and_partitions(FCGS);
 }
 
 /// The draw of a frozen-count sampler, token by token: given the state the sweep starts from,
@@ -256,22 +270,7 @@ fn mh_leaves_the_exact_collapsed_conditional_invariant() {
 
 #[test]
 fn ezlda_is_bit_identical_for_any_thread_count_and_partitioning() {
-    let s = spec(4);
-    let corpus = generate(&s);
-    let docs = owned(&corpus);
-    let one = train(docs.clone(), s.num_words, options(EZLDA, 8, 1, Some(1)), 12);
-    let two = train(docs.clone(), s.num_words, options(EZLDA, 8, 2, None), 12);
-    let three = train(docs.clone(), s.num_words, options(EZLDA, 8, 3, None), 12);
-    let seven = train(docs.clone(), s.num_words, options(EZLDA, 8, 2, Some(7)), 12);
-    for other in [&two, &three, &seven] {
-        assert_ne!(one.partitions(), other.partitions());
-        assert_eq!(one.assignments(), other.assignments());
-        assert_eq!(one.word_topics(), other.word_topics());
-        assert_eq!(
-            one.log_likelihood().to_bits(),
-            other.log_likelihood().to_bits()
-        );
-    }
+    assert_same_model_for_any_threads_and_partitions(EZLDA);
 }
 
 /// ezlda's draw, token by token, against the exact collapsed conditional with the token's own
@@ -447,6 +446,7 @@ fn resume_equals_uninterrupted() {
                 iteration: 4,
                 priors: None,
                 fixed_counts: None,
+                sampler_settings: Default::default(),
             },
             assignments: half.assignments().to_vec(),
         };
@@ -678,9 +678,26 @@ macro_rules! ezlda_variant {
     };
 }
 
-ezlda_variant!(SkipFree, &EzldaCpu { g: 2, skip: false });
-ezlda_variant!(EzldaG1, &EzldaCpu { g: 1, skip: true });
-ezlda_variant!(EzldaG3, &EzldaCpu { g: 3, skip: true });
+ezlda_variant!(SkipFree, &EzldaCpu { skip: false });
+ezlda_variant!(EzldaG1, &EzldaWithG(1));
+ezlda_variant!(EzldaG3, &EzldaWithG(3));
+
+/// ezlda's CPU sweep with the bound depth g fixed, whatever the run's settings say (so that the
+/// tests above can list depths as samplers).
+struct EzldaWithG(u32);
+
+impl CpuSampler for EzldaWithG {
+    fn needs_doc_topics(&self) -> bool {
+        true
+    }
+    fn prepare<'a>(&self, input: SweepInput<'a>) -> Box<dyn PartitionSweep + 'a> {
+        let settings = topos_train::SamplerSettings {
+            ezlda_g: Some(topos_train::EzldaDepth::new(self.0).unwrap()),
+            ..input.settings
+        };
+        Ezlda.cpu().prepare(SweepInput { settings, ..input })
+    }
+}
 ezlda_variant!(NaiveDropping, &NaiveDroppingCpu);
 
 /// The failed trial of thesis §1.3.4, as a control that the tests above must catch: ezlda's
@@ -754,4 +771,88 @@ fn one_sweep_z(
         tally.add(&z0, t.assignments(), alpha, beta);
     }
     tally.largest_z()
+}
+
+/// ezlda's bound depth g (`--ezlda-g`) decides only which tokens may skip building their
+/// document branch, never the topic drawn (the decision and the draw come from the same random
+/// number): the model file is byte for byte the same for g = 1, 2, 3 and 16, on a corpus where
+/// tokens do skip. A larger g bounds S′ more tightly (S_est(g + 1) ≤ S_est(g)), so it skips at
+/// least as many constructions.
+#[test]
+fn ezlda_gives_the_same_model_for_every_bound_depth() {
+    let s = spec(6);
+    let corpus = generate(&s);
+    let docs = owned(&corpus);
+    let vocab = topos_corpus::Vocabulary::new((0..s.num_words).map(|w| format!("w{w}")).collect());
+    let run = |g: u32| {
+        let opts = TrainOptions {
+            settings: topos_train::SamplerSettings {
+                ezlda_g: Some(topos_train::EzldaDepth::new(g).unwrap()),
+                mh_steps: None,
+            },
+            ..options(EZLDA, 8, 2, None)
+        };
+        let mut t = Trainer::new(docs.clone(), s.num_words, opts).unwrap();
+        let skipped: u64 = (0..15)
+            .map(|_| t.step().counters.unwrap().skipped_construction)
+            .sum();
+        let bytes = t.model(vocab.clone()).to_file_bytes().unwrap();
+        (bytes, t.assignments().to_vec(), skipped)
+    };
+    let (bytes2, z2, skipped2) = run(2);
+    // The default is g = 2: no setting gives the same model.
+    let default = train(docs.clone(), s.num_words, options(EZLDA, 8, 2, None), 15);
+    assert_eq!(default.assignments(), &z2[..]);
+    assert!(skipped2 > 0, "no token skipped S′: the test means nothing");
+    let mut previous = 0;
+    for g in [1, 2, 3, 16] {
+        let (bytes, z, skipped) = run(g);
+        assert_eq!(z, z2, "g = {g}: another chain");
+        assert_eq!(bytes, bytes2, "g = {g}: another model file");
+        eprintln!("g = {g}: {skipped} constructions of S′ skipped");
+        assert!(
+            skipped >= previous,
+            "g = {g} skipped fewer than a smaller g"
+        );
+        previous = skipped;
+    }
+}
+
+/// mh's proposal pairs (`--mh-steps`) change the chain: 4 given is the default, 1 and 8 are
+/// other chains, and the model records a value other than the default (so a model of 8 pairs
+/// never passes for one of 4).
+#[test]
+fn mh_steps_change_the_chain_and_the_model_records_them() {
+    let s = spec(4);
+    let corpus = generate(&s);
+    let docs = owned(&corpus);
+    let vocab = topos_corpus::Vocabulary::new((0..s.num_words).map(|w| format!("w{w}")).collect());
+    let with = |steps: Option<u32>| {
+        let opts = TrainOptions {
+            settings: topos_train::SamplerSettings {
+                ezlda_g: None,
+                mh_steps: steps.map(|n| topos_train::MhSteps::new(n).unwrap()),
+            },
+            ..options(MH, 8, 2, None)
+        };
+        train(docs.clone(), s.num_words, opts, 6)
+    };
+    let default = with(None);
+    let four = with(Some(4));
+    assert_eq!(default.assignments(), four.assignments());
+    assert!(default
+        .model(vocab.clone())
+        .provenance
+        .sampler_settings
+        .is_empty());
+    for n in [1, 8] {
+        let other = with(Some(n));
+        assert_ne!(other.assignments(), default.assignments(), "{n} pairs");
+        let m = other.model(vocab.clone());
+        assert_eq!(
+            m.provenance.sampler_settings.get("mh_steps"),
+            Some(&n),
+            "{n} pairs"
+        );
+    }
 }

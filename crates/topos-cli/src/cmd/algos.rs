@@ -74,6 +74,12 @@ pub fn run(_args: Args, ui: Ui) -> Result<()> {
             );
             println!("      when: {}", s.when_to_use);
             println!("      from: {}", s.reference);
+            for x in &s.settings {
+                println!(
+                    "      setting {} {}..{} (default {}): {}",
+                    x.flag, x.min, x.max, x.default, x.description
+                );
+            }
         }
         println!("devices (--device; auto tries them in this order):");
         for d in &report.devices {

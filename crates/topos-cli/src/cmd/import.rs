@@ -360,6 +360,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             corpus_checksum: corpus.checksum(),
             num_docs: corpus.train().len() as u64,
             num_tokens: total,
+            sampler_settings: Default::default(),
         },
     );
     model.write(&args.output)?;

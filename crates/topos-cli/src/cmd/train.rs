@@ -24,6 +24,20 @@ pub struct Args {
     // The help is the registry's, so a new sampler needs no edit here.
     #[arg(long, value_parser = algo_names(), help = algo_help())]
     pub algo: Option<String>,
+    /// ezlda only: depth g of the bound S_est of the ezLDA thesis's Eq. (1.10), 1 to 16
+    /// (default 2, the thesis's). Each token looks up its document's counts at its word's g most
+    /// popular topics to decide whether it may skip building its document branch: a larger g
+    /// skips more tokens at more cost per token. A speed knob only: the model is the same for
+    /// every g. The GPU kernel implements g = 2, so another g runs on --device cpu.
+    #[arg(long, value_name = "G", verbatim_doc_comment)]
+    pub ezlda_g: Option<topos_train::EzldaDepth>,
+    /// mh only: Metropolis-Hastings proposal pairs (a word and a document proposal) per token
+    /// and iteration, 1 to 64 (default 4; the thesis draws 1, which mixes too little against
+    /// counts frozen for the iteration). More pairs mix better per iteration and cost more.
+    /// It changes the model: the model file and checkpoints record it, and --resume must use
+    /// the checkpoint's value.
+    #[arg(long, value_name = "N", verbatim_doc_comment)]
+    pub mh_steps: Option<topos_train::MhSteps>,
     /// Worker threads (0 = all cores). The model does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -229,6 +243,15 @@ impl Args {
         })
     }
 
+    /// The per-sampler settings given (`--ezlda-g`, `--mh-steps`); which sampler they go with
+    /// is checked by [`topos_train::SamplerSettings::check_for`].
+    pub fn sampler_settings(&self) -> topos_train::SamplerSettings {
+        topos_train::SamplerSettings {
+            ezlda_g: self.ezlda_g,
+            mh_steps: self.mh_steps,
+        }
+    }
+
     pub fn output_path(&self) -> PathBuf {
         self.output
             .clone()
@@ -312,9 +335,14 @@ impl Args {
     /// The run these arguments ask for, and what was chosen for the user (lines for stderr).
     pub fn config_and_notes(&self) -> Result<(RunConfig, Vec<String>)> {
         let sampler = self.sampler()?;
+        let settings = self.sampler_settings();
+        settings
+            .check_for(sampler)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let hyper = Hyperparameters::new(self.topics, self.alpha, Some(self.beta))?;
         let mut c = RunConfig::new(self.corpus.clone(), self.output_path(), hyper);
         c.sampler = sampler;
+        c.sampler_settings = settings;
         c.iterations = self.iters;
         c.seed = self.seed;
         c.threads = self.threads;
@@ -479,8 +507,16 @@ pub fn train_config(config: RunConfig, ui: Ui) -> Result<Summary> {
 }
 
 pub fn print_summary(summary: &Summary) {
+    let settings: String = summary
+        .sampler_settings
+        .iter()
+        .map(|(k, v)| match topos_train::Setting::from_key(k) {
+            Some(s) => format!(" ({} {v})", s.flag()),
+            None => format!(" ({k} {v})"),
+        })
+        .collect();
     println!(
-        "wrote {} ({} topics, {} iterations of {} in {:.1} s, {:.2}M tokens/s)",
+        "wrote {} ({} topics, {} iterations of {}{settings} in {:.1} s, {:.2}M tokens/s)",
         summary.model,
         summary.topics,
         summary.iterations,

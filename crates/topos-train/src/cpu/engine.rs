@@ -28,6 +28,8 @@ pub struct TrainOptions {
     pub threads: usize,
     /// Partitions of the documents; `None` picks the sampler's default.
     pub partitions: Option<usize>,
+    /// The sampler's settings (`--ezlda-g`, `--mh-steps`), passed to every sweep.
+    pub settings: crate::sampler::SamplerSettings,
 }
 
 /// Timing of one iteration.
@@ -65,6 +67,7 @@ pub struct Trainer {
     docs: TrainDocs,
     num_words: usize,
     sampler: &'static dyn Sampler,
+    settings: crate::sampler::SamplerSettings,
     hyper: Hyperparameters,
     seed: u64,
     layout: Layout,
@@ -217,6 +220,7 @@ impl Trainer {
             docs,
             num_words,
             sampler: opts.sampler,
+            settings: opts.settings,
             hyper: opts.hyper,
             seed: opts.seed,
             layout,
@@ -282,6 +286,7 @@ impl Trainer {
             word_topics,
             pool,
             sampler,
+            settings,
             hyper,
             seed,
             release,
@@ -302,6 +307,7 @@ impl Trainer {
                 beta: hyper.beta,
                 seed: *seed,
                 iteration: next,
+                settings: *settings,
             });
             split_by_partition(z, layout)
                 .into_par_iter()
@@ -464,6 +470,7 @@ impl Trainer {
             corpus_checksum: 0,
             num_docs: self.docs().len() as u64,
             num_tokens: self.docs().num_tokens(),
+            sampler_settings: self.settings.recorded(self.sampler),
         };
         let dense = self.pool.install(|| self.word_topics.to_dense());
         TopicModel::from_counts(vocab, self.hyper.clone(), dense, provenance)
@@ -650,6 +657,7 @@ pub(crate) fn open(setup: EngineSetup) -> Result<Trainer, TrainError> {
             seed: setup.seed,
             threads: setup.threads,
             partitions: setup.partitions,
+            settings: setup.settings,
         },
         setup.start,
         setup.transport,

@@ -25,6 +25,13 @@ impl Device for Cuda {
     fn runs(&self, sampler: &dyn Sampler) -> bool {
         sampler.gpu().is_some()
     }
+    fn settings_refusal(
+        &self,
+        sampler: &dyn Sampler,
+        settings: &crate::sampler::SamplerSettings,
+    ) -> Option<String> {
+        super::settings_refusal(sampler, settings)
+    }
     fn open(&self, _: Option<usize>, _: EngineSetup) -> Result<Box<dyn Engine>, TrainError> {
         Err(TrainError::Unsupported(NO_GPU.into()))
     }

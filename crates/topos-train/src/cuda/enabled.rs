@@ -42,6 +42,13 @@ impl Device for Cuda {
     fn runs(&self, sampler: &dyn Sampler) -> bool {
         sampler.gpu().is_some()
     }
+    fn settings_refusal(
+        &self,
+        sampler: &dyn Sampler,
+        settings: &crate::sampler::SamplerSettings,
+    ) -> Option<String> {
+        super::settings_refusal(sampler, settings)
+    }
     fn prepare(&self, ordinal: Option<usize>) {
         if device::driver_present() {
             device::prewarm(ordinal);

@@ -32,6 +32,26 @@ mod disabled;
 /// The registry entry.
 pub struct Cuda;
 
+/// The GPU's sampler settings: the kernels implement ezLDA's bound at depth g = 2 only
+/// (`word_top2` in `kernels.cu` keeps each word's two most popular topics K₁, K₂ and the bound
+/// a₃, and the count rebuild each token's C₁/C₂ pair beside its chunk). Another g would need
+/// top-(g + 1) lists per word and g counts per token resident on the device, not a compile-time
+/// constant, so it is refused; the CPU runs any g to the same model.
+pub(crate) fn settings_refusal(
+    sampler: &dyn crate::Sampler,
+    settings: &crate::sampler::SamplerSettings,
+) -> Option<String> {
+    let three_branch = sampler.gpu().is_some_and(|k| k.three_branch);
+    let g = settings.ezlda_g();
+    (three_branch && g != crate::sampler::EzldaDepth::DEFAULT).then(|| {
+        format!(
+            "--ezlda-g {} runs on the CPU only: the GPU kernel implements g = {} (each word's two most popular topics); use --device cpu (the model is the same for every g) or leave --ezlda-g out",
+            g.get(),
+            crate::sampler::EzldaDepth::DEFAULT.get()
+        )
+    })
+}
+
 /// Default tokens per resident partition: at small K, partitions whose doc-topic rows stay near
 /// L2 pay off (measured on the H100, NYTimes-shaped corpus: 7 partitions 1,986M tokens/s at
 /// K = 1,024 against 1,766M for one); at large K every partition rebuilds every word's K-leaf

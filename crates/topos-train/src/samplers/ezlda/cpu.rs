@@ -72,18 +72,13 @@ use topos_corpus::Docs;
 use topos_model::DocTopics;
 use topos_sampling::{CounterRng, Philox4x32, Stream};
 
-/// The bound's depth g of Eq. (1.10): the thesis's choice, 2 ("significantly better than g = 1
-/// with similar overhead", §1.3.2). A constant: a run cannot choose it (the run's options carry
-/// no sampler settings); [`EzldaCpu::g`] lets tests and benchmarks in code vary it.
-pub const G: usize = 2;
-
 /// Relative widening of S_est against rounding (module documentation).
 const BOUND_SLACK: f64 = 1e-9;
 
-/// The CPU implementation for the registry.
+/// The CPU implementation for the registry. The bound's depth g is the run's
+/// ([`crate::sampler::SamplerSettings::ezlda_g`], `--ezlda-g`, default 2): it changes which
+/// tokens skip building S′, never the topic drawn, so the model is the same for every g.
 pub struct EzldaCpu {
-    /// The bound's depth g (at least 1).
-    pub g: usize,
     /// Take step 1's decision from the bound (`true`, ezLDA), or always build S′ (`false`: the
     /// skip-free three-branch draw, the same topic for the same random number; for tests).
     pub skip: bool,
@@ -156,7 +151,7 @@ impl CpuSampler for EzldaCpu {
             by_smooth,
             gen: Philox4x32::new(input.seed),
             iteration: input.iteration,
-            g: self.g.max(1),
+            g: input.settings.ezlda_g().get(),
             skip: self.skip,
             tokens: AtomicU64::new(0),
             skipped_construction: AtomicU64::new(0),

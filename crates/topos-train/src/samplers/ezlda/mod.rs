@@ -13,7 +13,7 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuSampler, Determinism, Exactness, GpuKernelSpec, Sampler};
+use crate::sampler::{CpuSampler, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
 
 /// The registry entry.
 pub struct Ezlda;
@@ -23,7 +23,7 @@ impl Sampler for Ezlda {
         "ezlda"
     }
     fn summary(&self) -> &'static str {
-        "ezLDA's three-branch sampling: each word's most popular topic as a branch of its own, tokens settled there skip their document branch (S_est bound, g = 2); the exact conditional of fcgs"
+        "ezLDA's three-branch sampling: each word's most popular topic as a branch of its own, tokens settled there skip their document branch (S_est bound of depth g, --ezlda-g, default 2); the exact conditional of fcgs"
     }
     fn when_to_use(&self) -> &'static str {
         "fcgs's exact conditional, the same model for any threads and partitions, 0.006-0.011 nats/token below cgs at 200 iterations (K = 100, three corpora); on one CPU thread 1.1-1.7x fcgs's speed at K = 1,000 (level with cgs on short documents), about fcgs's at K = 100, where cgs is faster; shows the fractions of tokens that skip work; on the GPU 0.8-0.9x fcgs's speed (BENCHMARKS.md)"
@@ -63,12 +63,14 @@ impl Sampler for Ezlda {
         (threads * 4).max(1)
     }
     fn cpu(&self) -> &'static dyn CpuSampler {
-        &cpu::EzldaCpu {
-            g: cpu::G,
-            skip: true,
-        }
+        &cpu::EzldaCpu { skip: true }
     }
     fn gpu(&self) -> Option<GpuKernelSpec> {
         Some(gpu::KERNEL)
+    }
+    fn settings(&self) -> &'static [Setting] {
+        // g decides only which tokens may skip building their document branch, never a draw:
+        // the same model for every g (`cpu.rs`).
+        &[Setting::EzldaG]
     }
 }

@@ -86,6 +86,8 @@ struct Frozen<'a> {
     beta: f64,
     seed: u64,
     iteration: u32,
+    /// Proposal pairs per token (`--mh-steps`).
+    steps: u32,
     rates: Rates,
 }
 
@@ -130,6 +132,7 @@ fn frozen<'a>(input: SweepInput<'a>, rates: Rates) -> Frozen<'a> {
         beta: input.beta,
         seed: input.seed,
         iteration: input.iteration,
+        steps: input.settings.mh_steps().get(),
         rates,
     }
 }
@@ -287,7 +290,7 @@ fn sweep_partition(p: &Partition, z: &mut [u16], old: &[u16], starts: &[u16], f:
             // The chain's state s, with h(s) and g(s) when known (NaN: not computed yet).
             let mut s = usize::from(starts[src]);
             let (mut h_s, mut g_s) = (f64::NAN, f64::NAN);
-            for _ in 0..super::MH_STEPS {
+            for _ in 0..f.steps {
                 // Word proposal (Eq. 2.1, first line).
                 let x = rng.next_f64() * (n_w + word_prior_mass);
                 let k = if x < n_w {
@@ -369,6 +372,7 @@ pub fn sweep_from(
             beta,
             seed,
             iteration: 1,
+            settings: Default::default(),
         },
         rates,
     );

@@ -1,0 +1,224 @@
+//! End-to-end tests of the per-sampler settings (issue 19): `topos train --ezlda-g` is a speed
+//! knob (the same model for every g), `--mh-steps` changes the chain (the model and checkpoints
+//! record it, and a resume with another value is refused), and a setting given to a sampler
+//! that does not take it, or out of its range, is refused in one line.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+fn corpus(dir: &Path) -> PathBuf {
+    let c = dir.join("s.tcorp");
+    ok(&[
+        "synth",
+        "-o",
+        s(&c),
+        "--docs",
+        "500",
+        "--vocab",
+        "300",
+        "--topics",
+        "6",
+        "--doc-len",
+        "40",
+        "--holdout",
+        "0.1",
+        "--quiet",
+    ]);
+    c
+}
+
+/// `topos train CORPUS -k 6 --device cpu -o OUT --quiet EXTRA... --json`.
+fn train(corpus: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "train",
+        s(corpus),
+        "-k",
+        "6",
+        "--device",
+        "cpu",
+        "-o",
+        s(out),
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    if !extra.contains(&"--iters") {
+        args.extend_from_slice(&["--iters", "15"]);
+    }
+    json(&args)
+}
+
+/// A failure with `needle` in its stderr (clap's own errors add a usage hint after the line).
+fn refused(args: &[&str], needle: &str) {
+    let out = topos(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "topos {args:?} should fail");
+    assert!(
+        err.contains(needle),
+        "error for {args:?} should say {needle:?}: {err}"
+    );
+}
+
+#[test]
+fn ezlda_gives_the_same_model_file_for_every_g() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path());
+    let default = dir.path().join("default.tmod");
+    let summary = train(&c, &default, &["--algo", "ezlda", "--threads", "2"]);
+    assert_eq!(summary["sampler_settings"]["ezlda_g"], 2);
+    let bytes = std::fs::read(&default).unwrap();
+    for g in ["1", "2", "3"] {
+        let out = dir.path().join(format!("g{g}.tmod"));
+        let summary = train(
+            &c,
+            &out,
+            &["--algo", "ezlda", "--threads", "2", "--ezlda-g", g],
+        );
+        // The summary says which g ran; the model is the same.
+        assert_eq!(summary["sampler_settings"]["ezlda_g"].to_string(), g);
+        assert!(
+            std::fs::read(&out).unwrap() == bytes,
+            "--ezlda-g {g}: another model file"
+        );
+    }
+    // g is not part of the model: its provenance records no setting.
+    let topics = json(&["topics", s(&default)]);
+    assert!(
+        topics["provenance"].get("sampler_settings").is_none(),
+        "{}",
+        topics["provenance"]
+    );
+}
+
+#[test]
+fn settings_are_refused_where_they_do_not_apply_or_are_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path());
+    let out = dir.path().join("m.tmod");
+    let train = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["train", s(&c), "-k", "6", "-o", s(&out), "--iters", "2"]
+            .map(String::from)
+            .into();
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    };
+    let args = train(&["--algo", "cgs", "--mh-steps", "8"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails(
+        &args,
+        "--mh-steps applies to --algo mh only, and this run uses cgs",
+    );
+    let args = train(&["--mh-steps", "8"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails(&args, "--mh-steps applies to --algo mh only");
+    let args = train(&["--algo", "mh", "--ezlda-g", "3"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails(
+        &args,
+        "--ezlda-g applies to --algo ezlda only, and this run uses mh",
+    );
+    for (flag, bad, range) in [
+        ("--ezlda-g", "0", "from 1 to 16, got 0"),
+        ("--ezlda-g", "17", "from 1 to 16, got 17"),
+        ("--mh-steps", "0", "from 1 to 64, got 0"),
+        ("--mh-steps", "x", "from 1 to 64, got \"x\""),
+    ] {
+        let args = train(&[flag, bad]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, &format!("{flag} must be a whole number {range}"));
+    }
+    // The GPU kernel implements g = 2: another g on a named GPU is refused (before any GPU is
+    // looked for), and says what to do.
+    let args = train(&["--algo", "ezlda", "--ezlda-g", "3", "--device", "cuda"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails(&args, "the GPU kernel implements g = 2");
+    assert!(!out.exists(), "a refused run wrote a model");
+    // `topos algos` lists each sampler's settings.
+    let algos = json(&["algos"]);
+    let settings = |name: &str| {
+        algos["samplers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == name)
+            .unwrap()["settings"]
+            .clone()
+    };
+    assert_eq!(settings("mh")[0]["flag"], "--mh-steps");
+    assert_eq!(settings("mh")[0]["default"], 4);
+    assert_eq!(settings("ezlda")[0]["flag"], "--ezlda-g");
+    assert_eq!(settings("ezlda")[0]["default"], 2);
+    assert_eq!(settings("cgs"), serde_json::json!([]));
+    let text = ok(&["algos"]);
+    assert!(
+        text.contains("setting --mh-steps 1..64 (default 4)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn mh_steps_are_recorded_and_a_resume_with_others_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path());
+    let four = dir.path().join("four.tmod");
+    let eight = dir.path().join("eight.tmod");
+    train(&c, &four, &["--algo", "mh", "--iters", "30"]);
+    let summary = train(
+        &c,
+        &eight,
+        &["--algo", "mh", "--iters", "30", "--mh-steps", "8"],
+    );
+    assert_eq!(summary["sampler_settings"]["mh_steps"], 8);
+    assert_ne!(
+        std::fs::read(&four).unwrap(),
+        std::fs::read(&eight).unwrap()
+    );
+    // The model records 8 (not the default 4, which leaves the file as before).
+    let p = &json(&["topics", s(&eight)])["provenance"];
+    assert_eq!(p["sampler_settings"]["mh_steps"], 8, "{p}");
+    let p = &json(&["topics", s(&four)])["provenance"];
+    assert!(p.get("sampler_settings").is_none(), "{p}");
+    // Every reader takes it.
+    ok(&["eval", s(&eight), "--corpus", s(&c), "--quiet"]);
+
+    // Killed after its first checkpoint, resumed: refused with the default or another value,
+    // and with the checkpoint's value it gives the uninterrupted run's model byte for byte.
+    let resumed = dir.path().join("resumed.tmod");
+    let ckpt = dir.path().join("mh.ckpt");
+    let base: Vec<&str> = vec![
+        "train",
+        s(&c),
+        "-k",
+        "6",
+        "--iters",
+        "30",
+        "--device",
+        "cpu",
+        "-o",
+        s(&resumed),
+        "--algo",
+        "mh",
+        "--checkpoint-every",
+        "3",
+        "--checkpoint",
+        s(&ckpt),
+        "--quiet",
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut a = base.clone();
+        a.extend_from_slice(extra);
+        a
+    };
+    kill_at_first_checkpoint(&with(&["--mh-steps", "8"]), &ckpt);
+    fails(
+        &with(&["--resume"]),
+        "it was made with --mh-steps 8, and this run asks for the default sampler settings",
+    );
+    fails(&with(&["--resume", "--mh-steps", "2"]), "add --mh-steps 8");
+    ok(&with(&["--resume", "--mh-steps", "8"]));
+    assert!(
+        std::fs::read(&resumed).unwrap() == std::fs::read(&eight).unwrap(),
+        "resumed with --mh-steps 8: not the uninterrupted model"
+    );
+}
