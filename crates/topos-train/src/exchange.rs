@@ -412,6 +412,18 @@ mod tests {
         w
     }
 
+    /// The sum of `parts` (each `v` rows of `k` topics), added cell by cell in dense rows.
+    fn cell_by_cell(parts: &[WordTopics], v: usize, k: u32) -> WordTopics {
+        let mut dense = vec![vec![0u32; k as usize]; v];
+        for p in parts {
+            for (w, row) in dense.iter_mut().enumerate() {
+                let (t, c) = p.row(w as u32);
+                t.iter().zip(c).for_each(|(&t, &c)| row[t as usize] += c);
+            }
+        }
+        rows(k, &dense.iter().map(Vec::as_slice).collect::<Vec<_>>())
+    }
+
     #[test]
     fn both_ways_give_the_exact_sum_on_every_worker() {
         use topos_sampling::{CounterRng, Stream};
@@ -437,14 +449,7 @@ mod tests {
                     rows(k, &dense.iter().map(Vec::as_slice).collect::<Vec<_>>())
                 })
                 .collect();
-            let mut expected = vec![vec![0u32; k as usize]; v];
-            for l in &local {
-                for (w, row) in expected.iter_mut().enumerate() {
-                    let (t, c) = l.row(w as u32);
-                    t.iter().zip(c).for_each(|(&t, &c)| row[t as usize] += c);
-                }
-            }
-            let expected = rows(k, &expected.iter().map(Vec::as_slice).collect::<Vec<_>>());
+            let expected = cell_by_cell(&local, v, k);
             for way in [Way::Dense, Way::Sparse] {
                 let group = crate::transport::InProcess::group(n);
                 let results: Vec<WordTopics> = std::thread::scope(|scope| {
@@ -511,14 +516,7 @@ mod tests {
                 rows(k, &dense.iter().map(Vec::as_slice).collect::<Vec<_>>())
             })
             .collect();
-        let mut dense = vec![vec![0u32; k as usize]; v];
-        for t in &theirs {
-            for (w, row) in dense.iter_mut().enumerate() {
-                let (tt, cc) = t.row(w as u32);
-                tt.iter().zip(cc).for_each(|(&t, &c)| row[t as usize] += c);
-            }
-        }
-        let expected = rows(k, &dense.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let expected = cell_by_cell(&theirs, v, k);
         for threads in [1, 3] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)

@@ -2102,13 +2102,13 @@ impl Engine {
         }
         main.memset_zeros(&mut x.status)
             .check(|| what("counters"))?;
-        let blocks =
-            (u64::from(*multiprocessors).max(1) * 8).min(cells.div_ceil(u64::from(BLOCK)).max(1));
-        let cfg = LaunchConfig {
-            grid_dim: (blocks as u32, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
+        // Grid-stride kernels: 8 blocks a multiprocessor, fewer for little work.
+        let stride_grid = |work: u64| {
+            let blocks = (u64::from(*multiprocessors).max(1) * 8)
+                .min(work.div_ceil(u64::from(BLOCK)).max(1));
+            grid(blocks as u32, BLOCK)
         };
+        let cfg = stride_grid(cells);
         // SAFETY: argument types match the kernel's signature; `own` has room for `capacity`.
         unsafe {
             main.launch_builder(&kernels.compact_counts)
@@ -2153,13 +2153,7 @@ impl Engine {
         )?;
         let count = workers * m;
         let (skip_begin, skip_end) = (rank * m, (rank + 1) * m);
-        let blocks =
-            (u64::from(*multiprocessors).max(1) * 8).min(count.div_ceil(u64::from(BLOCK)).max(1));
-        let cfg = LaunchConfig {
-            grid_dim: (blocks as u32, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = stride_grid(count);
         // SAFETY: argument types match the kernel's signature; every entry's cell is < V·K.
         unsafe {
             main.launch_builder(&kernels.add_entries)
