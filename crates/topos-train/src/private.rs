@@ -61,6 +61,45 @@
 //! counts as 0, because each of them is an exact function of the data. The file holds no
 //! per-document state: not the assignments, not A.
 //!
+//! # The Gaussian mechanism (`--mechanism gaussian`, issue 25), proof
+//!
+//! The same run, coupling and releases as above, with two changes: what a document
+//! contributes, and the noise. Every step:
+//!
+//! 1. **Contribution clipped in L2 norm.** Document d contributes the word and current topic
+//!    of its [`l2_counted`] tokens: a set chosen from d's own tokens only (water-filling on its
+//!    word counts), with c_w ≤ n_w tokens of word w and **Σ_w c_w² ≤ C²**, C = `--l2-clip`,
+//!    whatever d's length. Its contribution to a release of word-topic counts is the integer
+//!    vector (c_wk), c_wk = counted tokens of word w currently in topic k, with
+//!    Σ_k c_wk = c_w ≥ 0; since (Σ_k c_wk)² ≥ Σ_k c_wk² for non-negative terms,
+//!    ‖(c_wk)‖₂² ≤ Σ_w c_w² ≤ C². Its contribution to the word release is (c_w), of squared
+//!    L2 norm ≤ C². Restricting a release to the rows of H can only drop coordinates.
+//! 2. **Sensitivity of each release.** By the coupling of the proof sketch (unchanged: it never
+//!    used the noise's law), if the releases before release j are equal in both worlds, every
+//!    other document's assignments are equal, so the counts of release j differ exactly by
+//!    d*'s contribution: an integer vector of L2 norm ≤ C (step 1). Release j adds independent
+//!    discrete Gaussian noise N_Z(0, σ²) to each released cell ([`DiscreteGaussian`], exact),
+//!    so given the earlier releases it is **ρ_j-zCDP with ρ_j = C²/(2σ²)** (CKS20 Theorem 4
+//!    per cell; Rényi divergences of independent cells add: [`topos_privacy::discrete_gaussian`]).
+//!    Which cells are released (H) is a function of release 1 only, fixed given the earlier
+//!    releases. Clamping at 0, the tail, the split and deriving totals are post-processing.
+//! 3. **Composition.** The R releases are adaptively composed: the run is Σ_j ρ_j = R·C²/(2σ²)
+//!    = ρ-zCDP (Bun & Steinke 2016, Lemma 2.3) for every fixed value of the coupled random
+//!    numbers. The output's law in each world is the mixture of these over the same
+//!    distribution of the coupled numbers (independent of the data), and the Rényi divergence
+//!    is jointly quasi-convex (van Erven & Harremoës 2014, Theorem 13:
+//!    D_α(Σ λ_i P_i ‖ Σ λ_i Q_i) ≤ max_i D_α(P_i ‖ Q_i)), so the bound αρ holds for the run
+//!    at every α > 1: the run is ρ-zCDP.
+//! 4. **Calibration and conversion.** [`Releases::new`] takes ρ = [`zcdp::rho_for`](ε, δ),
+//!    the largest ρ whose conversion is ≤ ε (the smaller of Bun–Steinke's ρ + 2√(ρ·ln 1/δ) and
+//!    the RDP conversion of CKS20 Proposition 12 over a grid of orders, ρ-zCDP being (α, αρ)-RDP
+//!    for every α), sets σ² = C²·R/(2ρ), rounded **up** to a multiple of 1/1024 by the exact
+//!    sampler, and records ρ_total = R·C²/(2σ²) ≤ ρ (rounded up in the last place) in the
+//!    guarantee with (ε, δ): the model is (ε, δ)-DP for adding or removing one document.
+//!
+//! No cap L is chosen (no `cap_epsilon`): C is a public parameter. δ > 0 is required (a
+//! Gaussian mechanism is never pure ε).
+//!
 //! # Caveats, stated in the docs and in `--help`
 //!
 //! * **The sampling seed is secret.** The coupling above needs each document's random numbers to
@@ -86,7 +125,10 @@
 use crate::counts::WordTopics;
 use topos_corpus::{Docs, OwnedDocs};
 use topos_privacy::rdp::{self, Chosen};
-use topos_privacy::{Composition, DiscreteLaplace, Epsilon, Guarantee, NoiseSource, PrivacyError};
+use topos_privacy::{
+    zcdp, Composition, DiscreteGaussian, DiscreteLaplace, Epsilon, Guarantee, NoiseSource,
+    PrivacyError,
+};
 
 /// Releases of a private run when `--releases` is not given (at most T + 1): one release the
 /// sampler reads (of the random start) and the model. Chosen by measurement on 20 Newsgroups
@@ -143,7 +185,38 @@ pub struct PrivateOptions {
     /// The first release is of the **word counts** (V cells) instead of the word-topic counts
     /// (V × K cells); it picks the vocabulary the later releases noise (see [`WordRelease`]).
     pub word_release: bool,
+    /// The noise: discrete Laplace on contributions capped at `max_doc_tokens` tokens (pure ε or
+    /// Rényi), or discrete Gaussian on contributions clipped in L2 norm (zCDP, (ε, δ); see
+    /// [`PrivateMechanism::Gaussian`]).
+    pub mechanism: PrivateMechanism,
 }
+
+/// The noise mechanism of a private run (`train --private --mechanism`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrivateMechanism {
+    /// Discrete Laplace noise; each document contributes at most L = `max_doc_tokens` tokens
+    /// (L1 sensitivity L), the original mechanism (module documentation).
+    Laplace,
+    /// Discrete Gaussian noise (issue 25). Each document contributes an integer count vector c
+    /// over words with Σ_w c_w² ≤ C², C = `l2_clip` ([`l2_counted`]); `max_doc_tokens` is not
+    /// used. Every release has L2 sensitivity ≤ C, is C²/(2σ²)-zCDP, and the R releases
+    /// compose to ρ = R·C²/(2σ²), converted to (ε, δ) ([`topos_privacy::zcdp`]); δ > 0 is
+    /// required. See "The Gaussian mechanism" in the module documentation for the proof.
+    Gaussian {
+        /// The clipping norm C (every document's contribution has L2 norm ≤ C).
+        l2_clip: u32,
+    },
+}
+
+/// Releases of a Gaussian private run when `--releases` is not given (at most T + 1). Chosen by
+/// measurement on 20 Newsgroups (BENCHMARKS.md, "Private training, issue 25: the Gaussian
+/// mechanism").
+pub const DEFAULT_GAUSSIAN_RELEASES: u32 = 2;
+
+/// The clipping norm C of `--mechanism gaussian` when `--l2-clip` is not given. Chosen by
+/// measurement on 20 Newsgroups (BENCHMARKS.md, "Private training, issue 25: the Gaussian
+/// mechanism").
+pub const DEFAULT_L2_CLIP: u32 = 12;
 
 impl PrivateOptions {
     /// Number of noisy releases, the final model included.
@@ -167,7 +240,20 @@ impl PrivateOptions {
                 self.epsilon.get()
             ));
         }
-        if self.max_doc_tokens == 0 {
+        if let PrivateMechanism::Gaussian { l2_clip } = self.mechanism {
+            if l2_clip == 0 {
+                return Err(PrivacyError::NotPositive {
+                    what: "the L2 clipping norm (--l2-clip)",
+                    value: 0.0,
+                });
+            }
+            if !(self.delta > 0.0 && self.delta < 1.0) {
+                return bad(format!(
+                    "--mechanism gaussian is (ε, δ)-private and needs --delta in (0, 1), got {}",
+                    self.delta
+                ));
+            }
+        } else if self.max_doc_tokens == 0 {
             return Err(PrivacyError::NotPositive {
                 what: "the document token cap (--max-doc-tokens)",
                 value: 0.0,
@@ -243,6 +329,109 @@ pub fn contribution_counts(
         let z = &assignments[at..at + d.len()];
         for (i, (&w, &t)) in d.iter().zip(z).enumerate() {
             if counted(i, d.len(), cap) {
+                dense[w as usize * k + usize::from(t)] += 1;
+            }
+        }
+        at += d.len();
+    }
+    dense
+}
+
+/// Which tokens of a document **contribute** to a release of the Gaussian mechanism, clipped to
+/// L2 norm `clip` = C: a deterministic function of the document's own tokens (never of other
+/// documents or of assignments), so it is part of the document's own contribution.
+///
+/// Water-filling on the document's word counts n_w: level m = 1, 2, … counts the m-th
+/// occurrence of every word that has one, which raises Σ_w c_w² by 2m − 1 per word, as long as
+/// the whole level fits in C²; the first level that does not fit is filled word by word in the
+/// order of the words' first occurrence while each 2m − 1 still fits. So c_w ≤ n_w and
+/// **Σ_w c_w² ≤ C²** always (Σ_{m ≤ c} (2m − 1) = c²), and for a given C² it counts as many
+/// tokens as any choice can (each level is the cheapest next token of every word). Of word w's
+/// n_w occurrences, the c_w counted ones are spread evenly over them ([`counted`] applied to
+/// the occurrences). A document of n distinct words is counted whole when n ≤ C².
+pub fn l2_counted(doc: &[u32], clip: u32) -> Vec<bool> {
+    let budget = u64::from(clip) * u64::from(clip);
+    let mut order: Vec<(u32, u32)> = doc.iter().enumerate().map(|(i, &w)| (w, i as u32)).collect();
+    order.sort_unstable();
+    // Words as (first occurrence, n_w, start in `order`), in order of first occurrence.
+    let mut words: Vec<(u32, u32, usize)> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j < order.len() && order[j].0 == order[i].0 {
+            j += 1;
+        }
+        words.push((order[i].1, (j - i) as u32, i));
+        i = j;
+    }
+    words.sort_unstable();
+    let mut c = vec![0u32; words.len()];
+    let mut used = 0u64;
+    let mut level = 1u32;
+    'levels: loop {
+        let cost = u64::from(2 * level - 1);
+        let open: u64 = words.iter().filter(|w| w.1 >= level).count() as u64;
+        if open == 0 {
+            break;
+        }
+        if used + open * cost <= budget {
+            for (cw, w) in c.iter_mut().zip(&words) {
+                if w.1 >= level {
+                    *cw = level;
+                }
+            }
+            used += open * cost;
+            level += 1;
+            continue;
+        }
+        for (cw, w) in c.iter_mut().zip(&words) {
+            if w.1 >= level {
+                if used + cost > budget {
+                    break 'levels;
+                }
+                *cw = level;
+                used += cost;
+            }
+        }
+        break;
+    }
+    debug_assert!(c.iter().map(|&x| u64::from(x) * u64::from(x)).sum::<u64>() <= budget);
+    let mut out = vec![false; doc.len()];
+    for (&cw, &(_, n, start)) in c.iter().zip(&words) {
+        for j in 0..n as usize {
+            if counted(j, n as usize, cw) && cw > 0 {
+                out[order[start + j].1 as usize] = true;
+            }
+        }
+    }
+    out
+}
+
+/// [`contribution_counts`] for the Gaussian mechanism: the word and current topic of each
+/// [`l2_counted`] token. One document's contribution c_{wk} has Σ_{w,k} c_{wk}² ≤
+/// Σ_w (Σ_k c_{wk})² ≤ C² (a sum of non-negative integers squared is at least the sum of their
+/// squares), whatever its assignments: the L2 sensitivity of every release, of the word counts
+/// (row sums) as of the word-topic counts.
+pub fn contribution_counts_l2(
+    docs: Docs<'_>,
+    assignments: &[u16],
+    num_words: usize,
+    num_topics: u32,
+    clip: u32,
+) -> Vec<u32> {
+    assert_eq!(
+        docs.tokens().len(),
+        assignments.len(),
+        "one topic per token"
+    );
+    let k = num_topics as usize;
+    let mut dense = vec![0u32; num_words * k];
+    let mut at = 0usize;
+    for d in docs.iter() {
+        let z = &assignments[at..at + d.len()];
+        let keep = l2_counted(d, clip);
+        for ((&w, &t), &kept) in d.iter().zip(z).zip(&keep) {
+            if kept {
                 dense[w as usize * k + usize::from(t)] += 1;
             }
         }
@@ -461,12 +650,37 @@ pub fn simulated_unigram_ll(
     Ok(if n == 0 { 0.0 } else { ll / n as f64 })
 }
 
+/// The Euclidean projection of a noisy row x onto {y ≥ 0 : Σ y = max(0, total)}, rounded to
+/// integers: y_k = max(0, x_k − τ) with τ solving Σ_k max(0, x_k − τ) = total. A function of
+/// released values only (post-processing: no privacy cost). Against clamping each cell at 0,
+/// it removes the upward bias of max(0, noise) on the cells where a word does not occur (about
+/// 0.4σ each, K of them per row) while keeping the row's best total.
+pub fn project_row(x: &[i64], total: f64) -> Vec<u32> {
+    let total = total.max(0.0);
+    let mut sorted: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    sorted.sort_unstable_by(|a, b| b.total_cmp(a));
+    let (mut acc, mut tau) = (0.0, f64::NEG_INFINITY);
+    for (j, &v) in sorted.iter().enumerate() {
+        acc += v;
+        let t = (acc - total) / (j + 1) as f64;
+        if v > t {
+            tau = t;
+        }
+    }
+    if tau == f64::NEG_INFINITY || total == 0.0 {
+        return vec![0; x.len()];
+    }
+    x.iter()
+        .map(|&v| ((v as f64 - tau).max(0.0).round()).min(f64::from(u32::MAX)) as u32)
+        .collect()
+}
+
 /// The state of the releases of one private run: the mechanism, how it was calibrated, the
 /// noise source, the latest release and the pure ε each release spent.
 pub struct Releases {
     options: PrivateOptions,
     calibration: rdp::Calibration,
-    mechanism: DiscreteLaplace,
+    mechanism: Noise,
     source: NoiseSource,
     spent: Vec<f64>,
     latest: Option<WordTopics>,
@@ -606,6 +820,29 @@ impl WordRelease {
     }
 }
 
+/// The noise of every release of a run.
+#[derive(Clone, Copy, Debug)]
+enum Noise {
+    Laplace(DiscreteLaplace),
+    Gaussian(DiscreteGaussian),
+}
+
+impl Noise {
+    fn scale(&self) -> f64 {
+        match self {
+            Noise::Laplace(m) => m.scale(),
+            Noise::Gaussian(m) => m.sigma(),
+        }
+    }
+
+    fn add_to_u32_clamped(&self, cells: &mut [u32], source: &mut NoiseSource) {
+        match self {
+            Noise::Laplace(m) => m.add_to_u32_clamped(cells, source),
+            Noise::Gaussian(m) => m.add_to_u32_clamped(cells, source),
+        }
+    }
+}
+
 impl std::fmt::Debug for Releases {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Releases")
@@ -622,8 +859,32 @@ impl Releases {
     /// (ε, δ) by basic composition (b = R·L/ε, pure ε) or by Rényi DP at δ
     /// ([`rdp::calibrate`]), then rounded up by the exact sampler (ε per release rounded down
     /// to 33 bits: never less private).
+    ///
+    /// The Gaussian mechanism: ρ = the largest total whose conversion at δ is ≤ the releases'
+    /// ε ([`zcdp::rho_for`]), ρ/R per release, σ² = C²/(2ρ/R) rounded up by the sampler.
     pub fn new(options: PrivateOptions, source: NoiseSource) -> Result<Self, PrivacyError> {
         options.check()?;
+        if let PrivateMechanism::Gaussian { l2_clip } = options.mechanism {
+            let rho = zcdp::rho_for(options.release_epsilon(), options.delta)?;
+            let c = f64::from(l2_clip);
+            let mechanism = DiscreteGaussian::calibrated(c, rho / options.releases() as f64)?;
+            let total = mechanism.rho_for(c) * options.releases() as f64;
+            let calibration = rdp::Calibration {
+                scale: mechanism.sigma(),
+                chosen: Chosen::Zcdp { rho: total },
+                epsilon: zcdp::epsilon(total, options.delta),
+            };
+            debug_assert!(calibration.epsilon <= options.release_epsilon());
+            return Ok(Self {
+                options,
+                calibration,
+                mechanism: Noise::Gaussian(mechanism),
+                source,
+                spent: Vec::new(),
+                latest: None,
+                words: None,
+            });
+        }
         let l = u64::from(options.max_doc_tokens);
         let calibration = rdp::calibrate(
             options.release_epsilon(),
@@ -637,7 +898,7 @@ impl Releases {
         Ok(Self {
             options,
             calibration,
-            mechanism,
+            mechanism: Noise::Laplace(mechanism),
             source,
             spent: Vec::new(),
             latest: None,
@@ -655,12 +916,14 @@ impl Releases {
         &self.calibration
     }
 
-    /// The noise scale b of every release (after the sampler's rounding, ≥ the calibrated one).
+    /// The noise scale b of every release (after the sampler's rounding, ≥ the calibrated one);
+    /// σ for the Gaussian mechanism.
     pub fn scale(&self) -> f64 {
         self.mechanism.scale()
     }
 
-    /// The pure ε each release made so far spent on its own, L/b (what basic composition adds).
+    /// The pure ε each release made so far spent on its own, L/b (what basic composition adds);
+    /// for the Gaussian mechanism the ρ of zCDP each spent, C²/(2σ²) (what zCDP adds).
     pub fn spent(&self) -> &[f64] {
         &self.spent
     }
@@ -700,10 +963,36 @@ impl Releases {
             self.options.releases()
         );
         self.mechanism.add_to_u32_clamped(cells, &mut self.source);
-        self.spent.push(
-            self.mechanism
-                .epsilon_for(u64::from(self.options.max_doc_tokens)),
+        self.spent.push(match (self.mechanism, self.options.mechanism) {
+            (Noise::Laplace(m), _) => m.epsilon_for(u64::from(self.options.max_doc_tokens)),
+            (Noise::Gaussian(m), PrivateMechanism::Gaussian { l2_clip }) => {
+                m.rho_for(f64::from(l2_clip))
+            }
+            (Noise::Gaussian(_), PrivateMechanism::Laplace) => unreachable!("made together"),
+        });
+    }
+
+    /// `cells` plus fresh noise, signed (not clamped), and one release accounted as
+    /// [`Releases::noise`] accounts it.
+    fn noise_signed(&mut self, cells: &[u32]) -> Vec<i64> {
+        assert!(
+            (self.spent.len() as u64) < self.options.releases(),
+            "a private run planned {} releases; one more would exceed its ε",
+            self.options.releases()
         );
+        let (out, spent) = match (self.mechanism, self.options.mechanism) {
+            (Noise::Gaussian(m), PrivateMechanism::Gaussian { l2_clip }) => (
+                m.noisy_u32(cells, &mut self.source),
+                m.rho_for(f64::from(l2_clip)),
+            ),
+            (Noise::Laplace(m), _) => (
+                m.noisy_u32(cells, &mut self.source),
+                m.epsilon_for(u64::from(self.options.max_doc_tokens)),
+            ),
+            (Noise::Gaussian(_), PrivateMechanism::Laplace) => unreachable!("made together"),
+        };
+        self.spent.push(spent);
+        out
     }
 
     /// The word release and its vocabulary, once made.
@@ -733,7 +1022,28 @@ impl Releases {
                     .filter(|(_, &h)| h)
                     .flat_map(|(r, _)| r.iter().copied())
                     .collect();
-                self.noise(&mut cells);
+                if let Noise::Gaussian(_) = self.mechanism {
+                    // Signed noisy rows, projected onto non-negative rows of a better total
+                    // (post-processing, [`project_row`]) instead of clamped cell by cell.
+                    let noisy = self.noise_signed(&cells);
+                    let words = self.words.as_ref().expect("made by the first release");
+                    let mut at = 0usize;
+                    for ((row, _), &u) in
+                        dense.chunks_exact(k).zip(&head).zip(&words.noisy).filter(|((_, &h), _)| h)
+                    {
+                        let _ = row;
+                        let x = &noisy[at..at + k];
+                        // Σ_k x_k and ũ_w estimate the same u_w (a document's counted tokens
+                        // do not depend on its topics) with variances K·σ² and σ²: weights
+                        // 1 and K.
+                        let sum: i64 = x.iter().sum();
+                        let total = (k as f64 * f64::from(u) + sum as f64) / (k as f64 + 1.0);
+                        cells[at..at + k].copy_from_slice(&project_row(x, total));
+                        at += k;
+                    }
+                } else {
+                    self.noise(&mut cells);
+                }
                 let mut released = vec![0u32; dense.len()];
                 let mut next = cells.chunks_exact(k);
                 for (row, _) in released.chunks_exact_mut(k).zip(&head).filter(|(_, &h)| h) {
@@ -770,7 +1080,14 @@ impl Releases {
         let k = engine.topic_totals()?.len() as u32;
         let mut z = vec![0u16; docs.tokens().len()];
         engine.assignments(0, &mut z)?;
-        let dense = contribution_counts(docs, &z, num_words, k, o.max_doc_tokens);
+        let dense = match o.mechanism {
+            PrivateMechanism::Laplace => {
+                contribution_counts(docs, &z, num_words, k, o.max_doc_tokens)
+            }
+            PrivateMechanism::Gaussian { l2_clip } => {
+                contribution_counts_l2(docs, &z, num_words, k, l2_clip)
+            }
+        };
         let released = if o.word_release {
             self.release_with_words(dense, k).clone()
         } else {
@@ -786,6 +1103,23 @@ impl Releases {
     /// was used) over R releases of sensitivity L composed sequentially, documents capped at L
     /// tokens, add/remove-one-document neighbours, the noise scale.
     pub fn guarantee(&self) -> Guarantee {
+        if let (PrivateMechanism::Gaussian { l2_clip }, Chosen::Zcdp { rho }) =
+            (self.options.mechanism, self.calibration.chosen)
+        {
+            let g = Guarantee::discrete_gaussian(
+                self.options.epsilon.get(),
+                self.options.delta,
+                self.options.releases(),
+                f64::from(l2_clip),
+                rho,
+            )
+            .with_noise_scale(self.scale());
+            return if self.options.cap_epsilon > 0.0 {
+                g.with_cap_epsilon(self.options.cap_epsilon)
+            } else {
+                g
+            };
+        }
         let g = Guarantee::discrete_laplace(
             self.options.epsilon.get(),
             Composition::Sequential,
@@ -802,6 +1136,7 @@ impl Releases {
         match self.calibration.chosen {
             Chosen::Basic => g,
             Chosen::Renyi { order } => g.with_renyi(order, self.options.delta),
+            Chosen::Zcdp { .. } => unreachable!("only the Gaussian mechanism is accounted in zCDP"),
         }
     }
 }
@@ -929,6 +1264,7 @@ mod tests {
             releases: 2,
             word_release: true,
             cap_epsilon: 0.05,
+            mechanism: PrivateMechanism::Laplace,
         };
         let r = Releases::new(opts, NoiseSource::insecure_seeded(1)).unwrap();
         // b = R·L/(ε − ε_L) = 38/0.95 = 40.
@@ -1019,6 +1355,7 @@ mod tests {
             releases: 5,
             word_release: false,
             cap_epsilon: 0.0,
+            mechanism: PrivateMechanism::Laplace,
         };
         assert_eq!(opts.releases(), 5);
         let mut r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
@@ -1080,6 +1417,7 @@ mod tests {
             releases: 3,
             word_release: true,
             cap_epsilon: 0.0,
+            mechanism: PrivateMechanism::Laplace,
         };
         let mut r = Releases::new(opts, NoiseSource::insecure_seeded(7)).unwrap();
         // b = R·L/ε = 15: the vocabulary is ũ ≥ K·b = 30 (K = 2).
@@ -1176,6 +1514,7 @@ mod tests {
                 releases,
                 word_release: false,
                 cap_epsilon: 0.0,
+                mechanism: PrivateMechanism::Laplace,
             };
             (0..=iterations + 1)
                 .filter(|&i| o.release_before(i))
@@ -1206,6 +1545,7 @@ mod tests {
             releases: 201,
             word_release: false,
             cap_epsilon: 0.0,
+            mechanism: PrivateMechanism::Laplace,
         };
         let r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
         let g = r.guarantee();
@@ -1276,6 +1616,7 @@ mod tests {
             releases: 31,
             word_release: false,
             cap_epsilon: 0.0,
+            mechanism: PrivateMechanism::Laplace,
         };
         let source = || NoiseSource::insecure_seeded(21);
         // As a run drives it: a release whenever the schedule asks, then the iteration.

@@ -919,14 +919,26 @@ impl Run {
                     topos_privacy::rdp::Chosen::Renyi { order } => {
                         format!("Rényi DP at order {order:.3}, δ = {:e}", o.delta)
                     }
+                    topos_privacy::rdp::Chosen::Zcdp { rho } => {
+                        format!("zCDP, ρ = {rho:.6} in all, δ = {:e}", o.delta)
+                    }
+                };
+                let how = match o.mechanism {
+                    crate::PrivateMechanism::Laplace => format!(
+                        "documents capped at {} tokens, discrete Laplace noise scale {:.3} per count (basic composition would need {:.3})",
+                        o.max_doc_tokens,
+                        r.scale(),
+                        f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
+                    ),
+                    crate::PrivateMechanism::Gaussian { l2_clip } => format!(
+                        "every document's contribution clipped to L2 norm {l2_clip}, discrete Gaussian noise σ = {:.3} per count",
+                        r.scale()
+                    ),
                 };
                 observer.info(&format!(
-                    "private: ε = {} over {} releases ({accountant}), documents capped at {} tokens, noise scale {:.3} per count (basic composition would need {:.3}); {}",
+                    "private: ε = {} over {} releases ({accountant}), {how}; {}",
                     o.epsilon.get(),
                     o.releases(),
-                    o.max_doc_tokens,
-                    r.scale(),
-                    f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
                     match &private_ledger {
                         Some(p) => format!(
                             "to be charged to {} when the model is written",
@@ -1509,14 +1521,24 @@ impl Run {
             if let Some(corpus_path) = charged_to {
                 let o = p.releases.options();
                 let delta = p.releases.guarantee().delta.unwrap_or(0.0);
-                let query = format!(
-                    "train --private -k {} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
-                    h.num_topics,
-                    o.iterations,
-                    o.releases,
-                    o.epsilon.get(),
-                    o.max_doc_tokens
-                );
+                let query = match o.mechanism {
+                    crate::PrivateMechanism::Laplace => format!(
+                        "train --private -k {} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
+                        h.num_topics,
+                        o.iterations,
+                        o.releases,
+                        o.epsilon.get(),
+                        o.max_doc_tokens
+                    ),
+                    crate::PrivateMechanism::Gaussian { l2_clip } => format!(
+                        "train --private --mechanism gaussian -k {} --iters {} --releases {} --epsilon {} --delta {} --l2-clip {l2_clip}",
+                        h.num_topics,
+                        o.iterations,
+                        o.releases,
+                        o.epsilon.get(),
+                        o.delta
+                    ),
+                };
                 let l = topos_privacy::Ledger::charge_approx(
                     corpus_path,
                     self.corpus.checksum(),

@@ -122,6 +122,16 @@ pub struct Args {
     /// guarantee either way; the default is 0.1 to 0.5 nats/token better on 20 Newsgroups.
     #[arg(long)]
     pub no_word_release: bool,
+    /// Noise mechanism of a --private run: laplace (documents capped at --max-doc-tokens tokens,
+    /// discrete Laplace noise, pure ε unless Rényi accounting wins) or gaussian (every
+    /// document's word counts clipped to L2 norm --l2-clip, discrete Gaussian noise, accounted
+    /// in zCDP and converted to (ε, δ): needs --delta > 0; default δ 1e-6).
+    #[arg(long, value_parser = ["laplace", "gaussian"])]
+    pub mechanism: Option<String>,
+    /// L2 clipping norm C of --mechanism gaussian: each document counts its tokens by levels
+    /// (every distinct word once, then twice, …) while Σ_w c_w² ≤ C² (default 12).
+    #[arg(long)]
+    pub l2_clip: Option<u32>,
     /// δ a --private run may use when Rényi accounting needs less noise than basic
     /// composition (default 1e-6; 0 for pure ε). A corpus ledger tracks pure ε only, so a run
     /// charged to one must end up pure ε.
@@ -245,8 +255,10 @@ impl Args {
                 || self.max_doc_tokens.is_some()
                 || self.releases.is_some()
                 || self.delta.is_some()
+                || self.mechanism.is_some()
+                || self.l2_clip.is_some()
             {
-                bail!("--epsilon, --max-doc-tokens, --releases and --delta belong to --private training; add --private");
+                bail!("--epsilon, --max-doc-tokens, --releases, --delta, --mechanism and --l2-clip belong to --private training; add --private");
             }
             return Ok(None);
         }
@@ -260,10 +272,51 @@ impl Args {
         if !(0.0..1.0).contains(&delta) {
             bail!("--delta must be in [0, 1), got {delta}");
         }
-        let releases = self.releases.unwrap_or_else(|| {
-            topos_train::private::DEFAULT_RELEASES.min(self.iters.saturating_add(1))
-        });
+        let gaussian = self.mechanism.as_deref() == Some("gaussian");
+        if gaussian && delta == 0.0 {
+            bail!("--mechanism gaussian is (ε, δ)-private: it needs --delta > 0 (default 1e-6), not 0");
+        }
+        if gaussian && self.max_doc_tokens.is_some() {
+            bail!("--max-doc-tokens belongs to --mechanism laplace; the Gaussian mechanism clips each document in L2 norm (--l2-clip)");
+        }
+        if !gaussian && self.l2_clip.is_some() {
+            bail!("--l2-clip belongs to --mechanism gaussian");
+        }
+        if self.l2_clip == Some(0) {
+            bail!("--l2-clip must be at least 1, got 0");
+        }
+        let default_releases = if gaussian {
+            topos_train::private::DEFAULT_GAUSSIAN_RELEASES
+        } else {
+            topos_train::private::DEFAULT_RELEASES
+        };
+        let releases = self
+            .releases
+            .unwrap_or_else(|| default_releases.min(self.iters.saturating_add(1)));
         let mut notes = Vec::new();
+        if gaussian {
+            let clip = self
+                .l2_clip
+                .unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
+            if self.releases.is_none() {
+                notes.push(format!(
+                    "--releases not given: R = {releases} for the Gaussian mechanism (BENCHMARKS.md)"
+                ));
+            }
+            return Ok(Some((
+                topos_train::PrivateOptions {
+                    epsilon,
+                    delta,
+                    max_doc_tokens: 0,
+                    iterations: self.iters,
+                    releases,
+                    word_release: !self.no_word_release && self.iters > 0,
+                    cap_epsilon: 0.0,
+                    mechanism: topos_train::PrivateMechanism::Gaussian { l2_clip: clip },
+                },
+                notes,
+            )));
+        }
         let (cap, cap_epsilon) = match self.max_doc_tokens {
             Some(0) => bail!("--max-doc-tokens must be at least 1, got 0"),
             Some(l) => (l, 0.0),
@@ -299,6 +352,7 @@ impl Args {
                 releases,
                 word_release: !self.no_word_release && self.iters > 0,
                 cap_epsilon,
+                mechanism: topos_train::PrivateMechanism::Laplace,
             },
             notes,
         )))
