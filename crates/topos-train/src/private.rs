@@ -351,7 +351,11 @@ pub fn contribution_counts(
 /// the occurrences). A document of n distinct words is counted whole when n ≤ C².
 pub fn l2_counted(doc: &[u32], clip: u32) -> Vec<bool> {
     let budget = u64::from(clip) * u64::from(clip);
-    let mut order: Vec<(u32, u32)> = doc.iter().enumerate().map(|(i, &w)| (w, i as u32)).collect();
+    let mut order: Vec<(u32, u32)> = doc
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| (w, i as u32))
+        .collect();
     order.sort_unstable();
     // Words as (first occurrence, n_w, start in `order`), in order of first occurrence.
     let mut words: Vec<(u32, u32, usize)> = Vec::new();
@@ -867,8 +871,9 @@ impl Releases {
         if let PrivateMechanism::Gaussian { l2_clip } = options.mechanism {
             let rho = zcdp::rho_for(options.release_epsilon(), options.delta)?;
             let c = f64::from(l2_clip);
-            let mechanism = DiscreteGaussian::calibrated(c, rho / options.releases() as f64)?;
-            let total = mechanism.rho_for(c) * options.releases() as f64;
+            let r = options.releases() as f64;
+            let mechanism = DiscreteGaussian::calibrated(c, rho / r)?;
+            let total = mechanism.rho_for(c) * r;
             let calibration = rdp::Calibration {
                 scale: mechanism.sigma(),
                 chosen: Chosen::Zcdp { rho: total },
@@ -963,13 +968,14 @@ impl Releases {
             self.options.releases()
         );
         self.mechanism.add_to_u32_clamped(cells, &mut self.source);
-        self.spent.push(match (self.mechanism, self.options.mechanism) {
-            (Noise::Laplace(m), _) => m.epsilon_for(u64::from(self.options.max_doc_tokens)),
-            (Noise::Gaussian(m), PrivateMechanism::Gaussian { l2_clip }) => {
-                m.rho_for(f64::from(l2_clip))
-            }
-            (Noise::Gaussian(_), PrivateMechanism::Laplace) => unreachable!("made together"),
-        });
+        self.spent
+            .push(match (self.mechanism, self.options.mechanism) {
+                (Noise::Laplace(m), _) => m.epsilon_for(u64::from(self.options.max_doc_tokens)),
+                (Noise::Gaussian(m), PrivateMechanism::Gaussian { l2_clip }) => {
+                    m.rho_for(f64::from(l2_clip))
+                }
+                (Noise::Gaussian(_), PrivateMechanism::Laplace) => unreachable!("made together"),
+            });
     }
 
     /// `cells` plus fresh noise, signed (not clamped), and one release accounted as
@@ -1028,10 +1034,7 @@ impl Releases {
                     let noisy = self.noise_signed(&cells);
                     let words = self.words.as_ref().expect("made by the first release");
                     let mut at = 0usize;
-                    for ((row, _), &u) in
-                        dense.chunks_exact(k).zip(&head).zip(&words.noisy).filter(|((_, &h), _)| h)
-                    {
-                        let _ = row;
+                    for (_, &u) in head.iter().zip(&words.noisy).filter(|(&h, _)| h) {
                         let x = &noisy[at..at + k];
                         // Σ_k x_k and ũ_w estimate the same u_w (a document's counted tokens
                         // do not depend on its topics) with variances K·σ² and σ²: weights

@@ -944,7 +944,8 @@ impl Run {
                             "to be charged to {} when the model is written",
                             topos_privacy::ledger::ledger_path(p).display()
                         ),
-                        None => "no privacy budget set for this corpus, nothing charged".to_string(),
+                        None =>
+                            "no privacy budget set for this corpus, nothing charged".to_string(),
                     }
                 ));
                 Some(PrivateRun {

@@ -576,7 +576,9 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     let (accountant, renyi_order) = match calibration.chosen {
         topos_privacy::rdp::Chosen::Basic => ("basic".to_string(), None),
         topos_privacy::rdp::Chosen::Renyi { order } => ("renyi".to_string(), Some(order)),
-        topos_privacy::rdp::Chosen::Zcdp { .. } => unreachable!("the plan is of the Laplace mechanism"),
+        topos_privacy::rdp::Chosen::Zcdp { .. } => {
+            unreachable!("the plan is of the Laplace mechanism")
+        }
     };
     let out = Plan {
         corpus: a.corpus.display().to_string(),
