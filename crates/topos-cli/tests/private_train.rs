@@ -526,6 +526,8 @@ fn private_settings_left_out_are_chosen_and_explained() {
         "--iters",
         "5",
         "--private",
+        "--mechanism",
+        "laplace",
         "--epsilon",
         "100",
         "-o",
@@ -564,6 +566,8 @@ fn private_settings_left_out_are_chosen_and_explained() {
         "--iters",
         "2",
         "--private",
+        "--mechanism",
+        "laplace",
         "--epsilon",
         "100",
         "-o",
@@ -677,23 +681,34 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
             "--private",
             "--epsilon",
             "1",
+            "--mechanism",
+            "laplace",
             "--l2-clip",
             "5",
         ],
         "--l2-clip belongs to --mechanism gaussian",
     );
-    fails(
-        &[
-            "privacy",
-            "plan",
-            c,
-            "-k",
-            "3",
-            "--epsilon",
-            "1",
-            "--mechanism",
-            "gaussian",
-        ],
-        "cannot predict --mechanism gaussian",
-    );
+    // The plan of the default (gaussian): settings and guarantee, utility not predicted.
+    let plan = json(&["privacy", "plan", c, "-k", "3", "--epsilon", "1"]);
+    assert_eq!(plan["mechanism"], "gaussian", "{plan}");
+    assert_eq!(plan["predicted_heldout_ll"], serde_json::Value::Null);
+    assert!(plan["utility"].as_str().unwrap().contains("not predicted"));
+    assert_eq!(plan["guarantee"]["mechanism"], "discrete-gaussian");
+    // The default mechanism is gaussian, and says so.
+    let o = topos(&[
+        "train",
+        c,
+        "-k",
+        "3",
+        "--iters",
+        "2",
+        "--private",
+        "--epsilon",
+        "5",
+        "-o",
+        o,
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--mechanism not given: gaussian"), "{err}");
 }
