@@ -1349,6 +1349,130 @@ mod tests {
     }
 
     #[test]
+    fn l2_clipping_bounds_every_contribution_and_fills_by_levels() {
+        // Σ_w c_w² ≤ C² for every document, whatever its words; each c_w ≤ n_w.
+        let mut x = 777u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for clip in [1u32, 2, 3, 7, 12] {
+            for _ in 0..200 {
+                let len = next(120) as usize;
+                let vocab = 1 + next(30);
+                let doc: Vec<u32> = (0..len).map(|_| next(vocab) as u32).collect();
+                let keep = l2_counted(&doc, clip);
+                assert_eq!(keep.len(), doc.len());
+                let mut c = std::collections::HashMap::<u32, u64>::new();
+                for (&w, &k) in doc.iter().zip(&keep) {
+                    if k {
+                        *c.entry(w).or_default() += 1;
+                    }
+                }
+                let sq: u64 = c.values().map(|v| v * v).sum();
+                assert!(sq <= u64::from(clip * clip), "C = {clip}: Σc² = {sq}");
+                // Deterministic: a function of the document alone.
+                assert_eq!(keep, l2_counted(&doc, clip));
+                // Water-filling: no word is counted twice more than another that has more
+                // occurrences left, i.e. counts differ by at most one between unsaturated words.
+                let mut n = std::collections::HashMap::<u32, u64>::new();
+                for &w in &doc {
+                    *n.entry(w).or_default() += 1;
+                }
+                let open: Vec<u64> = n
+                    .iter()
+                    .filter(|(w, &nw)| c.get(w).copied().unwrap_or(0) < nw)
+                    .map(|(w, _)| c.get(w).copied().unwrap_or(0))
+                    .collect();
+                if let (Some(lo), Some(hi)) = (open.iter().min(), c.values().max()) {
+                    assert!(
+                        *hi <= lo + 1,
+                        "C = {clip}: an unsaturated word at {lo}, another at {hi}"
+                    );
+                }
+            }
+        }
+        // Distinct words: all of them up to C² of them; one word repeated: C of its tokens,
+        // spread over it.
+        assert!(l2_counted(&(0..144).collect::<Vec<u32>>(), 12)
+            .iter()
+            .all(|&k| k));
+        assert_eq!(
+            l2_counted(&(0..150).collect::<Vec<u32>>(), 12)
+                .iter()
+                .filter(|&&k| k)
+                .count(),
+            144
+        );
+        let keep = l2_counted(&[5u32; 90], 3);
+        assert_eq!(keep.iter().filter(|&&k| k).count(), 3);
+        assert!(keep[89] && !keep[0], "spread: {keep:?}");
+        assert!(l2_counted(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn projection_keeps_the_total_and_is_non_negative() {
+        assert_eq!(project_row(&[10, -3, 2], 12.0), vec![10, 0, 2]);
+        // Sum 4, total 12: every cell above τ = −8/3 is raised by 8/3 (5.67, 3.67, 2.67),
+        // then rounded.
+        assert_eq!(project_row(&[3, 1, 0, -20], 12.0), vec![6, 4, 3, 0]);
+        assert_eq!(project_row(&[-5, -2], 0.0), vec![0, 0]);
+        assert_eq!(project_row(&[-5, -2], -3.0), vec![0, 0]);
+        // τ = −5.5: (0.5, 3.5), rounded half away from zero.
+        assert_eq!(project_row(&[-5, -2], 4.0), vec![1, 4]);
+        let y = project_row(&[100, 50, -40, 7], 150.0);
+        assert!((i64::from(y.iter().sum::<u32>()) - 150).abs() <= 2, "{y:?}");
+    }
+
+    #[test]
+    fn gaussian_releases_are_accounted_in_zcdp() {
+        let opts = PrivateOptions {
+            epsilon: eps(1.0),
+            delta: 1e-6,
+            max_doc_tokens: 0,
+            iterations: 4,
+            releases: 2,
+            word_release: true,
+            cap_epsilon: 0.0,
+            mechanism: PrivateMechanism::Gaussian { l2_clip: 12 },
+        };
+        let mut r = Releases::new(opts, NoiseSource::insecure_seeded(3)).unwrap();
+        let rho = zcdp::rho_for(1.0, 1e-6).unwrap();
+        // σ² = R·C²/(2ρ), rounded up.
+        let s2 = 2.0 * 144.0 / (2.0 * rho);
+        assert!(
+            r.scale().powi(2) >= s2 && r.scale().powi(2) < s2 + 0.01,
+            "{}",
+            r.scale()
+        );
+        let (v, k) = (50usize, 2u32);
+        let mut dense = vec![0u32; v * 2];
+        dense[0] = 5_000;
+        r.release_with_words(dense.clone(), k);
+        r.release_with_words(dense, k);
+        let g = r.guarantee();
+        let total: f64 = r.spent().iter().sum();
+        assert!(total <= g.accountant.zcdp_rho.unwrap() * (1.0 + 1e-12));
+        assert!(zcdp::epsilon(g.accountant.zcdp_rho.unwrap(), 1e-6) <= 1.0);
+        assert_eq!(g.delta, Some(1e-6));
+        assert_eq!(g.l2_sensitivity, Some(12.0));
+        assert_eq!((g.sensitivity, g.max_doc_tokens), (None, None));
+        assert_eq!(g.mechanism, topos_privacy::Mechanism::DiscreteGaussian);
+        // δ = 0 and a zero clip are refused.
+        for bad in [
+            PrivateOptions { delta: 0.0, ..opts },
+            PrivateOptions {
+                mechanism: PrivateMechanism::Gaussian { l2_clip: 0 },
+                ..opts
+            },
+        ] {
+            assert!(Releases::new(bad, NoiseSource::insecure_seeded(1)).is_err());
+        }
+    }
+
+    #[test]
     fn releases_are_noisy_clamped_and_accounted() {
         let opts = PrivateOptions {
             epsilon: eps(1.0),
