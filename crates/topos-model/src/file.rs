@@ -352,6 +352,23 @@ pub(crate) fn validate_guarantee(g: &topos_privacy::Guarantee) -> Result<(), Str
     if g.max_doc_tokens == Some(0) {
         return Err("privacy guarantee: documents capped at 0 tokens".into());
     }
+    if let Some(rho) = g.accountant.zcdp_rho {
+        if !(rho.is_finite() && rho > 0.0) {
+            return Err(format!(
+                "privacy guarantee: zCDP ρ = {rho} is not a positive finite number"
+            ));
+        }
+        if !g.delta.is_some_and(|d| d > 0.0) {
+            return Err("privacy guarantee: a zCDP accountant without a positive δ".into());
+        }
+    }
+    if let Some(s) = g.l2_sensitivity {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(format!(
+                "privacy guarantee: L2 sensitivity {s} is not a positive finite number"
+            ));
+        }
+    }
     if let Some(a) = g.accountant.renyi_order {
         if !(a.is_finite() && a > 1.0) {
             return Err(format!(

@@ -524,6 +524,9 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     if gaussian {
         return plan_gaussian(a, epsilon, ui);
     }
+    if a.l2_clip.is_some() {
+        anyhow::bail!("--l2-clip belongs to --mechanism gaussian");
+    }
     if a.max_doc_tokens == Some(0) {
         anyhow::bail!("--max-doc-tokens must be at least 1, got 0");
     }
