@@ -110,7 +110,9 @@ impl DiscreteGaussian {
             });
         }
         let var = l2_sensitivity * l2_sensitivity / (2.0 * rho);
-        let n = (var * DEN as f64).ceil();
+        // Rounded up, with a relative margin of 10⁻¹² for the floating-point rounding of the
+        // product, so that n/d ≥ the exact Δ₂²/(2ρ).
+        let n = (var * DEN as f64 * (1.0 + 1e-12)).ceil();
         if !(n.is_finite() && n < (MAX_VARIANCE * DEN) as f64) {
             return Err(PrivacyError::Unsupported(format!(
                 "discrete Gaussian variance {var:.3e} is outside the exact sampler's range (ε is too small)"
@@ -118,7 +120,7 @@ impl DiscreteGaussian {
         }
         let n = (n as u128).max(1);
         let out = Self::with_variance_ratio(n, DEN)?;
-        debug_assert!(out.rho_for(l2_sensitivity) <= rho);
+        debug_assert!(out.rho_for(l2_sensitivity) <= rho * (1.0 + 1e-14));
         Ok(out)
     }
 

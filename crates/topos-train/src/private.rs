@@ -93,8 +93,9 @@
 //! 4. **Calibration and conversion.** [`Releases::new`] takes ρ = [`zcdp::rho_for`](ε, δ),
 //!    the largest ρ whose conversion is ≤ ε (the smaller of Bun–Steinke's ρ + 2√(ρ·ln 1/δ) and
 //!    the RDP conversion of CKS20 Proposition 12 over a grid of orders, ρ-zCDP being (α, αρ)-RDP
-//!    for every α), sets σ² = C²·R/(2ρ), rounded **up** to a multiple of 1/1024 by the exact
-//!    sampler, and records ρ_total = R·C²/(2σ²) ≤ ρ (rounded up in the last place) in the
+//!    for every α), sets σ² = C²·R/(2ρ·(1 − 10⁻⁹)), rounded **up** to a multiple of 1/1024 by
+//!    the exact sampler (the margin absorbs floating-point rounding), and records
+//!    ρ_total = R·C²/(2σ²) ≤ ρ (rounded up in the last places) in the
 //!    guarantee with (ε, δ): the model is (ε, δ)-DP for adding or removing one document.
 //!
 //! No cap L is chosen (no `cap_epsilon`): C is a public parameter. δ > 0 is required (a
@@ -872,7 +873,10 @@ impl Releases {
             let rho = zcdp::rho_for(options.release_epsilon(), options.delta)?;
             let c = f64::from(l2_clip);
             let r = options.releases() as f64;
-            let mechanism = DiscreteGaussian::calibrated(c, rho / r)?;
+            // A relative margin of 10⁻⁹ below ρ absorbs every floating-point rounding of the
+            // calibration (ρ_j is rounded up in its last places by `rho_for`): the recorded
+            // total is then ≤ ρ, whose conversion is ≤ ε.
+            let mechanism = DiscreteGaussian::calibrated(c, rho * (1.0 - 1e-9) / r)?;
             let total = mechanism.rho_for(c) * r;
             let calibration = rdp::Calibration {
                 scale: mechanism.sigma(),
