@@ -712,3 +712,49 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--mechanism not given: gaussian"), "{err}");
 }
+
+/// δ against the number of training documents n (248 here): δ ≥ 1/n is refused in one line
+/// before anything is released; 1/(100·n) < δ < 1/n runs with a warning on stderr.
+#[test]
+fn delta_is_checked_against_the_number_of_training_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    let out = dir.path().join("d.tmod");
+    let o = s(&out);
+    let run = |delta: &'static str| -> Vec<&str> {
+        vec![
+            "train",
+            c,
+            "-k",
+            "3",
+            "--iters",
+            "2",
+            "--private",
+            "--epsilon",
+            "5",
+            "--delta",
+            delta,
+            "-o",
+            o,
+        ]
+    };
+    fails_releasing_nothing(
+        &run("0.01"),
+        "is at least 1/n for n = 248 training documents",
+    );
+    assert!(!out.exists());
+    let done = topos(&run("1e-4"));
+    assert!(done.status.success(), "{done:?}");
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(
+        err.contains("warning: δ = 1e-4 is above 1/(100·n)") && err.contains("n = 248"),
+        "{err}"
+    );
+    assert!(out.exists());
+    // The default δ = 1e-6 is far below 1/(100·248): no warning.
+    std::fs::remove_file(&out).unwrap();
+    let quiet = topos(&run("1e-6"));
+    assert!(quiet.status.success(), "{quiet:?}");
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("warning: δ"));
+}

@@ -144,11 +144,48 @@ use topos_privacy::{
 /// (`bench/dp_utility.sh`, 2026-11-26).
 pub const DEFAULT_RELEASES: u32 = 2;
 
-/// δ of a private run when `--delta` is not given: 10⁻⁶, well below 1/D for corpora of up to
-/// ~10⁵ documents (a δ near 1/D would allow releasing a whole document outright). δ only buys
-/// less noise when the Rényi accountant wins, i.e. for many releases (dozens); with the default
-/// two releases basic composition wins and the guarantee is pure ε (δ = 0).
+/// δ of a private run when `--delta` is not given: 10⁻⁶, well below 1/n for corpora of up to
+/// ~10⁴ training documents (a δ near 1/n would allow releasing a whole document outright). A run
+/// checks it against its n ([`delta_against_documents`]: refused when δ ≥ 1/n, a warning
+/// above 1/(100·n)). The default mechanism (Gaussian) is (ε, δ)-DP with this δ; with
+/// `--mechanism laplace` δ only buys less noise when the Rényi accountant wins (many releases,
+/// dozens), and with the default two releases basic composition wins and the guarantee is pure
+/// ε (δ = 0). `--delta 0` asks for pure ε (Laplace).
 pub const DEFAULT_DELTA: f64 = 1e-6;
+
+/// What a private run's δ is, against its number of training documents n.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeltaCheck {
+    /// δ ≤ 1/(100·n): nothing to say.
+    Fine,
+    /// 1/(100·n) < δ < 1/n: allowed, with this warning (one line).
+    Warn(String),
+    /// δ ≥ 1/n: refused, with this reason and what to do (one line).
+    Refuse(String),
+}
+
+/// δ against the number of training documents n (0 < δ < 1). An (ε, δ) guarantee with δ ≥ 1/n
+/// is met by a mechanism that publishes one training document at random outright, so such a
+/// run is refused; above 1/(100·n) it is allowed with a warning. n is **treated as public**
+/// for this check (like the vocabulary): whether a run is refused depends on it.
+pub fn delta_against_documents(delta: f64, n: u64) -> DeltaCheck {
+    let n_f = n.max(1) as f64;
+    if delta * n_f >= 1.0 {
+        DeltaCheck::Refuse(format!(
+            "δ = {delta:e} is at least 1/n for n = {n} training documents (such a δ allows publishing a whole document); use --delta below {:.2e}, ideally at most {:.2e} (1/(100·n)), or --delta 0 for pure ε (the number of training documents is treated as public for this check)",
+            1.0 / n_f,
+            0.01 / n_f
+        ))
+    } else if delta * n_f * 100.0 > 1.0 {
+        DeltaCheck::Warn(format!(
+            "warning: δ = {delta:e} is above 1/(100·n) = {:.2e} for n = {n} training documents: δ should be much smaller than 1/n; consider --delta {:.2e} or less, or --delta 0 for pure ε",
+            0.01 / n_f,
+            0.01 / n_f
+        ))
+    } else {
+        DeltaCheck::Fine
+    }
+}
 
 /// Share of the run's ε spent choosing the cap L privately when the user does not set it
 /// (`--max-doc-tokens` left out): ε_L = ε/20; the releases share the other 95%. See [`choose_cap`].
@@ -1186,6 +1223,32 @@ pub fn train_in_memory(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delta_is_refused_at_one_over_n_and_warned_above_a_hundredth_of_it() {
+        assert!(matches!(
+            delta_against_documents(1e-3, 1000),
+            DeltaCheck::Refuse(_)
+        ));
+        assert!(matches!(
+            delta_against_documents(0.5, 10),
+            DeltaCheck::Refuse(_)
+        ));
+        assert!(matches!(
+            delta_against_documents(9e-4, 1000),
+            DeltaCheck::Warn(_)
+        ));
+        assert!(matches!(
+            delta_against_documents(1.1e-5, 1000),
+            DeltaCheck::Warn(_)
+        ));
+        assert_eq!(delta_against_documents(1e-5, 1000), DeltaCheck::Fine);
+        assert_eq!(delta_against_documents(1e-6, 10_000), DeltaCheck::Fine);
+        assert!(matches!(
+            delta_against_documents(1e-6, 100_000),
+            DeltaCheck::Warn(_)
+        ));
+    }
 
     fn eps(x: f64) -> Epsilon {
         Epsilon::new(x).unwrap()

@@ -23,7 +23,7 @@ use crate::counts::WordTopics;
 use crate::device::{Device, DeviceChoice};
 use crate::engine::{for_each_row_piece, DeviceOptions, Engine, EngineSetup, Start, TrainDocs};
 use crate::memory::{Bytes, MemoryEstimate, RunShape};
-use crate::private::{PrivateOptions, Releases};
+use crate::private::{delta_against_documents, DeltaCheck, PrivateOptions, Releases};
 use crate::sampler::{Determinism, Sampler};
 use crate::transport::{Transport, TransportKind};
 use crate::{Checkpoint, TrainError};
@@ -619,6 +619,17 @@ impl Run {
             ),
             None => None,
         };
+        // δ against the number of training documents n (treated as public for this check, like
+        // the vocabulary): an (ε, δ) guarantee with δ ≥ 1/n allows a mechanism that publishes one
+        // random document outright, so it is refused; δ > 1/(100·n) is allowed with a warning.
+        if let Some(delta) = private_delta.filter(|&d| d > 0.0) {
+            let n = corpus.train().len() as u64;
+            match delta_against_documents(delta, n) {
+                DeltaCheck::Refuse(why) => return Err(RunError::Invalid(why)),
+                DeltaCheck::Warn(why) => observer.info(&why),
+                DeltaCheck::Fine => {}
+            }
+        }
         // A private run samples whole documents: only what each contributes to a release is
         // capped (`private::counted`), so the cap costs no data the guarantee does not need.
         let docs = TrainDocs::Corpus(corpus.clone());
@@ -935,9 +946,19 @@ impl Run {
                         r.scale()
                     ),
                 };
+                // Say plainly which kind of guarantee this is: the default (Gaussian) is
+                // (ε, δ), not pure ε.
+                let delta = r.guarantee().delta.unwrap_or(0.0);
+                let kind = if delta > 0.0 {
+                    format!(
+                        "(ε, δ)-DP with ε = {}, δ = {delta:e}, not pure ε (--mechanism laplace or --delta 0 gives pure ε)",
+                        o.epsilon.get()
+                    )
+                } else {
+                    format!("pure ε-DP with ε = {}", o.epsilon.get())
+                };
                 observer.info(&format!(
-                    "private: ε = {} over {} releases ({accountant}), {how}; {}",
-                    o.epsilon.get(),
+                    "private: {kind}, over {} releases ({accountant}), {how}; {}",
                     o.releases(),
                     match &private_ledger {
                         Some(p) => format!(

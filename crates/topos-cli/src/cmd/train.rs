@@ -81,7 +81,8 @@ pub struct Args {
     #[arg(long)]
     pub doc_topics: bool,
     /// Differentially private training: the model file is (ε, δ)-differentially private with
-    /// respect to adding or removing one training document.
+    /// respect to adding or removing one training document (by default δ = 1e-6, not pure ε;
+    /// --mechanism laplace or --delta 0 gives pure ε).
     ///
     /// The sampler reads whole documents; what each training document contributes to the
     /// released word-topic counts is bounded. By default (--mechanism gaussian) a document
@@ -141,9 +142,13 @@ pub struct Args {
     /// (every distinct word once, then twice, …) while Σ_w c_w² ≤ C² (default 12).
     #[arg(long)]
     pub l2_clip: Option<u32>,
-    /// δ a --private run may use when Rényi accounting needs less noise than basic
-    /// composition (default 1e-6; 0 for pure ε). A corpus ledger tracks pure ε only, so a run
-    /// charged to one must end up pure ε.
+    /// δ of a --private run's (ε, δ) guarantee (default 1e-6; 0 for pure ε, which selects
+    /// --mechanism laplace). The default mechanism, gaussian, is always (ε, δ) with this δ;
+    /// laplace uses it only when Rényi accounting needs less noise than basic composition
+    /// (many releases), else its guarantee is pure ε. δ is checked against the number n of
+    /// training documents (treated as public for this check): δ ≥ 1/n is refused, δ above
+    /// 1/(100·n) is warned about. A corpus ledger charges δ only against a δ budget
+    /// (`topos privacy budget --total-delta`); without one a run charged to it must be pure ε.
     #[arg(long)]
     pub delta: Option<f64>,
     /// Where to train: auto (a GPU when one is usable, the CPU otherwise; it says which), cpu,
