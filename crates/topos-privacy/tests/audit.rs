@@ -135,7 +135,9 @@ fn query_call_is_private_end_to_end() {
 /// sensitivity 2 moved by all of it in one coordinate, the worst case: the privacy loss depends
 /// on the shift's L2 norm only), σ² = Δ²/(2ρ) with ρ the largest that converts to (1, 10⁻⁶);
 /// outputs binned by ⌊y/4⌋. It must pass (false-alarm rate α); noise at a quarter of that σ
-/// (ε ≈ 10 in truth) must fail.
+/// (16ρ ≈ 0.39-zCDP, i.e. ε ≈ 4.5 at δ = 10⁻⁶ in truth) must fail. This audit only detects
+/// errors of about 10× in ρ; the calibration chain is checked with power by the exact-divergence
+/// test in `topos-train` (`the_calibrated_sigma_meets_epsilon_by_the_exact_discrete_gaussian_divergence`).
 #[test]
 fn discrete_gaussian_meets_its_epsilon_delta_and_a_weakened_one_is_caught() {
     use topos_privacy::{zcdp, DiscreteGaussian};
@@ -162,6 +164,9 @@ fn discrete_gaussian_meets_its_epsilon_delta_and_a_weakened_one_is_caught() {
         r.epsilon_lower_bound
     );
     assert!(r.passed && r.epsilon_lower_bound <= eps, "{r:?}");
+    // What the weakened noise is in truth (the number the comment above states).
+    let weak_eps = zcdp::epsilon(16.0 * rho, delta);
+    assert!((4.0..5.0).contains(&weak_eps), "{weak_eps}");
     let weak = DiscreteGaussian::calibrated(l2, 16.0 * rho).unwrap();
     let (xa, xb) = draw(&weak, 331);
     let r = a.check_with_delta(&xa, &xb, delta);
