@@ -369,6 +369,35 @@ pub(crate) fn validate_guarantee(g: &topos_privacy::Guarantee) -> Result<(), Str
             ));
         }
     }
+    // A discrete-Gaussian guarantee: its fields, and its ε consistent with its ρ and δ (the
+    // conversion of `topos_privacy::zcdp`, which training used; a relative 10⁻⁹ for rounding).
+    if g.mechanism == topos_privacy::Mechanism::DiscreteGaussian {
+        let (Some(rho), Some(_)) = (g.accountant.zcdp_rho, g.l2_sensitivity) else {
+            return Err(
+                "privacy guarantee: a discrete Gaussian guarantee without its zCDP ρ and L2 sensitivity"
+                    .into(),
+            );
+        };
+        if g.sensitivity.is_some()
+            || g.max_doc_tokens.is_some()
+            || g.accountant.renyi_order.is_some()
+        {
+            return Err("privacy guarantee: a discrete Gaussian guarantee with an L1 sensitivity, a token cap or a Rényi order (those are the Laplace mechanism's)".into());
+        }
+        let delta = g.delta.unwrap_or(0.0);
+        if !(delta > 0.0 && delta < 1.0) {
+            return Err(format!(
+                "privacy guarantee: a discrete Gaussian guarantee needs δ in (0, 1), got {delta}"
+            ));
+        }
+        let implied = topos_privacy::zcdp::epsilon(rho, delta);
+        if !(implied <= g.epsilon * (1.0 + 1e-9)) {
+            return Err(format!(
+                "privacy guarantee: ε = {} is less than ε = {implied} that ρ = {rho} gives at δ = {delta}",
+                g.epsilon
+            ));
+        }
+    }
     if let Some(a) = g.accountant.renyi_order {
         if !(a.is_finite() && a > 1.0) {
             return Err(format!(
