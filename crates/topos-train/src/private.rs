@@ -279,6 +279,12 @@ impl PrivateOptions {
             ));
         }
         if let PrivateMechanism::Gaussian { l2_clip } = self.mechanism {
+            if self.cap_epsilon > 0.0 {
+                return bad(format!(
+                    "--mechanism gaussian chooses no token cap, so no ε is spent on one (cap_epsilon must be 0, got {})",
+                    self.cap_epsilon
+                ));
+            }
             if l2_clip == 0 {
                 return Err(PrivacyError::NotPositive {
                     what: "the L2 clipping norm (--l2-clip)",
@@ -1608,9 +1614,13 @@ mod tests {
         assert_eq!(g.l2_sensitivity, Some(12.0));
         assert_eq!((g.sensitivity, g.max_doc_tokens), (None, None));
         assert_eq!(g.mechanism, topos_privacy::Mechanism::DiscreteGaussian);
-        // δ = 0 and a zero clip are refused.
+        // δ = 0, a zero clip and an ε spent on a cap (Gaussian chooses none) are refused.
         for bad in [
             PrivateOptions { delta: 0.0, ..opts },
+            PrivateOptions {
+                cap_epsilon: 0.05,
+                ..opts
+            },
             PrivateOptions {
                 mechanism: PrivateMechanism::Gaussian { l2_clip: 0 },
                 ..opts
