@@ -391,7 +391,7 @@ pub(crate) fn validate_guarantee(g: &topos_privacy::Guarantee) -> Result<(), Str
             ));
         }
         let implied = topos_privacy::zcdp::epsilon(rho, delta);
-        if !(implied <= g.epsilon * (1.0 + 1e-9)) {
+        if implied > g.epsilon * (1.0 + 1e-9) {
             return Err(format!(
                 "privacy guarantee: ε = {} is less than ε = {implied} that ρ = {rho} gives at δ = {delta}",
                 g.epsilon
