@@ -599,7 +599,11 @@ pub fn print_summary(summary: &Summary) {
     if let Some(g) = &summary.privacy {
         println!("{}", topos_model::privacy_line(Some(g)));
         if let Some(b) = summary.noise_scale {
-            println!("noise: discrete Laplace of scale {b:.4} added to every word-topic count of every release");
+            if g.mechanism == topos_privacy::Mechanism::DiscreteGaussian {
+                println!("noise: discrete Gaussian of σ = {b:.4} added to every released count of every release");
+            } else {
+                println!("noise: discrete Laplace of scale {b:.4} added to every released count of every release");
+            }
         }
         match &summary.ledger {
             Some(LedgerStatus {
