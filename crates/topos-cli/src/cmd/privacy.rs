@@ -76,8 +76,8 @@ pub struct PlanArgs {
     /// 0, --max-doc-tokens or a corpus privacy budget ask for laplace). The utility prediction
     /// models the Laplace mechanism only: for gaussian the plan gives the settings, σ and the
     /// guarantee, and says that it does not predict utility.
-    #[arg(long, value_parser = ["laplace", "gaussian"])]
-    pub mechanism: Option<String>,
+    #[arg(long, value_enum)]
+    pub mechanism: Option<crate::cmd::train::Mechanism>,
     /// L2 clipping norm C of the Gaussian mechanism (as `train --l2-clip`; default 12).
     #[arg(long)]
     pub l2_clip: Option<u32>,
@@ -513,8 +513,8 @@ fn passes(u: u64, t: f64, b: f64) -> f64 {
 fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     let epsilon = epsilon(a.epsilon, "--epsilon")?;
     // The mechanism train would use (its default rule, `train --help`).
-    let gaussian = match a.mechanism.as_deref() {
-        Some(m) => m == "gaussian",
+    let gaussian = match a.mechanism {
+        Some(m) => m == crate::cmd::train::Mechanism::Gaussian,
         None => {
             a.delta != Some(0.0)
                 && a.max_doc_tokens.is_none()

@@ -136,8 +136,8 @@ pub struct Args {
     /// --max-doc-tokens tokens, discrete Laplace noise, pure ε unless Rényi accounting wins).
     /// Default: gaussian, unless --delta 0, --max-doc-tokens or a corpus privacy budget ask
     /// for laplace (the run says which and why).
-    #[arg(long, value_parser = ["laplace", "gaussian"])]
-    pub mechanism: Option<String>,
+    #[arg(long, value_enum)]
+    pub mechanism: Option<Mechanism>,
     /// L2 clipping norm C of --mechanism gaussian: each document counts its tokens by levels
     /// (every distinct word once, then twice, …) while Σ_w c_w² ≤ C² (default 12).
     #[arg(long)]
@@ -179,6 +179,15 @@ pub struct Args {
     /// Stream the corpus through the GPU even when it fits (tests the streaming path).
     #[arg(long, hide = true)]
     pub gpu_stream: bool,
+}
+
+/// The noise mechanism of a private run, as `--mechanism` names it (`train`, `privacy plan`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    /// Discrete Laplace noise on contributions capped at --max-doc-tokens tokens.
+    Laplace,
+    /// Discrete Gaussian noise on contributions clipped in L2 norm (--l2-clip).
+    Gaussian,
 }
 
 /// `--algo`'s help: every registered sampler's name and summary, and the defaults.
@@ -291,8 +300,8 @@ impl Args {
         // ε = 1 and 10 (BENCHMARKS.md), unless the settings ask for pure ε or for Laplace's
         // token cap: --delta 0, --max-doc-tokens, or a corpus privacy budget (ledgers track
         // pure ε unless given a δ budget).
-        let gaussian = match self.mechanism.as_deref() {
-            Some(m) => m == "gaussian",
+        let gaussian = match self.mechanism {
+            Some(m) => m == Mechanism::Gaussian,
             None => {
                 let ledger = topos_privacy::ledger::ledger_path(&self.corpus).exists();
                 let why_laplace = if self.delta == Some(0.0) {
