@@ -472,7 +472,7 @@ fn plan_reports_the_runs_calibration_and_spends_nothing() {
     );
 }
 
-/// `privacy plan` predicts the held-out log-likelihood of the default private run (word release,
+/// `privacy plan` predicts the held-out log-likelihood of the Laplace private run (word release,
 /// R = 2) with a band, and a run on the same corpus lands inside it (issue 25 part 3). A small
 /// synthetic corpus (K = 5 true topics, 3,000 documents of ~40 tokens, V = 2,000) at ε = 1 and
 /// ε = 10; a few seconds.
@@ -508,6 +508,8 @@ fn plan_predicts_a_private_run_within_its_band() {
             "10",
             "--epsilon",
             eps,
+            "--mechanism",
+            "laplace",
             "-q",
         ]);
         let u = &plan["utility"];
@@ -528,6 +530,8 @@ fn plan_predicts_a_private_run_within_its_band() {
             "--private",
             "--epsilon",
             eps,
+            "--mechanism",
+            "laplace",
             "-o",
             s(&m),
             "-q",

@@ -526,6 +526,8 @@ fn private_settings_left_out_are_chosen_and_explained() {
         "--iters",
         "5",
         "--private",
+        "--mechanism",
+        "laplace",
         "--epsilon",
         "100",
         "-o",
@@ -564,6 +566,8 @@ fn private_settings_left_out_are_chosen_and_explained() {
         "--iters",
         "2",
         "--private",
+        "--mechanism",
+        "laplace",
         "--epsilon",
         "100",
         "-o",
@@ -573,4 +577,184 @@ fn private_settings_left_out_are_chosen_and_explained() {
     assert!(q.status.success());
     assert!(String::from_utf8_lossy(&q.stderr).is_empty(), "{q:?}");
     assert!(String::from_utf8_lossy(&q.stdout).contains("cap chosen privately"));
+}
+
+/// `--mechanism gaussian` (issue 25): the model records an (ε, δ) guarantee of discrete Gaussian
+/// noise accounted in zCDP with its L2 clipping norm and σ, every reader shows it, topics are
+/// kept at a large ε; invalid combinations are refused in one line, writing nothing; `privacy
+/// plan` says it cannot predict this mechanism.
+#[test]
+fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    let out = dir.path().join("g.tmod");
+    let o = s(&out);
+    let base = [
+        "train",
+        c,
+        "-k",
+        "3",
+        "--iters",
+        "30",
+        "--alpha",
+        "0.1",
+        "-o",
+        o,
+        "--private",
+        "--mechanism",
+        "gaussian",
+    ];
+    let with = |extra: &[&'static str]| -> Vec<&str> {
+        base.iter().copied().chain(extra.iter().copied()).collect()
+    };
+    let summary = json(&with(&[
+        "--epsilon",
+        "50",
+        "--l2-clip",
+        "4",
+        "--releases",
+        "3",
+    ]));
+    let g = &summary["privacy"];
+    assert_eq!(g["mechanism"], "discrete-gaussian", "{g}");
+    assert_eq!(g["epsilon"], 50.0);
+    assert_eq!(g["delta"], 1e-6);
+    assert_eq!(g["l2_sensitivity"], 4.0);
+    assert_eq!(g["accountant"]["releases"], 3);
+    let rho = g["accountant"]["zcdp_rho"].as_f64().unwrap();
+    assert!(topos_privacy::zcdp::epsilon(rho, 1e-6) <= 50.0, "{g}");
+    let sigma = g["noise_scale"].as_f64().unwrap();
+    assert!(
+        (3.0 * 16.0 / (2.0 * sigma * sigma) - rho).abs() < 1e-6 * rho,
+        "{g}"
+    );
+    let model = TopicModel::read(&out).unwrap();
+    let recorded = model.privacy.as_ref().expect("a guarantee");
+    assert_eq!(
+        recorded.mechanism,
+        topos_privacy::Mechanism::DiscreteGaussian
+    );
+    let shown = ok(&["topics", o]);
+    assert!(
+        shown.contains("(ε = 50, δ = 1e-6)-differential privacy")
+            && shown.contains("discrete Gaussian noise")
+            && shown.contains("zCDP"),
+        "{shown}"
+    );
+    // Topics survive at ε = 50: each topic's top word belongs to one theme, two themes at
+    // least (runs are keyed by the OS; see the Laplace test above).
+    let report = json(&["topics", o, "--top", "1"]);
+    let mut themes: Vec<usize> = report["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| theme_of(t["top_words"][0]["word"].as_str().unwrap()))
+        .collect();
+    themes.sort_unstable();
+    themes.dedup();
+    assert!(themes.len() >= 2, "{themes:?}");
+    std::fs::remove_file(&out).unwrap();
+
+    for (extra, needle) in [
+        (
+            &["--epsilon", "1", "--delta", "0"][..],
+            "--mechanism gaussian is (ε, δ)-private",
+        ),
+        (
+            &["--epsilon", "1", "--max-doc-tokens", "10"][..],
+            "--max-doc-tokens belongs to --mechanism laplace",
+        ),
+        (&["--epsilon", "1", "--l2-clip", "0"][..], "--l2-clip"),
+    ] {
+        fails_releasing_nothing(&with(extra), needle);
+        assert!(!out.exists());
+    }
+    fails_releasing_nothing(
+        &[
+            "train",
+            c,
+            "-k",
+            "3",
+            "-o",
+            o,
+            "--private",
+            "--epsilon",
+            "1",
+            "--mechanism",
+            "laplace",
+            "--l2-clip",
+            "5",
+        ],
+        "--l2-clip belongs to --mechanism gaussian",
+    );
+    // The plan of the default (gaussian): settings and guarantee, utility not predicted.
+    let plan = json(&["privacy", "plan", c, "-k", "3", "--epsilon", "1"]);
+    assert_eq!(plan["mechanism"], "gaussian", "{plan}");
+    assert_eq!(plan["predicted_heldout_ll"], serde_json::Value::Null);
+    assert!(plan["utility"].as_str().unwrap().contains("not predicted"));
+    assert_eq!(plan["guarantee"]["mechanism"], "discrete-gaussian");
+    // The default mechanism is gaussian, and says so.
+    let o = topos(&[
+        "train",
+        c,
+        "-k",
+        "3",
+        "--iters",
+        "2",
+        "--private",
+        "--epsilon",
+        "5",
+        "-o",
+        o,
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--mechanism not given: gaussian"), "{err}");
+}
+
+/// δ against the number of training documents n (248 here): δ ≥ 1/n is refused in one line
+/// before anything is released; 1/(100·n) < δ < 1/n runs with a warning on stderr.
+#[test]
+fn delta_is_checked_against_the_number_of_training_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    let out = dir.path().join("d.tmod");
+    let o = s(&out);
+    let run = |delta: &'static str| -> Vec<&str> {
+        vec![
+            "train",
+            c,
+            "-k",
+            "3",
+            "--iters",
+            "2",
+            "--private",
+            "--epsilon",
+            "5",
+            "--delta",
+            delta,
+            "-o",
+            o,
+        ]
+    };
+    fails_releasing_nothing(
+        &run("0.01"),
+        "is at least 1/n for n = 248 training documents",
+    );
+    assert!(!out.exists());
+    let done = topos(&run("1e-4"));
+    assert!(done.status.success(), "{done:?}");
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(
+        err.contains("warning: δ = 1e-4 is above 1/(100·n)") && err.contains("n = 248"),
+        "{err}"
+    );
+    assert!(out.exists());
+    // The default δ = 1e-6 is far below 1/(100·248): no warning.
+    std::fs::remove_file(&out).unwrap();
+    let quiet = topos(&run("1e-6"));
+    assert!(quiet.status.success(), "{quiet:?}");
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("warning: δ"));
 }

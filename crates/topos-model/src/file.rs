@@ -406,6 +406,52 @@ pub(crate) fn validate_guarantee(g: &topos_privacy::Guarantee) -> Result<(), Str
     if g.max_doc_tokens == Some(0) {
         return Err("privacy guarantee: documents capped at 0 tokens".into());
     }
+    if let Some(rho) = g.accountant.zcdp_rho {
+        if !(rho.is_finite() && rho > 0.0) {
+            return Err(format!(
+                "privacy guarantee: zCDP ρ = {rho} is not a positive finite number"
+            ));
+        }
+        if !g.delta.is_some_and(|d| d > 0.0) {
+            return Err("privacy guarantee: a zCDP accountant without a positive δ".into());
+        }
+    }
+    if let Some(s) = g.l2_sensitivity {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(format!(
+                "privacy guarantee: L2 sensitivity {s} is not a positive finite number"
+            ));
+        }
+    }
+    // A discrete-Gaussian guarantee: its fields, and its ε consistent with its ρ and δ (the
+    // conversion of `topos_privacy::zcdp`, which training used; a relative 10⁻⁹ for rounding).
+    if g.mechanism == topos_privacy::Mechanism::DiscreteGaussian {
+        let (Some(rho), Some(_)) = (g.accountant.zcdp_rho, g.l2_sensitivity) else {
+            return Err(
+                "privacy guarantee: a discrete Gaussian guarantee without its zCDP ρ and L2 sensitivity"
+                    .into(),
+            );
+        };
+        if g.sensitivity.is_some()
+            || g.max_doc_tokens.is_some()
+            || g.accountant.renyi_order.is_some()
+        {
+            return Err("privacy guarantee: a discrete Gaussian guarantee with an L1 sensitivity, a token cap or a Rényi order (those are the Laplace mechanism's)".into());
+        }
+        let delta = g.delta.unwrap_or(0.0);
+        if !(delta > 0.0 && delta < 1.0) {
+            return Err(format!(
+                "privacy guarantee: a discrete Gaussian guarantee needs δ in (0, 1), got {delta}"
+            ));
+        }
+        let implied = topos_privacy::zcdp::epsilon(rho, delta);
+        if implied > g.epsilon * (1.0 + 1e-9) {
+            return Err(format!(
+                "privacy guarantee: ε = {} is less than ε = {implied} that ρ = {rho} gives at δ = {delta}",
+                g.epsilon
+            ));
+        }
+    }
     if let Some(a) = g.accountant.renyi_order {
         if !(a.is_finite() && a > 1.0) {
             return Err(format!(

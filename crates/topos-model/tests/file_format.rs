@@ -337,7 +337,25 @@ fn refuses_a_bad_privacy_section() {
     let no_delta = renyi.replace("\"delta\":1e-6", "\"delta\":null");
     let bad_scale = renyi.replace("\"noise_scale\":1234.5", "\"noise_scale\":0.0");
     assert!(order_one != renyi && no_delta != renyi && bad_scale != renyi);
+    // The Gaussian mechanism's fields (issue 25): a ρ without δ, a non-positive ρ or L2
+    // sensitivity.
+    let gauss = serde_json::to_string(
+        &topos_privacy::Guarantee::discrete_gaussian(1.0, 1e-6, 2, 12.0, 0.02)
+            .with_noise_scale(84.5),
+    )
+    .unwrap();
+    assert!(TopicModel::from_file_bytes(&with(&section(&gauss)), Path::new("g.tmod")).is_ok());
+    let g_no_delta = gauss.replace("\"delta\":1e-6", "\"delta\":null");
+    let g_rho = gauss.replace("\"zcdp_rho\":0.02", "\"zcdp_rho\":0.0");
+    let g_l2 = gauss.replace("\"l2_sensitivity\":12.0", "\"l2_sensitivity\":-1.0");
+    assert!(g_no_delta != gauss && g_rho != gauss && g_l2 != gauss);
     let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            with(&section(&g_no_delta)),
+            "zCDP accountant without a positive δ",
+        ),
+        (with(&section(&g_rho)), "zCDP ρ = 0 is not"),
+        (with(&section(&g_l2)), "L2 sensitivity -1 is not"),
         (with(&section(&order_one)), "Rényi order 1 is not"),
         (with(&section(&no_delta)), "without a positive δ"),
         (with(&section(&bad_scale)), "noise scale 0 is not"),

@@ -7,7 +7,12 @@
 //! `hi` in two tail bins, so m = hi − lo + 3 events are tested. Each of the 2m empirical
 //! frequencies is within t = √(ln(4m/α)/(2n)) of its probability with probability ≥ 1 − α
 //! (Hoeffding and a union bound); then P_A ≤ e^ε·P_B implies p̂_A ≤ e^ε·p̂_B + (1 + e^ε)·t, so a
-//! private mechanism fails the audit with probability at most α (the false-alarm rate). An audit
+//! private mechanism fails the audit with probability at most α (the false-alarm rate).
+//!
+//! **(ε, δ) claims** ([`Audit::check_with_delta`], the Gaussian mechanism): (ε, δ)-DP bounds
+//! every event, single bins and tails included, by P_A ≤ e^ε·P_B + δ; so the check becomes
+//! p̂_A ≤ e^ε·p̂_B + δ + (1 + e^ε)·t, and the lower bound on ε is ln((p̂_X − t − δ)/(p̂_Y + t)),
+//! with the same false-alarm rate α. An audit
 //! is evidence, not a proof: it catches mechanisms whose privacy loss is clearly above ε (e.g.
 //! noise calibrated to 0.8 of the needed scale, see the tests), not arbitrarily small violations.
 
@@ -76,6 +81,17 @@ impl Audit {
     /// # Panics
     /// If either slice does not hold exactly `samples` outputs.
     pub fn check(&self, a: &[i64], b: &[i64]) -> AuditReport {
+        self.check_with_delta(a, b, 0.0)
+    }
+
+    /// [`Audit::check`] for a claim of (ε, δ)-DP: every bin must satisfy
+    /// p̂_X ≤ e^ε·p̂_Y + δ + (1 + e^ε)·t, and the lower bound is the largest
+    /// ln((p̂_X − t − δ)/(p̂_Y + t)) (see the module documentation); δ = 0 is [`Audit::check`].
+    ///
+    /// # Panics
+    /// As [`Audit::check`], or if δ is not in [0, 1).
+    pub fn check_with_delta(&self, a: &[i64], b: &[i64], delta: f64) -> AuditReport {
+        assert!((0.0..1.0).contains(&delta), "δ in [0, 1)");
         assert_eq!(a.len(), self.samples, "one output per sample on input a");
         assert_eq!(b.len(), self.samples, "one output per sample on input b");
         let m = (self.hi - self.lo + 3) as usize;
@@ -95,11 +111,11 @@ impl Audit {
         for i in 0..m {
             let (pa, pb) = (ha[i] as f64 / n, hb[i] as f64 / n);
             for (x, y) in [(pa, pb), (pb, pa)] {
-                if x > slack {
-                    bound = bound.max(((x - slack) / (y + slack)).ln());
+                if x > slack + delta {
+                    bound = bound.max(((x - slack - delta) / (y + slack)).ln());
                 }
             }
-            let excess = (pa - e * pb).max(pb - e * pa) - (1.0 + e) * slack;
+            let excess = (pa - e * pb).max(pb - e * pa) - delta - (1.0 + e) * slack;
             if excess > worst {
                 worst = excess;
                 worst_bin = self.lo - 1 + i as i64;

@@ -7,6 +7,9 @@ use std::fmt;
 /// How the noise was drawn.
 pub const SAMPLER: &str = "exact discrete Laplace (Canonne-Kamath-Steinke 2020, Alg. 1-2) on integer counts and on a 2^k lattice for reals, ChaCha20 keyed from the OS";
 
+/// How the noise of the Gaussian mechanism was drawn.
+pub const GAUSSIAN_SAMPLER: &str = "exact discrete Gaussian (Canonne-Kamath-Steinke 2020, Alg. 3, by rejection from the exact discrete Laplace) on integer counts, ChaCha20 keyed from the OS";
+
 /// The noise distribution of a release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -15,6 +18,9 @@ pub enum Mechanism {
     DiscreteLaplace,
     /// Laplace noise for reals, snapped to a power-of-two lattice ([`crate::LaplaceMechanism`]).
     SnappedLaplace,
+    /// Discrete Gaussian noise on integers ([`crate::DiscreteGaussian`]), calibrated to an L2
+    /// sensitivity and accounted in zCDP ([`crate::zcdp`]).
+    DiscreteGaussian,
 }
 
 /// Which inputs count as neighbours (Definition 3.2.1, d(A, B) = 1).
@@ -40,6 +46,11 @@ pub struct Accountant {
     /// field existed read and re-encode unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renyi_order: Option<f64>,
+    /// `Some(ρ)`: the releases were composed in zero-concentrated DP (Bun & Steinke 2016,
+    /// Lemma 2.3: ρ adds up) to ρ in total and converted to (ε, δ) with the guarantee's δ
+    /// ([`crate::zcdp::epsilon`]). Absent from the JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zcdp_rho: Option<f64>,
 }
 
 /// A differential-privacy guarantee: (ε, δ) over `neighbours`, how it was obtained, and the
@@ -58,6 +69,10 @@ pub struct Guarantee {
     pub neighbours: Neighbours,
     /// The L1 sensitivity each release was calibrated to, when there is one.
     pub sensitivity: Option<f64>,
+    /// The L2 sensitivity each release was calibrated to (the Gaussian mechanism: every
+    /// document's contribution clipped to this L2 norm); absent from the JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_sensitivity: Option<f64>,
     /// Documents were truncated to at most this many tokens, which is what bounds a document's
     /// influence on word-topic counts (the sensitivity of private training).
     pub max_doc_tokens: Option<u32>,
@@ -91,11 +106,43 @@ impl Guarantee {
                 composition,
                 releases,
                 renyi_order: None,
+                zcdp_rho: None,
             },
             neighbours: Neighbours::AddRemoveDocument,
             sensitivity: Some(sensitivity),
+            l2_sensitivity: None,
             max_doc_tokens: None,
             sampler: SAMPLER.to_string(),
+            noise_scale: None,
+            cap_epsilon: None,
+        }
+    }
+
+    /// (ε, δ)-privacy by discrete Gaussian noise over `releases` releases of L2 sensitivity
+    /// `l2_sensitivity` each, composed sequentially in zCDP to `rho` in total and converted to
+    /// (`epsilon`, `delta`) ([`crate::zcdp`]).
+    pub fn discrete_gaussian(
+        epsilon: f64,
+        delta: f64,
+        releases: u64,
+        l2_sensitivity: f64,
+        rho: f64,
+    ) -> Self {
+        Guarantee {
+            epsilon,
+            delta: Some(delta),
+            mechanism: Mechanism::DiscreteGaussian,
+            accountant: Accountant {
+                composition: Composition::Sequential,
+                releases,
+                renyi_order: None,
+                zcdp_rho: Some(rho),
+            },
+            neighbours: Neighbours::AddRemoveDocument,
+            sensitivity: None,
+            l2_sensitivity: Some(l2_sensitivity),
+            max_doc_tokens: None,
+            sampler: GAUSSIAN_SAMPLER.to_string(),
             noise_scale: None,
             cap_epsilon: None,
         }
@@ -139,6 +186,7 @@ impl fmt::Display for Guarantee {
         f.write_str(match self.mechanism {
             Mechanism::DiscreteLaplace => ", discrete Laplace noise",
             Mechanism::SnappedLaplace => ", snapped Laplace noise",
+            Mechanism::DiscreteGaussian => ", discrete Gaussian noise",
         })?;
         let a = &self.accountant;
         write!(
@@ -151,7 +199,9 @@ impl fmt::Display for Guarantee {
                 Composition::Parallel => "in parallel (disjoint parts)",
             }
         )?;
-        if let Some(alpha) = a.renyi_order {
+        if let Some(rho) = a.zcdp_rho {
+            write!(f, " in zCDP (ρ = {rho:.6} in all)")?;
+        } else if let Some(alpha) = a.renyi_order {
             write!(f, " by Rényi DP (order {alpha:.3})")?;
         } else if a.composition == Composition::Sequential && a.releases > 1 {
             f.write_str(" (basic composition)")?;
@@ -159,8 +209,17 @@ impl fmt::Display for Guarantee {
         if let Some(s) = self.sensitivity {
             write!(f, ", sensitivity {s} each")?;
         }
+        if let Some(s) = self.l2_sensitivity {
+            write!(
+                f,
+                ", L2 sensitivity {s} each (every document's contribution clipped to L2 norm {s})"
+            )?;
+        }
         if let Some(b) = self.noise_scale {
-            write!(f, ", noise scale {b:.4}")?;
+            match self.mechanism {
+                Mechanism::DiscreteGaussian => write!(f, ", noise σ {b:.4}")?,
+                _ => write!(f, ", noise scale {b:.4}")?,
+            }
         }
         if let Some(t) = self.max_doc_tokens {
             write!(f, ", documents capped at {t} tokens")?;
@@ -230,5 +289,24 @@ mod tests {
         assert!(c
             .to_string()
             .contains("cap chosen privately with ε = 0.0500"));
+        assert!(!json.contains("zcdp_rho") && !json.contains("l2_sensitivity"));
+        let g = Guarantee::discrete_gaussian(1.0, 1e-6, 2, 12.0, 0.02).with_noise_scale(84.9);
+        let json = serde_json::to_string(&g).unwrap();
+        assert!(
+            json.contains("\"mechanism\":\"discrete-gaussian\"")
+                && json.contains("\"zcdp_rho\":0.02")
+                && json.contains("\"l2_sensitivity\":12.0"),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Guarantee>(&json).unwrap(), g);
+        let s = g.to_string();
+        assert!(
+            s.starts_with("(ε = 1, δ = 1e-6)-differential privacy")
+                && s.contains("discrete Gaussian noise")
+                && s.contains("in zCDP (ρ = 0.020000 in all)")
+                && s.contains("L2 sensitivity 12 each")
+                && s.contains("noise σ 84.9000"),
+            "{s}"
+        );
     }
 }

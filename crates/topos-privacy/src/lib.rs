@@ -45,7 +45,9 @@
 //! charged once. For private training, [`DiscreteLaplace::calibrated`] with the L1 sensitivity
 //! (the per-document token cap) and the ε of one release (scale from [`rdp::calibrate`]), then
 //! [`DiscreteLaplace::add_to_u32_clamped`] (or [`DiscreteLaplace::add_to_i64`]) on the counts:
-//! batched, parallel, and the same for any number of threads given the source. A [`Guarantee`]
+//! batched, parallel, and the same for any number of threads given the source. Or (issue 25)
+//! [`DiscreteGaussian`] (CKS 2020, Algorithm 3, exact) calibrated to an L2 sensitivity and a
+//! ρ of zero-concentrated DP, composed and converted to (ε, δ) by [`zcdp`]. A [`Guarantee`]
 //! records what was promised, for the model file and for display. [`audit`] is a statistical
 //! privacy tester in the manner of Google's stochastic tester.
 
@@ -54,6 +56,7 @@ pub mod allocate;
 pub mod audit;
 pub mod bernoulli;
 pub mod constraint;
+pub mod discrete_gaussian;
 pub mod discrete_laplace;
 pub mod epsilon;
 pub mod error;
@@ -66,8 +69,10 @@ pub mod query;
 pub mod rdp;
 pub mod rng;
 pub mod stats;
+pub mod zcdp;
 
 pub use accounting::{Composition, Stable};
+pub use discrete_gaussian::DiscreteGaussian;
 pub use discrete_laplace::DiscreteLaplace;
 pub use epsilon::{Epsilon, Sensitivity};
 pub use error::PrivacyError;

@@ -151,6 +151,9 @@ pub enum Chosen {
     Basic,
     /// Rényi DP at this order, converted to (ε, δ).
     Renyi { order: f64 },
+    /// The discrete Gaussian mechanism composed in zCDP to `rho` in all, converted to (ε, δ)
+    /// ([`crate::zcdp`]); `scale` is then σ.
+    Zcdp { rho: f64 },
 }
 
 /// A noise scale for R releases and how it was accounted.

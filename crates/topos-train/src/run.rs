@@ -23,7 +23,7 @@ use crate::counts::WordTopics;
 use crate::device::{Device, DeviceChoice};
 use crate::engine::{for_each_row_piece, DeviceOptions, Engine, EngineSetup, Start, TrainDocs};
 use crate::memory::{Bytes, MemoryEstimate, RunShape};
-use crate::private::{PrivateOptions, Releases};
+use crate::private::{delta_against_documents, DeltaCheck, PrivateOptions, Releases};
 use crate::sampler::{Determinism, Sampler};
 use crate::transport::{Transport, TransportKind};
 use crate::{Checkpoint, TrainError};
@@ -635,6 +635,17 @@ impl Run {
             ),
             None => None,
         };
+        // δ against the number of training documents n (treated as public for this check, like
+        // the vocabulary): an (ε, δ) guarantee with δ ≥ 1/n allows a mechanism that publishes one
+        // random document outright, so it is refused; δ > 1/(100·n) is allowed with a warning.
+        if let Some(delta) = private_delta.filter(|&d| d > 0.0) {
+            let n = corpus.train().len() as u64;
+            match delta_against_documents(delta, n) {
+                DeltaCheck::Refuse(why) => return Err(RunError::Invalid(why)),
+                DeltaCheck::Warn(why) => observer.info(&why),
+                DeltaCheck::Fine => {}
+            }
+        }
         // A private run samples whole documents: only what each contributes to a release is
         // capped (`private::counted`), so the cap costs no data the guarantee does not need.
         let docs = TrainDocs::Corpus(corpus.clone());
@@ -942,20 +953,43 @@ impl Run {
                     topos_privacy::rdp::Chosen::Renyi { order } => {
                         format!("Rényi DP at order {order:.3}, δ = {:e}", o.delta)
                     }
+                    topos_privacy::rdp::Chosen::Zcdp { rho } => {
+                        format!("zCDP, ρ = {rho:.6} in all, δ = {:e}", o.delta)
+                    }
+                };
+                let how = match o.mechanism {
+                    crate::PrivateMechanism::Laplace => format!(
+                        "documents capped at {} tokens, discrete Laplace noise scale {:.3} per count (basic composition would need {:.3})",
+                        o.max_doc_tokens,
+                        r.scale(),
+                        f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
+                    ),
+                    crate::PrivateMechanism::Gaussian { l2_clip } => format!(
+                        "every document's contribution clipped to L2 norm {l2_clip}, discrete Gaussian noise σ = {:.3} per count",
+                        r.scale()
+                    ),
+                };
+                // Say plainly which kind of guarantee this is: the default (Gaussian) is
+                // (ε, δ), not pure ε.
+                let delta = r.guarantee().delta.unwrap_or(0.0);
+                let kind = if delta > 0.0 {
+                    format!(
+                        "(ε, δ)-DP with ε = {}, δ = {delta:e}, not pure ε (--mechanism laplace or --delta 0 gives pure ε)",
+                        o.epsilon.get()
+                    )
+                } else {
+                    format!("pure ε-DP with ε = {}", o.epsilon.get())
                 };
                 observer.info(&format!(
-                    "private: ε = {} over {} releases ({accountant}), documents capped at {} tokens, noise scale {:.3} per count (basic composition would need {:.3}); {}",
-                    o.epsilon.get(),
+                    "private: {kind}, over {} releases ({accountant}), {how}; {}",
                     o.releases(),
-                    o.max_doc_tokens,
-                    r.scale(),
-                    f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
                     match &private_ledger {
                         Some(p) => format!(
                             "to be charged to {} when the model is written",
                             topos_privacy::ledger::ledger_path(p).display()
                         ),
-                        None => "no privacy budget set for this corpus, nothing charged".to_string(),
+                        None =>
+                            "no privacy budget set for this corpus, nothing charged".to_string(),
                     }
                 ));
                 Some(PrivateRun {
@@ -1535,14 +1569,24 @@ impl Run {
             if let Some(corpus_path) = charged_to {
                 let o = p.releases.options();
                 let delta = p.releases.guarantee().delta.unwrap_or(0.0);
-                let query = format!(
-                    "train --private -k {} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
-                    h.num_topics,
-                    o.iterations,
-                    o.releases,
-                    o.epsilon.get(),
-                    o.max_doc_tokens
-                );
+                let query = match o.mechanism {
+                    crate::PrivateMechanism::Laplace => format!(
+                        "train --private -k {} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
+                        h.num_topics,
+                        o.iterations,
+                        o.releases,
+                        o.epsilon.get(),
+                        o.max_doc_tokens
+                    ),
+                    crate::PrivateMechanism::Gaussian { l2_clip } => format!(
+                        "train --private --mechanism gaussian -k {} --iters {} --releases {} --epsilon {} --delta {} --l2-clip {l2_clip}",
+                        h.num_topics,
+                        o.iterations,
+                        o.releases,
+                        o.epsilon.get(),
+                        o.delta
+                    ),
+                };
                 let l = topos_privacy::Ledger::charge_approx(
                     corpus_path,
                     self.corpus.checksum(),

@@ -21,7 +21,8 @@ use topos_model::Hyperparameters;
 use topos_privacy::audit::{Audit, AuditReport};
 use topos_privacy::{Epsilon, NoiseSource};
 use topos_train::private::{
-    cap_candidates, choose_cap, contribution_counts, train_in_memory, PrivateOptions,
+    cap_candidates, choose_cap, contribution_counts, train_in_memory, PrivateMechanism,
+    PrivateOptions,
 };
 
 const ALPHA: f64 = 1e-6;
@@ -64,6 +65,7 @@ fn options(epsilon: f64, cap: u32) -> PrivateOptions {
         releases: 2,
         word_release: true,
         cap_epsilon: 0.0,
+        mechanism: PrivateMechanism::Laplace,
     }
 }
 
@@ -274,4 +276,78 @@ fn the_private_cap_choice_is_private() {
         .collect();
     let r = audit.check(&sa, &sb);
     assert!(!r.passed, "a cap choice at 3ε passed a claim of ε: {r:?}");
+}
+
+/// The Gaussian mechanism (`--mechanism gaussian`): documents clipped to L2 norm C = 3, the
+/// default R = 2 (word release, model), (ε, δ) = (1, 10⁻⁶), one iteration.
+fn gaussian(epsilon: f64, clip: u32) -> PrivateOptions {
+    PrivateOptions {
+        epsilon: Epsilon::new(epsilon).unwrap(),
+        delta: 1e-6,
+        max_doc_tokens: 0,
+        iterations: 1,
+        releases: 2,
+        word_release: true,
+        cap_epsilon: 0.0,
+        mechanism: PrivateMechanism::Gaussian { l2_clip: clip },
+    }
+}
+
+/// End to end, the Gaussian mechanism against its (ε, δ) claims ([`Audit::check_with_delta`]):
+/// d* = 8·C tokens of a word no other document holds, of which the L2 clipping counts C (its
+/// squares 1 + 3 + 5 = 9 = C²). The word release of that word is audited against the (ε, δ)
+/// its own ρ converts to, and both releases together (ũ + model row) against the run's (ε, δ).
+/// Bins of width σ, fixed before sampling. Negative control that must fail: the same document
+/// unclipped (C = 8·3, ρ 64 times larger, so the same σ), against the clipped run's claim.
+/// False-alarm rate α = 1e-6 each (3 audits).
+#[test]
+fn the_gaussian_mechanism_is_private_end_to_end_and_unclipped_runs_are_caught() {
+    use topos_privacy::zcdp;
+    let (eps, clip) = (1.0, CAP);
+    let opts = gaussian(eps, clip);
+    let a = Arc::new(base());
+    let probe = train_in_memory(
+        a.clone(),
+        V,
+        Hyperparameters::new(K, Some(0.5), Some(0.1)).unwrap(),
+        opts,
+        NoiseSource::insecure_seeded(1),
+    )
+    .unwrap();
+    let (sigma, spent, g) = (probe.scale(), probe.spent().to_vec(), probe.guarantee());
+    assert_eq!(spent.len(), 2);
+    let rho: f64 = spent.iter().sum();
+    assert!(rho <= g.accountant.zcdp_rho.unwrap() * (1.0 + 1e-12));
+    assert!(zcdp::epsilon(rho, 1e-6) <= eps);
+    let word_claim = zcdp::epsilon(spent[0], 1e-6);
+    let long = with(&a, &[RARE; 8 * CAP as usize]);
+    let w = sigma.round() as i64;
+    let check = |claim: f64, width: i64, pick: &dyn Fn((i64, i64)) -> i64, out: &Outputs| {
+        let audit = Audit {
+            epsilon: claim,
+            samples: SAMPLES,
+            alpha: ALPHA,
+            lo: -3,
+            hi: 1,
+        };
+        let xa: Vec<i64> = out.0.iter().map(|&o| pick(o).div_euclid(width)).collect();
+        let xb: Vec<i64> = out.1.iter().map(|&o| pick(o).div_euclid(width)).collect();
+        let r = audit.check_with_delta(&xa, &xb, 1e-6);
+        eprintln!(
+            "gaussian claim ({claim:.4}, 1e-6): empirical lower bound {:.4} (passed {})",
+            r.epsilon_lower_bound, r.passed
+        );
+        r
+    };
+    let out = sample(&a, &long, opts, RARE, 21);
+    let r = check(word_claim, w, &|(u, _)| u, &out);
+    assert!(r.passed, "gaussian, word release: {r:?}");
+    let r = check(g.epsilon, 2 * w, &|(u, m)| u + m, &out);
+    assert!(r.passed, "gaussian, whole run: {r:?}");
+    // Negative control: unclipped (C = 24 counts all 24 tokens), ε raised so that σ is the
+    // same, audited against the clipped run's word-release claim.
+    let unclipped = gaussian(zcdp::epsilon(64.0 * rho, 1e-6), 8 * CAP);
+    let out = sample(&a, &long, unclipped, RARE, 22);
+    let r = check(word_claim, w, &|(u, _)| u, &out);
+    assert!(!r.passed, "unclipped contributions passed: {r:?}");
 }

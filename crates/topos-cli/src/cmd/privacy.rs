@@ -72,6 +72,15 @@ pub struct PlanArgs {
     /// Plan a run without the word release (as `train --no-word-release`).
     #[arg(long)]
     pub no_word_release: bool,
+    /// The noise mechanism (as `train --mechanism`; the same default: gaussian unless --delta
+    /// 0, --max-doc-tokens or a corpus privacy budget ask for laplace). The utility prediction
+    /// models the Laplace mechanism only: for gaussian the plan gives the settings, σ and the
+    /// guarantee, and says that it does not predict utility.
+    #[arg(long, value_enum)]
+    pub mechanism: Option<crate::cmd::train::Mechanism>,
+    /// L2 clipping norm C of the Gaussian mechanism (as `train --l2-clip`; default 12).
+    #[arg(long)]
+    pub l2_clip: Option<u32>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -503,6 +512,21 @@ fn passes(u: u64, t: f64, b: f64) -> f64 {
 
 fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     let epsilon = epsilon(a.epsilon, "--epsilon")?;
+    // The mechanism train would use (its default rule, `train --help`).
+    let gaussian = match a.mechanism {
+        Some(m) => m == crate::cmd::train::Mechanism::Gaussian,
+        None => {
+            a.delta != Some(0.0)
+                && a.max_doc_tokens.is_none()
+                && !topos_privacy::ledger::ledger_path(&a.corpus).exists()
+        }
+    };
+    if gaussian {
+        return plan_gaussian(a, epsilon, ui);
+    }
+    if a.l2_clip.is_some() {
+        anyhow::bail!("--l2-clip belongs to --mechanism gaussian");
+    }
     if a.max_doc_tokens == Some(0) {
         anyhow::bail!("--max-doc-tokens must be at least 1, got 0");
     }
@@ -531,6 +555,7 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
             .unwrap_or(topos_train::private::DEFAULT_RELEASES.min(a.iters.saturating_add(1))),
         word_release: !a.no_word_release && a.iters > 0,
         cap_epsilon,
+        mechanism: topos_train::PrivateMechanism::Laplace,
     };
     // Calibrated exactly as a run is; this draws no noise (the source is never read).
     let releases = topos_train::Releases::new(options, NoiseSource::insecure_seeded(0))?;
@@ -567,6 +592,9 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     let (accountant, renyi_order) = match calibration.chosen {
         topos_privacy::rdp::Chosen::Basic => ("basic".to_string(), None),
         topos_privacy::rdp::Chosen::Renyi { order } => ("renyi".to_string(), Some(order)),
+        topos_privacy::rdp::Chosen::Zcdp { .. } => {
+            unreachable!("the plan is of the Laplace mechanism")
+        }
     };
     let out = Plan {
         corpus: a.corpus.display().to_string(),
@@ -658,6 +686,89 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
             u.unigram_heldout_ll, u.uniform_ll
         );
         println!("  how: {}", u.model);
+    })
+}
+
+/// The plan of a Gaussian run: its settings, σ, ρ and guarantee; no utility prediction (the
+/// prediction model is calibrated for the Laplace mechanism only).
+#[derive(Serialize)]
+struct GaussianPlan {
+    corpus: String,
+    mechanism: &'static str,
+    topics: u32,
+    iterations: u32,
+    epsilon: f64,
+    delta: f64,
+    l2_clip: u32,
+    releases: u32,
+    word_release: bool,
+    noise_sigma: f64,
+    zcdp_rho: f64,
+    guarantee: Guarantee,
+    predicted_heldout_ll: Option<f64>,
+    utility: &'static str,
+}
+
+fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result<()> {
+    if a.max_doc_tokens.is_some() {
+        anyhow::bail!("--max-doc-tokens belongs to --mechanism laplace; the Gaussian mechanism clips each document in L2 norm (--l2-clip)");
+    }
+    let delta = a.delta.unwrap_or(topos_train::private::DEFAULT_DELTA);
+    if delta == 0.0 {
+        anyhow::bail!(
+            "--mechanism gaussian is (ε, δ)-private: it needs --delta > 0 (default 1e-6), not 0"
+        );
+    }
+    let l2_clip = a.l2_clip.unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
+    let options = topos_train::PrivateOptions {
+        epsilon,
+        delta,
+        max_doc_tokens: 0,
+        iterations: a.iters,
+        releases: a.releases.unwrap_or(
+            topos_train::private::DEFAULT_GAUSSIAN_RELEASES.min(a.iters.saturating_add(1)),
+        ),
+        word_release: !a.no_word_release && a.iters > 0,
+        cap_epsilon: 0.0,
+        mechanism: topos_train::PrivateMechanism::Gaussian { l2_clip },
+    };
+    let releases = topos_train::Releases::new(options, NoiseSource::insecure_seeded(0))?;
+    let guarantee = releases.guarantee();
+    let out = GaussianPlan {
+        corpus: a.corpus.display().to_string(),
+        mechanism: "gaussian",
+        topics: a.topics,
+        iterations: a.iters,
+        epsilon: epsilon.get(),
+        delta,
+        l2_clip,
+        releases: options.releases,
+        word_release: options.word_release,
+        noise_sigma: releases.scale(),
+        zcdp_rho: guarantee.accountant.zcdp_rho.unwrap_or(0.0),
+        guarantee,
+        predicted_heldout_ll: None,
+        utility: "not predicted: the utility model is calibrated for the Laplace mechanism only (measured Gaussian runs: BENCHMARKS.md, issue 25)",
+    };
+    ui.result(&out, || {
+        println!(
+            "settings: K = {}, T = {}, Gaussian mechanism, documents clipped to L2 norm C = {}, R = {} releases{}",
+            out.topics,
+            out.iterations,
+            out.l2_clip,
+            out.releases,
+            if out.word_release {
+                " (the first of the word counts)"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "noise: discrete Gaussian σ = {:.3} per count in every release (ρ = {:.6} zCDP in all)",
+            out.noise_sigma, out.zcdp_rho
+        );
+        println!("{}", out.guarantee);
+        println!("expected held-out log-likelihood: {}", out.utility);
     })
 }
 
