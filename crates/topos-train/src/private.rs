@@ -144,14 +144,32 @@ use topos_privacy::{
 /// (`bench/dp_utility.sh`, 2026-11-26).
 pub const DEFAULT_RELEASES: u32 = 2;
 
-/// δ of a private run when `--delta` is not given: 10⁻⁶, well below 1/n for corpora of up to
-/// ~10⁴ training documents (a δ near 1/n would allow releasing a whole document outright). A run
+/// δ of a private run when `--delta` is not given, at most: 10⁻⁶, well below 1/n for corpora of
+/// up to ~10⁴ training documents (a δ near 1/n would allow releasing a whole document outright);
+/// larger corpora get a smaller one ([`default_delta`]). A run
 /// checks it against its n ([`delta_against_documents`]: refused when δ ≥ 1/n, a warning
 /// above 1/(100·n)). The default mechanism (Gaussian) is (ε, δ)-DP with this δ; with
 /// `--mechanism laplace` δ only buys less noise when the Rényi accountant wins (many releases,
 /// dozens), and with the default two releases basic composition wins and the guarantee is pure
 /// ε (δ = 0). `--delta 0` asks for pure ε (Laplace).
 pub const DEFAULT_DELTA: f64 = 1e-6;
+
+/// δ of a private run when `--delta` is not given, for n training documents: [`DEFAULT_DELTA`],
+/// or below 1/(100·n) where that is smaller, rounded down to a power of ten (10⁻⁷ for 20
+/// Newsgroups' 10,204 documents), so that the default never draws [`delta_against_documents`]'s
+/// warning. n is treated as public, as for that check.
+pub fn default_delta(n: u64) -> f64 {
+    let bound = 0.01 / n.max(1) as f64;
+    if DEFAULT_DELTA <= bound {
+        return DEFAULT_DELTA;
+    }
+    // The largest power of ten at most `bound` (checked against it: log10 can round up).
+    let mut e = bound.log10().floor() as i32;
+    while 10f64.powi(e) > bound {
+        e -= 1;
+    }
+    10f64.powi(e)
+}
 
 /// What a private run's δ is, against its number of training documents n.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1229,6 +1247,28 @@ pub fn train_in_memory(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_default_delta_is_never_warned_about() {
+        for n in [
+            1u64, 248, 9_999, 10_000, 10_001, 10_204, 99_999, 1_000_000, 8_282_000,
+        ] {
+            let d = default_delta(n);
+            assert!(d <= DEFAULT_DELTA, "n = {n}");
+            assert_eq!(
+                delta_against_documents(d, n),
+                DeltaCheck::Fine,
+                "n = {n}: {d:e}"
+            );
+            // Not needlessly small: within a factor ten of the bound, or the default itself.
+            assert!(
+                d == DEFAULT_DELTA || d * 10.0 > 0.01 / n as f64,
+                "n = {n}: {d:e}"
+            );
+        }
+        assert_eq!(default_delta(10_204), 1e-7);
+        assert_eq!(default_delta(248), 1e-6);
+    }
+
     use super::*;
 
     #[test]

@@ -713,10 +713,14 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
     if a.max_doc_tokens.is_some() {
         anyhow::bail!("--max-doc-tokens belongs to --mechanism laplace; the Gaussian mechanism clips each document in L2 norm (--l2-clip)");
     }
-    let delta = a.delta.unwrap_or(topos_train::private::DEFAULT_DELTA);
+    let delta = match a.delta {
+        Some(d) => d,
+        // As `topos train` resolves it: against the number of training documents.
+        None => topos_train::private::default_delta(open_corpus(&a.corpus)?.train().len() as u64),
+    };
     if delta == 0.0 {
         anyhow::bail!(
-            "--mechanism gaussian is (ε, δ)-private: it needs --delta > 0 (default 1e-6), not 0"
+            "--mechanism gaussian is (ε, δ)-private: it needs --delta > 0 (default 1e-6, less for more than 10⁴ documents), not 0"
         );
     }
     let l2_clip = a.l2_clip.unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
