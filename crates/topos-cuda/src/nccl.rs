@@ -83,6 +83,14 @@ impl DeviceComm {
         Ok(())
     }
 
+    /// `buf` summed element-wise over every GPU, in place.
+    pub fn sum_u64(&mut self, buf: &mut CudaSlice<u64>) -> Result<(), GpuError> {
+        self.comm
+            .all_reduce_in_place(buf, &ReduceOp::Sum)
+            .map_err(|e| nccl_error("summing the topic totals", e))?;
+        Ok(())
+    }
+
     /// `buf` replaced by its element-wise maximum over every GPU, in place.
     pub fn max_u64(&mut self, buf: &mut CudaSlice<u64>) -> Result<(), GpuError> {
         self.comm

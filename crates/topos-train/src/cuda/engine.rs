@@ -49,6 +49,7 @@ pub struct EngineConfig {
 
 struct Kernels {
     column_sums: CudaFunction,
+    topic_histogram: CudaFunction,
     hashed_column_sums: CudaFunction,
     normalizers: CudaFunction,
     count_words: CudaFunction,
@@ -143,6 +144,13 @@ pub struct Engine {
     dense_rows: u32,
     hashed_cells: u64,
     n: CudaSlice<u64>,
+    /// The topic totals of B′, counted from the sweep's new assignments (a histogram of z, not
+    /// a read of B′): the commit's n without the column sums' pass over B′.
+    n_next: CudaSlice<u64>,
+    next_totals: NextTotals,
+    /// Whether this engine exchanges its counts with others (then `n_next` counts only its
+    /// share until the exchange sums it).
+    grouped: bool,
     inv_norm: CudaSlice<f32>,
     scratch: CudaSlice<u32>,
     scratch_warps: u32,
@@ -168,6 +176,17 @@ pub struct Engine {
     sparse: Option<SparseExchange>,
     /// Seconds of each step of [`Engine::new`].
     open_seconds: Vec<(&'static str, f64)>,
+}
+
+/// What `n_next` holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NextTotals {
+    /// Nothing usable: the commit sums B′'s columns.
+    Stale,
+    /// The totals of this engine's sweep.
+    Local,
+    /// The totals of every engine's sweep, summed by the exchange.
+    Summed,
 }
 
 /// What the sparse exchange between GPUs needs on each GPU: this GPU's non-zero cells as entries
@@ -343,6 +362,7 @@ fn compile(
     };
     Ok(Kernels {
         column_sums: f("column_sums")?,
+        topic_histogram: f("topic_histogram")?,
         hashed_column_sums: f("hashed_column_sums")?,
         normalizers: f("normalizers")?,
         count_words: f("count_words")?,
@@ -679,6 +699,9 @@ impl Engine {
         let n = main
             .alloc_zeros::<u64>(k)
             .check(|| alloc("the topic totals", k * 8))?;
+        let n_next = main
+            .alloc_zeros::<u64>(k)
+            .check(|| alloc("the next topic totals", k * 8))?;
         let inv_norm = main
             .alloc_zeros::<f32>(k)
             .check(|| alloc("the normalizers", k * 4))?;
@@ -1058,6 +1081,9 @@ impl Engine {
             dense_rows: words.dense_rows,
             hashed_cells: words.hashed_cells(),
             n,
+            n_next,
+            next_totals: NextTotals::Stale,
+            grouped: false,
             inv_norm,
             scratch,
             scratch_warps,
@@ -1154,6 +1180,12 @@ impl Engine {
             }
             .check(|| "launching hashed_column_sums".into())?;
         }
+        self.normalizers()
+    }
+
+    /// The normalizers 1 / (n_k + Vβ) from n.
+    fn normalizers(&mut self) -> Result<(), GpuError> {
+        let k = self.cfg.topics;
         let v_beta = f64::from(self.cfg.words) * self.cfg.beta;
         // SAFETY: argument types match the kernel's signature.
         unsafe {
@@ -1202,6 +1234,10 @@ impl Engine {
         self.main
             .memset_zeros(&mut self.bn)
             .check(|| "clearing the next word-topic counts".into())?;
+        self.main
+            .memset_zeros(&mut self.n_next)
+            .check(|| "clearing the next topic totals".into())?;
+        self.next_totals = NextTotals::Local;
         if self.cfg.three_branch {
             self.top_topics()?;
         }
@@ -1216,6 +1252,7 @@ impl Engine {
             word_off,
             word_slots,
             n,
+            n_next,
             inv_norm,
             scratch,
             scratch_warps,
@@ -1233,6 +1270,7 @@ impl Engine {
             word_off,
             word_slots,
             n,
+            n_next,
             inv_norm,
             top2,
             top3,
@@ -1361,7 +1399,16 @@ impl Engine {
     /// iteration to finish.
     pub fn commit(&mut self, iteration: u32) -> Result<(), GpuError> {
         std::mem::swap(&mut self.b, &mut self.bn);
-        self.totals()?;
+        // B′'s column sums are the histogram of the new assignments: counted during the sweep,
+        // and summed over the engines by the exchange when there are several.
+        match (self.next_totals, self.grouped) {
+            (NextTotals::Summed, _) | (NextTotals::Local, false) => {
+                std::mem::swap(&mut self.n, &mut self.n_next);
+                self.normalizers()?;
+            }
+            _ => self.totals()?,
+        }
+        self.next_totals = NextTotals::Stale;
         self.main
             .synchronize()
             .check(|| format!("running iteration {iteration}"))?;
@@ -1983,6 +2030,7 @@ impl Engine {
                 "several processes need the dense word-topic format on the GPU".into(),
             ));
         }
+        self.grouped = true;
         self.main
             .synchronize()
             .check(|| "finishing the sweep".into())?;
@@ -1990,6 +2038,9 @@ impl Engine {
             l.synchronize().check(|| "finishing the sweep".into())?;
         }
         let started = std::time::Instant::now();
+        // The sweep's topic totals travel with the counts (K numbers), so that the commit need
+        // not sum B′'s columns.
+        let with_totals = self.next_totals == NextTotals::Local;
         if let Some(comm) = comm {
             // On the GPUs, enqueued on the main stream: the non-zero cells gathered, or NCCL's
             // all-reduce of the dense counts.
@@ -1999,6 +2050,10 @@ impl Engine {
                 comm.sum_u32(&mut self.bn)?;
                 crate::exchange::Way::Nccl
             };
+            if with_totals {
+                comm.sum_u64(&mut self.n_next)?;
+                self.next_totals = NextTotals::Summed;
+            }
             self.main
                 .synchronize()
                 .check(|| "summing the counts over the GPUs".into())?;
@@ -2024,6 +2079,19 @@ impl Engine {
             main.synchronize()
                 .check(|| "copying the summed counts back".into())?;
             a = b;
+        }
+        if with_totals {
+            let mut totals = main
+                .clone_dtoh(&self.n_next)
+                .check(|| "copying the topic totals for the exchange".into())?;
+            main.synchronize()
+                .check(|| "copying the topic totals for the exchange".into())?;
+            transport
+                .sum_u64(&mut totals)
+                .map_err(|e| GpuError::Unsupported(e.to_string()))?;
+            main.memcpy_htod(&totals, &mut self.n_next)
+                .check(|| "copying the summed topic totals back".into())?;
+            self.next_totals = NextTotals::Summed;
         }
         Ok((started.elapsed().as_secs_f64(), crate::exchange::Way::Dense))
     }
@@ -2182,6 +2250,8 @@ struct Model<'a> {
     word_off: &'a CudaSlice<u64>,
     word_slots: &'a CudaSlice<u32>,
     n: &'a CudaSlice<u64>,
+    /// The sweep's topic totals (written by atomics from every stream).
+    n_next: &'a CudaSlice<u64>,
     inv_norm: &'a CudaSlice<f32>,
     /// ezlda's per-word K1/K2 and its tallies (written by atomics from every stream).
     top2: &'a CudaSlice<u32>,
@@ -2394,6 +2464,38 @@ fn sweep_view(
         b.launch(sample_cfg)
     }
     .check(|| "launching sample".into())?;
+    launch_histogram(s, k, model, &c.z, m.tokens as u64)
+}
+
+/// n_next += the topics of a chunk's new assignments (see `topic_histogram`).
+fn launch_histogram(
+    s: &Arc<CudaStream>,
+    k: &Kernels,
+    model: &Model<'_>,
+    z: &CudaSlice<u16>,
+    tokens: u64,
+) -> Result<(), GpuError> {
+    let topics = model.cfg.topics;
+    // Shared-memory counts up to 12,288 topics (48 KiB, the default limit per block).
+    let shared = u32::from(topics <= 12_288);
+    let blocks = tokens.div_ceil(u64::from(BLOCK) * 16).clamp(1, 1024) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: if shared == 1 { topics * 4 } else { 0 },
+    };
+    // SAFETY: argument types match the kernel's signature; z holds `tokens` assignments; the
+    // totals are written only by atomics (from both chunk streams when streaming).
+    unsafe {
+        s.launch_builder(&k.topic_histogram)
+            .arg(z)
+            .arg(&tokens)
+            .arg(&topics)
+            .arg(&shared)
+            .arg(model.n_next)
+            .launch(cfg)
+    }
+    .check(|| "launching topic_histogram".into())?;
     Ok(())
 }
 

@@ -134,6 +134,28 @@ extern "C" __global__ void hashed_column_sums(const u32* __restrict__ cells, u64
     }
 }
 
+// n[k] += the tokens of z[0, tokens) assigned topic k: the column sums of the counts those tokens
+// added to B' (each token adds one to its word's row, in its new topic), without reading B'.
+// With `shared` (K u32 of dynamic shared memory fit), each block counts in shared memory first.
+extern "C" __global__ void topic_histogram(const u16* __restrict__ z, u64 tokens, u32 K, u32 shared,
+                                           u64* __restrict__ n) {
+    extern __shared__ u32 histogram_smem[];
+    if (shared) {
+        for (u32 k = threadIdx.x; k < K; k += blockDim.x) histogram_smem[k] = 0u;
+        __syncthreads();
+    }
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < tokens; i += (u64)gridDim.x * blockDim.x) {
+        u32 k = z[i];
+        if (shared) atomicAdd(&histogram_smem[k], 1u);
+        else atomicAdd(&n[k], 1ull);
+    }
+    if (shared) {
+        __syncthreads();
+        for (u32 k = threadIdx.x; k < K; k += blockDim.x)
+            if (histogram_smem[k]) atomicAdd(&n[k], (u64)histogram_smem[k]);
+    }
+}
+
 // n[k] = sum_v B[v*K + k]. Grid: x over topics (256 per block), y over word slices.
 extern "C" __global__ void column_sums(const u32* __restrict__ B, u32 V, u32 K, u32 words_per_slice,
                                        u64* __restrict__ n) {
