@@ -1486,21 +1486,7 @@ impl Engine {
                     .check(|| what("results"))?,
             )
         };
-        let mut counts = main
-            .alloc_zeros::<u32>(batch * k)
-            .check(|| what("scratch"))?;
-        let mut slot = main
-            .alloc_zeros::<u32>(batch * k)
-            .check(|| what("scratch"))?;
-        let mut nonzero = main
-            .alloc_zeros::<u16>(batch * k)
-            .check(|| what("scratch"))?;
-        let mut cum = main
-            .alloc_zeros::<f64>(batch * k)
-            .check(|| what("scratch"))?;
-        let mut sum = main
-            .alloc_zeros::<u64>(batch * k)
-            .check(|| what("scratch"))?;
+        let mut scratch = FoldInScratch::new(&main, batch * k)?;
         let (kk, beta, alpha) = (k as u32, self.cfg.beta, self.cfg.alpha);
         if rows > 0 {
             // SAFETY: argument types match `heldout_phi_rows`; one block per held-out word.
@@ -1526,20 +1512,7 @@ impl Engine {
         for first in (0..docs.len()).step_by(batch) {
             let count = batch.min(docs.len() - first) as u32;
             let first = first as u32;
-            main.memset_zeros(&mut counts).check(|| what("scratch"))?;
-            main.memset_zeros(&mut sum).check(|| what("scratch"))?;
-            // The empty slot is all ones.
-            // SAFETY: plain bytes.
-            unsafe {
-                let (p, _g) = slot.device_ptr(&main);
-                topos_cuda::cudarc::driver::result::memset_d8_async(
-                    p,
-                    0xff,
-                    batch * k * 4,
-                    main.cu_stream(),
-                )
-            }
-            .check(|| what("scratch"))?;
+            scratch.reset(&main)?;
             // SAFETY: argument types match `heldout_foldin`; one thread per document.
             unsafe {
                 main.launch_builder(&self.kernels.heldout_foldin)
@@ -1556,11 +1529,11 @@ impl Engine {
                     .arg(&seed_hi)
                     .arg(&opts.sweeps)
                     .arg(&opts.burn_in)
-                    .arg(&mut counts)
-                    .arg(&mut slot)
-                    .arg(&mut nonzero)
-                    .arg(&mut cum)
-                    .arg(&mut sum)
+                    .arg(&mut scratch.counts)
+                    .arg(&mut scratch.slot)
+                    .arg(&mut scratch.nonzero)
+                    .arg(&mut scratch.cum)
+                    .arg(&mut scratch.sum)
                     .arg(&mut z)
                     .arg(&mut out)
                     // One warp a document, four to a block.
@@ -1641,21 +1614,7 @@ impl Engine {
         let mut out = main
             .alloc_zeros::<f64>(tokens.max(1))
             .check(|| what("results"))?;
-        let mut counts = main
-            .alloc_zeros::<u32>(batch * k)
-            .check(|| what("scratch"))?;
-        let mut slot = main
-            .alloc_zeros::<u32>(batch * k)
-            .check(|| what("scratch"))?;
-        let mut nonzero = main
-            .alloc_zeros::<u16>(batch * k)
-            .check(|| what("scratch"))?;
-        let mut cum = main
-            .alloc_zeros::<f64>(batch * k)
-            .check(|| what("scratch"))?;
-        let mut sum = main
-            .alloc_zeros::<u64>(batch * k)
-            .check(|| what("scratch"))?;
+        let mut scratch = FoldInScratch::new(&main, batch * k)?;
         let (rows32, kk, beta) = (rows as u32, k as u32, sp.beta);
         if rows > 0 {
             // SAFETY: argument types match `heldout_word_prefix`; one thread per row.
@@ -1681,19 +1640,7 @@ impl Engine {
         for first in (0..docs.len()).step_by(batch) {
             let count = batch.min(docs.len() - first) as u32;
             let first = first as u32;
-            main.memset_zeros(&mut counts).check(|| what("scratch"))?;
-            main.memset_zeros(&mut sum).check(|| what("scratch"))?;
-            // SAFETY: plain bytes; the empty slot is all ones.
-            unsafe {
-                let (p, _g) = slot.device_ptr(&main);
-                topos_cuda::cudarc::driver::result::memset_d8_async(
-                    p,
-                    0xff,
-                    batch * k * 4,
-                    main.cu_stream(),
-                )
-            }
-            .check(|| what("scratch"))?;
+            scratch.reset(&main)?;
             // SAFETY: argument types match `heldout_foldin_sparse`; one warp per document.
             unsafe {
                 main.launch_builder(&self.kernels.heldout_foldin_sparse)
@@ -1716,11 +1663,11 @@ impl Engine {
                     .arg(&seed_hi)
                     .arg(&opts.sweeps)
                     .arg(&opts.burn_in)
-                    .arg(&mut counts)
-                    .arg(&mut slot)
-                    .arg(&mut nonzero)
-                    .arg(&mut cum)
-                    .arg(&mut sum)
+                    .arg(&mut scratch.counts)
+                    .arg(&mut scratch.slot)
+                    .arg(&mut scratch.nonzero)
+                    .arg(&mut scratch.cum)
+                    .arg(&mut scratch.sum)
                     .arg(&mut z)
                     .arg(&mut out)
                     .launch(LaunchConfig {
@@ -2240,6 +2187,43 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         let _ = self.ctx.synchronize();
+    }
+}
+
+/// The held-out fold-in's per-document scratch (K entries of each array per document of a
+/// batch), shared by the dense and the sparse fold-in kernels.
+struct FoldInScratch {
+    counts: CudaSlice<u32>,
+    slot: CudaSlice<u32>,
+    nonzero: CudaSlice<u16>,
+    cum: CudaSlice<f64>,
+    sum: CudaSlice<u64>,
+}
+
+impl FoldInScratch {
+    fn new(main: &Arc<CudaStream>, len: usize) -> Result<Self, GpuError> {
+        let what = || "evaluating the held-out documents (scratch)".to_string();
+        Ok(Self {
+            counts: main.alloc_zeros::<u32>(len).check(what)?,
+            slot: main.alloc_zeros::<u32>(len).check(what)?,
+            nonzero: main.alloc_zeros::<u16>(len).check(what)?,
+            cum: main.alloc_zeros::<f64>(len).check(what)?,
+            sum: main.alloc_zeros::<u64>(len).check(what)?,
+        })
+    }
+
+    /// Before each batch: counts and sums cleared, every slot empty (all ones).
+    fn reset(&mut self, main: &Arc<CudaStream>) -> Result<(), GpuError> {
+        let what = || "evaluating the held-out documents (scratch)".to_string();
+        main.memset_zeros(&mut self.counts).check(what)?;
+        main.memset_zeros(&mut self.sum).check(what)?;
+        let bytes = self.slot.len() * 4;
+        // SAFETY: plain bytes.
+        unsafe {
+            let (p, _g) = self.slot.device_ptr(main);
+            topos_cuda::cudarc::driver::result::memset_d8_async(p, 0xff, bytes, main.cu_stream())
+        }
+        .check(what)
     }
 }
 
