@@ -196,6 +196,21 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// What to say when a text input is one of Topos's own binary files (by its magic bytes), which
+/// would otherwise fail as invalid UTF-8 with advice about encodings that cannot help.
+fn topos_binary_file(head: &[u8]) -> Option<&'static str> {
+    match head.get(..8)? {
+        b"TOPOSCRP" => Some(
+            "this is a Topos corpus file, already prepared, not text: train, eval and update read it as it is; `topos export CORPUS -o DIR` writes its documents as text",
+        ),
+        b"TOPOSMOD" => Some(
+            "this is a Topos model file, not text: give it where a command asks for a model",
+        ),
+        b"TOPOSCKP" | b"TOPOSDTC" => Some("this is a Topos binary file (a checkpoint or document-topic counts), not text"),
+        _ => None,
+    }
+}
+
 /// Lines of a text file that may be gzip-compressed (recognised by its magic bytes, whatever the
 /// name), with the line number for error messages.
 pub struct LineReader {
@@ -219,6 +234,9 @@ impl LineReader {
         let head = raw
             .fill_buf()
             .map_err(|e| CorpusError::io(path, "read the input", e))?;
+        if let Some(what) = topos_binary_file(head) {
+            return Err(CorpusError::input(path, what));
+        }
         let gz = head.starts_with(&[0x1f, 0x8b]);
         let inner: Box<dyn BufRead + Send> = if gz {
             Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(raw)))
@@ -458,6 +476,35 @@ fn ldac_vocab(data: &Path) -> Result<PathBuf, CorpusError> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn topos_files_given_as_text_are_named_not_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = ByteCounter::default();
+        for (magic, says) in [
+            (&b"TOPOSCRP"[..], "a Topos corpus file"),
+            (&b"TOPOSMOD"[..], "a Topos model file"),
+            (&b"TOPOSDTC"[..], "a Topos binary file"),
+            (&b"TOPOSCKP"[..], "a Topos binary file"),
+        ] {
+            let path = dir.path().join("input.txt");
+            let mut bytes = magic.to_vec();
+            bytes.extend_from_slice(&[0xdd, 0xff, 0x00, 0x01]);
+            std::fs::write(&path, &bytes).unwrap();
+            let e = LineReader::open(&path, &counter)
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(e.contains(says) && e.contains("input.txt"), "{e}");
+        }
+        // Text that merely starts with the word is text.
+        let path = dir.path().join("text.txt");
+        std::fs::write(&path, "TOPOS is a word\n").unwrap();
+        let mut r = LineReader::open(&path, &counter).unwrap();
+        let mut line = Vec::new();
+        assert!(r.next_line(&mut line).unwrap());
+        assert_eq!(line, b"TOPOS is a word");
+    }
 
     #[test]
     fn detection() {
