@@ -409,3 +409,31 @@ fn os_errors_are_printed_once() {
         assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
     }
 }
+
+/// Topos's own binary files given where text is read are named as such (not decoded as text and
+/// refused with advice about encodings), and a benchmark switch with a typo is refused rather
+/// than ignored.
+#[test]
+fn binary_inputs_and_mistyped_switches_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, model) = corpus_and_model(dir.path(), &[]);
+    fails(
+        &["infer", s(&model), s(&corpus), "--corpus", s(&corpus)],
+        "is a Topos corpus file, already prepared, not text",
+    );
+    fails(
+        &["infer", s(&model), s(&model), "--corpus", s(&corpus)],
+        "is a Topos model file, not text",
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_topos"))
+        .args(["train", s(&corpus), "-k", "3", "--iters", "2", "-q"])
+        .arg("-o")
+        .arg(dir.path().join("x.tmod"))
+        .env("TOPOS_EXCHANGE", "spares")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TOPOS_EXCHANGE=\"spares\""), "{err}");
+    assert!(!dir.path().join("x.tmod").exists());
+}

@@ -142,6 +142,16 @@ pub(crate) fn forced_way() -> Option<Way> {
     })
 }
 
+/// An error for a `TOPOS_EXCHANGE` that [`forced_way`] would ignore.
+pub(crate) fn check_forced_way() -> Result<(), String> {
+    match std::env::var("TOPOS_EXCHANGE") {
+        Ok(v) if !matches!(v.as_str(), "dense" | "sparse" | "nccl") => Err(format!(
+            "TOPOS_EXCHANGE={v:?} is not a way to exchange counts: use dense, sparse or nccl, or unset it"
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn empty_like(local: &WordTopics) -> WordTopics {
     WordTopics {
         num_topics: local.num_topics,

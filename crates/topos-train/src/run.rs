@@ -480,6 +480,8 @@ impl Run {
     /// everything that can refuse the run does so here, before any training.
     pub fn start(config: RunConfig, observer: &mut dyn Observer) -> Result<Run, RunError> {
         let started = Instant::now();
+        // A benchmark switch with a typo must not run silently as if it were unset.
+        crate::exchange::check_forced_way().map_err(RunError::Invalid)?;
         // The device's slow start (a GPU's driver and context) overlaps reading the corpus;
         // whatever the chosen device did not take is let go when `start` returns, whichever way.
         struct ReleaseUnused;
