@@ -28,8 +28,21 @@ pub struct TrainLog {
 /// Reads a training log; an unreadable file, a line that is not a log object, or a file with no
 /// line is an error that names the file and the line.
 pub fn read_log(path: &Path) -> Result<TrainLog, String> {
-    let text = std::fs::read_to_string(path)
+    let bytes = std::fs::read(path)
         .map_err(|e| format!("cannot read the training log {}: {e}", path.display()))?;
+    if bytes.starts_with(b"TOPOSMOD") {
+        return Err(format!(
+            "{} is a model file, not a training log (`topos train --log FILE` writes one); for a model's topic prevalence give --prevalence {}",
+            path.display(),
+            path.display()
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "{} is not a training log: it is not text (`topos train --log FILE` writes one JSON object a line)",
+            path.display()
+        )
+    })?;
     let name = path.file_stem().map_or_else(
         || path.display().to_string(),
         |s| s.to_string_lossy().into_owned(),
@@ -67,6 +80,22 @@ pub fn parse_log(name: &str, text: &str) -> Result<TrainLog, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_or_binary_file_is_named_not_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("m.tmod");
+        std::fs::write(&model, b"TOPOSMOD\x05\x00\xff\xfe").unwrap();
+        let e = read_log(&model).unwrap_err();
+        assert!(
+            e.contains("is a model file") && e.contains("--prevalence"),
+            "{e}"
+        );
+        let binary = dir.path().join("b.bin");
+        std::fs::write(&binary, [0xffu8, 0xfe, 0x00]).unwrap();
+        let e = read_log(&binary).unwrap_err();
+        assert!(e.contains("is not a training log"), "{e}");
+    }
 
     #[test]
     fn parses_the_lines_of_a_run() {

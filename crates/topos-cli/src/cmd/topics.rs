@@ -10,7 +10,7 @@ pub struct Args {
     /// Model file.
     pub model: PathBuf,
     /// Words per topic.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub top: usize,
     /// Order topics by size (share of tokens) instead of by number.
     #[arg(long)]
