@@ -22,8 +22,13 @@ pub const HEADER_LEN: usize = 32;
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
-    #[error("{path}: not a {kind} file (unrecognised magic bytes)")]
-    Foreign { path: String, kind: &'static str },
+    #[error("{path}: not a {kind} file (unrecognised magic bytes){looks_like}")]
+    Foreign {
+        path: String,
+        kind: &'static str,
+        /// What the file seems to be instead, as "; it is ..." (empty when unknown).
+        looks_like: String,
+    },
     #[error("{path}: {kind} format version {found} is not supported by this build (it reads versions {supported}); {hint}")]
     Version {
         path: String,
@@ -139,6 +144,36 @@ pub fn check<'a>(kind: &Kind, path: &Path, bytes: &'a [u8]) -> Result<Checked<'a
     Ok(checked)
 }
 
+/// What a file that is not the expected kind seems to be, for the error: another Topos file, or
+/// text (which `topos prepare` turns into a corpus).
+fn looks_like(bytes: &[u8]) -> String {
+    let what = match bytes.get(..8) {
+        Some(b"TOPOSCRP") => "a Topos corpus file",
+        Some(b"TOPOSMOD") => "a Topos model file",
+        Some(b"TOPOSCKP") => "a Topos checkpoint",
+        Some(b"TOPOSDTC") => "a Topos document-topic file",
+        _ => {
+            let head = &bytes[..bytes.len().min(4096)];
+            if head.starts_with(&[0x1f, 0x8b]) {
+                return "; it is gzip-compressed (text? `topos prepare` makes a corpus of it)"
+                    .into();
+            }
+            // UTF-8 without NUL bytes (a character cut by the 4 KiB window still counts).
+            let valid = match std::str::from_utf8(head) {
+                Ok(_) => head.len(),
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                Err(_) => 0,
+            };
+            let text = valid > 0 && !head[..valid].contains(&0);
+            if text {
+                return "; it looks like text: `topos prepare` makes a corpus of it".into();
+            }
+            return String::new();
+        }
+    };
+    format!("; it is {what}")
+}
+
 /// [`check`] but for the payload's checksum, which reads every byte: for a process that will
 /// read only part of a large file another process checked whole (the `checksum` returned is the
 /// header's, to compare with that process's).
@@ -152,6 +187,7 @@ pub fn check_header<'a>(
         return Err(FormatError::Foreign {
             path: p(),
             kind: kind.name,
+            looks_like: looks_like(bytes),
         });
     }
     if bytes.len() < HEADER_LEN {
@@ -262,6 +298,13 @@ mod tests {
 
         let err = |b: &[u8]| check(&KIND, &path, b).unwrap_err().to_string();
         assert!(err(b"PK\x03\x04 zip file").contains("not a test file"));
+        // What the file is instead, when that is known.
+        let foreign = err(b"PK\x03\x04\x00 zip");
+        assert!(!foreign.contains("; it"), "{foreign}");
+        assert!(err(b"TOPOSMOD and more").contains("; it is a Topos model file"));
+        assert!(err("river water fish\nbank money, caf\u{e9}".as_bytes())
+            .contains("it looks like text: `topos prepare` makes a corpus of it"));
+        assert!(err(&[0x1f, 0x8b, 8, 0]).contains("gzip-compressed"));
         assert!(err(&bytes[..bytes.len() - 3]).contains("truncated"));
         let mut bad = bytes.clone();
         *bad.last_mut().unwrap() ^= 1;
