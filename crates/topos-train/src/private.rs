@@ -281,10 +281,11 @@ pub const MANY_GAUSSIAN_RELEASES: u32 = 11;
 /// The signal statistic ([`release_signal`]) from which a Gaussian run makes
 /// [`MANY_GAUSSIAN_RELEASES`] releases instead of [`DEFAULT_GAUSSIAN_RELEASES`] (K = 20, C = 12,
 /// δ = 10⁻⁷, one draw each; BENCHMARKS.md, "Private training, issue 25: beating the unigram
-/// model at ε = 10"): two releases won by 0.03–0.05 nats/token at s ≈ 7,100 (20 Newsgroups,
-/// ε = 10), 7,000 (synthetic 1M, ε = 10) and 8,500 (synthetic 10M, ε = 1); the two tied at
-/// s ≈ 23,800 (synthetic 10M, ε = 3: −8.324 and −8.321); eleven won by 0.03 at s ≈ 69,800
-/// (synthetic 10M, ε = 10). The threshold sits at the tie.
+/// model at ε = 10"): two releases won by 0.01–0.05 nats/token at s ≈ 7,100 (20 Newsgroups,
+/// ε = 10), 17,500 (20 Newsgroups, ε = 30), 7,000 (synthetic 1M, ε = 10) and 8,500 (synthetic
+/// 10M, ε = 1); the two tied at s ≈ 23,800 (synthetic 10M, ε = 3: −8.324 and −8.321); eleven
+/// won by 0.05 at s ≈ 41,900 (20 Newsgroups, ε = 100) and by 0.03–0.14 at 69,800 (synthetic
+/// 10M, ε = 10). The threshold sits at the tie.
 pub const MANY_RELEASES_SIGNAL: f64 = 25_000.0;
 
 /// The public signal statistic of a Gaussian run: s = n·C·√ρ/K, for n training documents,
