@@ -694,6 +694,26 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
     assert_eq!(plan["predicted_heldout_ll"], serde_json::Value::Null);
     assert!(plan["utility"].as_str().unwrap().contains("not predicted"));
     assert_eq!(plan["guarantee"]["mechanism"], "discrete-gaussian");
+    // The releases follow the public signal n·C·√ρ/K: 2 for this tiny corpus at ε = 1, 11
+    // (at most T + 1) once ε is large enough for the noise to let the sampler learn topics.
+    assert_eq!(plan["releases"], 2, "{plan}");
+    assert!(
+        plan["releases_chosen"].as_str().unwrap().contains("below"),
+        "{plan}"
+    );
+    let big = json(&[
+        "privacy",
+        "plan",
+        c,
+        "-k",
+        "3",
+        "--epsilon",
+        "1e6",
+        "--iters",
+        "20",
+    ]);
+    assert_eq!(big["releases"], 11, "{big}");
+    assert!(big["release_signal"].as_f64().unwrap() >= 25_000.0, "{big}");
     // The default mechanism is gaussian, and says so.
     let o = topos(&[
         "train",

@@ -66,7 +66,8 @@ pub struct PlanArgs {
     /// at, the lower quartile of the document lengths, which it chooses privately).
     #[arg(long)]
     pub max_doc_tokens: Option<u32>,
-    /// Noisy releases R, the model included (as `train --releases`; default 2).
+    /// Noisy releases R, the model included (as `train --releases`; default 2, or for the
+    /// Gaussian mechanism 11 when the signal n·C·√ρ/K is at least 25,000, as training chooses).
     #[arg(long)]
     pub releases: Option<u32>,
     /// Plan a run without the word release (as `train --no-word-release`).
@@ -701,6 +702,10 @@ struct GaussianPlan {
     delta: f64,
     l2_clip: u32,
     releases: u32,
+    /// How R was set: given, or chosen from the signal statistic (`release_signal`).
+    releases_chosen: String,
+    /// n·C·√ρ/K, the statistic the default R follows.
+    release_signal: f64,
     word_release: bool,
     noise_sigma: f64,
     zcdp_rho: f64,
@@ -713,10 +718,12 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
     if a.max_doc_tokens.is_some() {
         anyhow::bail!("--max-doc-tokens belongs to --mechanism laplace; the Gaussian mechanism clips each document in L2 norm (--l2-clip)");
     }
+    // As `topos train` resolves them: δ and the releases follow the number of training
+    // documents (treated as public).
+    let documents = open_corpus(&a.corpus)?.train().len() as u64;
     let delta = match a.delta {
         Some(d) => d,
-        // As `topos train` resolves it: against the number of training documents.
-        None => topos_train::private::default_delta(open_corpus(&a.corpus)?.train().len() as u64),
+        None => topos_train::private::default_delta(documents),
     };
     if delta == 0.0 {
         anyhow::bail!(
@@ -724,14 +731,29 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
         );
     }
     let l2_clip = a.l2_clip.unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
+    let (auto_releases, signal) = topos_train::private::gaussian_releases(
+        epsilon.get(),
+        delta,
+        documents,
+        a.topics,
+        l2_clip,
+        a.iters,
+    )?;
+    let releases_chosen = match a.releases {
+        Some(_) => "given (--releases)".to_string(),
+        None => format!(
+            "chosen: the signal n·C·√ρ/K = {signal:.0} (n = {documents} training documents, treated as public) is {} {:.0}, so {auto_releases} releases (2 below, {} from it; BENCHMARKS.md, issue 25)",
+            if signal >= topos_train::private::MANY_RELEASES_SIGNAL { "at least" } else { "below" },
+            topos_train::private::MANY_RELEASES_SIGNAL,
+            topos_train::private::MANY_GAUSSIAN_RELEASES,
+        ),
+    };
     let options = topos_train::PrivateOptions {
         epsilon,
         delta,
         max_doc_tokens: 0,
         iterations: a.iters,
-        releases: a.releases.unwrap_or(
-            topos_train::private::DEFAULT_GAUSSIAN_RELEASES.min(a.iters.saturating_add(1)),
-        ),
+        releases: a.releases.unwrap_or(auto_releases),
         word_release: !a.no_word_release && a.iters > 0,
         cap_epsilon: 0.0,
         mechanism: topos_train::PrivateMechanism::Gaussian { l2_clip },
@@ -747,6 +769,8 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
         delta,
         l2_clip,
         releases: options.releases,
+        releases_chosen,
+        release_signal: signal,
         word_release: options.word_release,
         noise_sigma: releases.scale(),
         zcdp_rho: guarantee.accountant.zcdp_rho.unwrap_or(0.0),
@@ -767,6 +791,7 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
                 ""
             }
         );
+        println!("releases: {}", out.releases_chosen);
         println!(
             "noise: discrete Gaussian σ = {:.3} per count in every release (ρ = {:.6} zCDP in all)",
             out.noise_sigma, out.zcdp_rho

@@ -134,7 +134,9 @@ pub struct Args {
     pub max_doc_tokens: Option<u32>,
     /// Noisy releases R of a --private run, the final model included (2 to T + 1; default 2,
     /// or 1 for 0 iterations). More releases let the sampler learn from the data more often
-    /// but split ε more thinly; on 20 Newsgroups they paid off only at ε ≥ 1,000.
+    /// but split ε more thinly; on 20 Newsgroups they paid off only at ε ≥ 1,000. The Gaussian
+    /// mechanism's default follows the corpus: 11 (at most T + 1) when the signal n·C·√ρ/K
+    /// (n training documents, treated as public) is at least 25,000, else 2; the run prints it.
     #[arg(long)]
     pub releases: Option<u32>,
     /// Release the word-topic counts of every word in every release (V × K noisy cells), as
@@ -315,16 +317,16 @@ impl Args {
         let epsilon = topos_privacy::Epsilon::new(eps).map_err(|_| {
             anyhow::anyhow!("--epsilon must be a positive finite number, got {eps}")
         })?;
+        // The number of training documents, treated as public (as the run's check of δ treats
+        // it): the default δ and the default number of Gaussian releases follow it.
+        let documents = topos_corpus::Corpus::open_share(&self.corpus)
+            .with_context(|| format!("cannot open the corpus {}", self.corpus.display()))?
+            .train()
+            .len() as u64;
         let delta = match self.delta {
             Some(d) => d,
-            // Against the number of training documents (treated as public, as the run's check
-            // of δ treats it): 10⁻⁶, or less for more than 10⁴ documents.
-            None => topos_train::private::default_delta(
-                topos_corpus::Corpus::open_share(&self.corpus)
-                    .with_context(|| format!("cannot open the corpus {}", self.corpus.display()))?
-                    .train()
-                    .len() as u64,
-            ),
+            // 10⁻⁶, or less for more than 10⁴ documents.
+            None => topos_train::private::default_delta(documents),
         };
         if !(0.0..1.0).contains(&delta) {
             bail!("--delta must be in [0, 1), got {delta}");
@@ -373,23 +375,32 @@ impl Args {
         if self.l2_clip == Some(0) {
             bail!("--l2-clip must be at least 1, got 0");
         }
-        let default_releases = if gaussian {
-            topos_train::private::DEFAULT_GAUSSIAN_RELEASES
-        } else {
-            topos_train::private::DEFAULT_RELEASES
-        };
-        let releases = self
-            .releases
-            .unwrap_or_else(|| default_releases.min(self.iters.saturating_add(1)));
+        let releases = self.releases.unwrap_or_else(|| {
+            topos_train::private::DEFAULT_RELEASES.min(self.iters.saturating_add(1))
+        });
         if gaussian {
             let clip = self
                 .l2_clip
                 .unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
-            if self.releases.is_none() {
-                notes.push(format!(
-                    "--releases not given: R = {releases} for the Gaussian mechanism (BENCHMARKS.md)"
-                ));
-            }
+            let releases = match self.releases {
+                Some(r) => r,
+                None => {
+                    let (r, signal) = topos_train::private::gaussian_releases(
+                        epsilon.get(),
+                        delta,
+                        documents,
+                        self.topics,
+                        clip,
+                        self.iters,
+                    )?;
+                    notes.push(format!(
+                        "--releases not given: R = {r} for the Gaussian mechanism (signal n·C·√ρ/K = {signal:.0} {} {:.0}, BENCHMARKS.md)",
+                        if signal >= topos_train::private::MANY_RELEASES_SIGNAL { "≥" } else { "<" },
+                        topos_train::private::MANY_RELEASES_SIGNAL
+                    ));
+                    r
+                }
+            };
             return Ok(Some((
                 topos_train::PrivateOptions {
                     epsilon,
