@@ -868,6 +868,61 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef EZLDA_BOUND_HALVED
 #define EZLDA_BOUND_HALVED 0
 #endif
+// Fills the block's tree with word v's leaves p*(k) = (B_vk + beta) * inv_norm[k] from its row
+// (Brow, wslots: dense or hashed), topic `left_out`'s leaf set to 0 (ezlda's K1; NO_TOPIC: none),
+// sums its levels and returns the total (every warp gets it). Ends with the block synchronized.
+__device__ __forceinline__ float build_word_tree(const Tree& tree, const u32* __restrict__ Brow, u32 wslots,
+                                                 const float* __restrict__ inv_norm, u32 K, float beta,
+                                                 u32 left_out, u32 warp, u32 lane) {
+    // Leaves: p*(k); zero padding. A hashed row: beta * inv_norm[k] everywhere, then its
+    // non-zero counts scattered over them (the same float arithmetic as a dense row's).
+    // Each warp fills groups of 32 leaves, LEAF_BATCH groups' loads in flight at once (the
+    // leaves are O(K) per item: at K = 10,000 forty rounds of dependent loads per thread).
+    u32 groups = level_size(K, 0) / 32;
+    bool dense = wslots >= K;
+    for (u32 g0 = warp; g0 < groups; g0 += WARPS_PER_BLOCK * LEAF_BATCH) {
+        u32 b[LEAF_BATCH];
+        float inv[LEAF_BATCH];
+#pragma unroll
+        for (int j = 0; j < LEAF_BATCH; j++) {
+            u32 k = (g0 + j * WARPS_PER_BLOCK) * 32 + lane;
+            b[j] = dense && k < K ? Brow[k] : 0u;
+            inv[j] = k < K ? inv_norm[k] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < LEAF_BATCH; j++) {
+            u32 g = g0 + j * WARPS_PER_BLOCK, k = g * 32 + lane;
+            if (g < groups) tree.base[k] = k < K && k != left_out ? ((float)b[j] + beta) * inv[j] : 0.0f;
+        }
+    }
+    if (!dense) {
+        __syncthreads();
+        for (u32 i = threadIdx.x; i < wslots; i += blockDim.x) {
+            u32 c = Brow[i];
+            if (c) {
+                u32 k = (c >> 16) - 1;
+                if (k != left_out) tree.base[k] = ((float)(c & 0xffffu) + beta) * inv_norm[k];
+            }
+        }
+    }
+    __syncthreads();
+    for (int l = 1; l <= tree.top; l++) {
+        u32 groups = level_size(K, l), below_size = level_size(K, l - 1);
+        const float* below = tree.base + level_off(tree, l - 1);
+        float* here = tree.base + level_off(tree, l);
+        for (u32 g = warp; g < groups; g += WARPS_PER_BLOCK) {
+            u32 src = g * 32 + lane;
+            float x = src < below_size ? below[src] : 0.0f;
+            x = warp_sum(x);
+            if (lane == 0) here[g] = x;
+        }
+        __syncthreads();
+    }
+    // The root level holds up to 32 entries: their sum is the total.
+    u32 root_size = level_size(K, tree.top);
+    return warp_sum(lane < root_size ? tree.base[level_off(tree, tree.top) + lane] : 0.0f);
+}
+
 template <int EXCLUDE, int THREE>
 __device__ __forceinline__ void sample_body(
     SAMPLE_PARAMS,
@@ -890,57 +945,11 @@ __device__ __forceinline__ void sample_body(
         u64 woff = word_off[v];
         u32 wslots = word_slots[v];
         const u32* Brow = B + woff;
-        // Leaves: p*(k); zero padding. A hashed row: beta * inv_norm[k] everywhere, then its
-        // non-zero counts scattered over them (the same float arithmetic as a dense row's).
-        // Each warp fills groups of 32 leaves, LEAF_BATCH groups' loads in flight at once (the
-        // leaves are O(K) per item: at K = 10,000 forty rounds of dependent loads per thread).
-        u32 groups = level_size(K, 0) / 32;
-        bool dense = wslots >= K;
         // ezlda: K1 leaves the tree (Ŵ'[v], Eq. 1.6): its leaf stays 0, its mass is the third
         // branch. (NO_TOPIC for the other samplers: nothing is left out.)
         u32 K1 = THREE ? (top2[v] & 0xffffu) : NO_TOPIC;
-        for (u32 g0 = warp; g0 < groups; g0 += WARPS_PER_BLOCK * LEAF_BATCH) {
-            u32 b[LEAF_BATCH];
-            float inv[LEAF_BATCH];
-#pragma unroll
-            for (int j = 0; j < LEAF_BATCH; j++) {
-                u32 k = (g0 + j * WARPS_PER_BLOCK) * 32 + lane;
-                b[j] = dense && k < K ? Brow[k] : 0u;
-                inv[j] = k < K ? inv_norm[k] : 0.0f;
-            }
-#pragma unroll
-            for (int j = 0; j < LEAF_BATCH; j++) {
-                u32 g = g0 + j * WARPS_PER_BLOCK, k = g * 32 + lane;
-                if (g < groups) tree.base[k] = k < K && k != K1 ? ((float)b[j] + beta) * inv[j] : 0.0f;
-            }
-        }
-        if (!dense) {
-            __syncthreads();
-            for (u32 i = threadIdx.x; i < wslots; i += blockDim.x) {
-                u32 c = Brow[i];
-                if (c) {
-                    u32 k = (c >> 16) - 1;
-                    if (k != K1) tree.base[k] = ((float)(c & 0xffffu) + beta) * inv_norm[k];
-                }
-            }
-        }
-        __syncthreads();
-        for (int l = 1; l <= tree.top; l++) {
-            u32 groups = level_size(K, l), below_size = level_size(K, l - 1);
-            const float* below = tree.base + level_off(tree, l - 1);
-            float* here = tree.base + level_off(tree, l);
-            for (u32 g = warp; g < groups; g += WARPS_PER_BLOCK) {
-                u32 src = g * 32 + lane;
-                float x = src < below_size ? below[src] : 0.0f;
-                x = warp_sum(x);
-                if (lane == 0) here[g] = x;
-            }
-            __syncthreads();
-        }
+        float total = build_word_tree(tree, Brow, wslots, inv_norm, K, beta, K1, warp, lane);
         const float* pstar = tree.base;
-        // The root level holds up to 32 entries: their sum is the total.
-        u32 root_size = level_size(K, tree.top);
-        float total = warp_sum(lane < root_size ? tree.base[level_off(tree, tree.top) + lane] : 0.0f);
         float q = alpha * total;
 
         // This warp's contiguous share of the item's tokens (adjacent tokens of one document
