@@ -2437,6 +2437,11 @@ fn sweep_view(
     let (seed_lo, seed_hi) = (cfg.seed as u32, (cfg.seed >> 32) as u32);
     let token_base = m.token_start + model.cfg.key_base;
     let null = 0u64;
+    let mh_steps = cfg.mh_steps.unwrap_or(0);
+    let own_kept = u32::from(model.mh_own_kept);
+    let mh_starts = model
+        .mh_starts
+        .map(|s| s.slice(m.token_start as usize..m.token_start as usize + m.tokens));
     // SAFETY: argument types and order match `sample` in kernels.cu (sample_ezlda: four more,
     // sample_mh: three more).
     unsafe {
@@ -2469,12 +2474,11 @@ fn sweep_view(
                 .arg(&rows.pairs)
                 .arg(model.skip_stats);
         }
-        // mh: its steps, and its test hook's chain starts (a null pointer in runs) and control.
-        let mh_steps = cfg.mh_steps.unwrap_or(0);
-        let own_kept = u32::from(model.mh_own_kept);
+        // mh: its steps, and its test hook's chain starts (this chunk's; a null pointer in
+        // runs) and control.
         if cfg.mh_steps.is_some() {
             b.arg(&mh_steps);
-            match model.mh_starts {
+            match &mh_starts {
                 Some(starts) => b.arg(starts),
                 None => b.arg(&null),
             };
