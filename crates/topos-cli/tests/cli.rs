@@ -454,7 +454,6 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         v["samplers"][1]["determinism"],
         "any-threads-any-partitions"
     );
-    // mh has no GPU kernel yet: the cuda device does not list it.
     assert_eq!(
         v["samplers"][3]["determinism"],
         "any-threads-any-partitions"
@@ -468,7 +467,9 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         "any-threads-any-partitions"
     );
     assert_eq!(v["samplers"][4]["devices"], v["samplers"][1]["devices"]);
-    assert_eq!(v["samplers"][3]["devices"], serde_json::json!(["cpu"]));
+    // mh: approximate, on the CPU and (with the `cuda` feature) the GPU (`sample_mh`).
+    assert_eq!(v["samplers"][3]["exactness"], "approximate");
+    assert_eq!(v["samplers"][3]["devices"], v["samplers"][1]["devices"]);
     assert_eq!(
         v["samplers"][2]["determinism"],
         "any-threads-any-partitions"

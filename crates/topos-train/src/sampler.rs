@@ -59,6 +59,10 @@ pub struct GpuKernelSpec {
     /// branch, tokens that provably draw it skipping their document row (needs
     /// `exclude_own_assignment`: it is built on the exact draw).
     pub three_branch: bool,
+    /// mhLDA's Metropolis-Hastings chain per token (thesis ch. 2, Eq. 2.1-2.2; the kernel
+    /// `sample_mh`) against the exact conditional, with the run's `--mh-steps` proposal pairs,
+    /// instead of a direct draw (needs `exclude_own_assignment`: its target is fcgs's).
+    pub metropolis_hastings: bool,
 }
 
 /// A sampler: the registry entry. Every method is a fact about the algorithm, not about a run.

@@ -240,6 +240,9 @@ impl CudaEngine {
         let cfg = EngineConfig {
             exclude_own_assignment: kernel.exclude_own_assignment,
             three_branch: kernel.three_branch,
+            mh_steps: kernel
+                .metropolis_hastings
+                .then(|| setup.settings.mh_steps().get()),
             topics,
             words: num_words as u32,
             alpha,
@@ -296,6 +299,18 @@ impl CudaEngine {
     /// The memory plan in use.
     pub fn memory_plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// mh's stationarity test: one sweep with each token's chain started from `starts`, the
+    /// state left as it was ([`engine::Engine::mh_sweep_from`]).
+    #[doc(hidden)]
+    pub fn mh_sweep_from(
+        &mut self,
+        starts: &[u16],
+        iteration: u32,
+        own_kept: bool,
+    ) -> Result<Vec<u16>, GpuError> {
+        self.kernels.mh_sweep_from(starts, iteration, own_kept)
     }
 
     /// Each resident partition's PDOW arrays read back (tests; `None` when streamed).

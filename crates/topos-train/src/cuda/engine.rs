@@ -35,6 +35,9 @@ pub struct EngineConfig {
     pub exclude_own_assignment: bool,
     /// ezlda's three-branch sampling on top of the exact draw (`GpuKernelSpec::three_branch`).
     pub three_branch: bool,
+    /// mh's Metropolis-Hastings kernel (`GpuKernelSpec::metropolis_hastings`) with this many
+    /// proposal pairs per token (`--mh-steps`); `None` for the other samplers.
+    pub mh_steps: Option<u32>,
     pub topics: u32,
     pub words: u32,
     pub alpha: f64,
@@ -128,6 +131,23 @@ enum Storage {
     },
 }
 
+impl EngineConfig {
+    /// The sampler's entry point in kernels.cu: `sample_body<EXCLUDE, THREE>`'s three, or mh's
+    /// `sample_mh`.
+    pub fn sample_entry(&self) -> &'static str {
+        match (
+            self.mh_steps.is_some(),
+            self.exclude_own_assignment,
+            self.three_branch,
+        ) {
+            (true, _, _) => "sample_mh",
+            (false, true, true) => "sample_ezlda",
+            (false, true, false) => "sample_fcgs",
+            (false, false, _) => "sample_esca",
+        }
+    }
+}
+
 /// The GPU side of a training run.
 pub struct Engine {
     ctx: Arc<CudaContext>,
@@ -171,6 +191,10 @@ pub struct Engine {
     top2: CudaSlice<u32>,
     top3: CudaSlice<f32>,
     skip_stats: CudaSlice<u64>,
+    /// mh's test hook ([`Engine::mh_sweep_from`]): each token's chain start, and the control
+    /// rates; `None` and false in runs.
+    mh_starts: Option<CudaSlice<u16>>,
+    mh_own_kept: bool,
     /// The sparse exchange's buffers, made at the first exchange over NCCL that has room for
     /// them (`None` until then, or for good when there is no room).
     sparse: Option<SparseExchange>,
@@ -340,7 +364,7 @@ fn compile(
     topics: u32,
     sample_threads: u32,
     wide_rows: bool,
-    (exclude_own_assignment, three_branch): (bool, bool),
+    sample_entry: &str,
 ) -> Result<Kernels, GpuError> {
     let shape = sampler_shape(topics, sample_threads);
     let (major, minor) = ctx
@@ -367,12 +391,8 @@ fn compile(
         normalizers: f("normalizers")?,
         count_words: f("count_words")?,
         rebuild: f("rebuild_doc_topics")?,
-        // Each sampler's own entry point (kernels.cu, `sample_body<EXCLUDE>`).
-        sample: f(match (exclude_own_assignment, three_branch) {
-            (true, true) => "sample_ezlda",
-            (true, false) => "sample_fcgs",
-            (false, _) => "sample_esca",
-        })?,
+        // Each sampler's own entry point ([`EngineConfig::sample_entry`]).
+        sample: f(sample_entry)?,
         init: f("init_assignments")?,
         word_mass: f("word_mass")?,
         loglik: f("loglik")?,
@@ -648,13 +668,7 @@ impl Engine {
         let smem_bytes = tree_floats(cfg.topics) * 4;
         let sample_threads = sample_block_threads(smem_bytes, device.shared_per_multiprocessor);
         let wide = cfg.wide_rows;
-        let kernels = compile(
-            &ctx,
-            cfg.topics,
-            sample_threads,
-            wide,
-            (cfg.exclude_own_assignment, cfg.three_branch),
-        )?;
+        let kernels = compile(&ctx, cfg.topics, sample_threads, wide, cfg.sample_entry())?;
         clock.lap("kernels");
         // Streams are synchronized explicitly with events below (two chunk streams share the
         // model: B is read-only during a sweep, B' only receives commutative atomics).
@@ -1100,6 +1114,8 @@ impl Engine {
             top2,
             top3,
             skip_stats,
+            mh_starts: None,
+            mh_own_kept: false,
             sparse: None,
             open_seconds: Vec::new(),
         };
@@ -1263,6 +1279,8 @@ impl Engine {
             top2,
             top3,
             skip_stats,
+            mh_starts,
+            mh_own_kept,
             ..
         } = self;
         let model = Model {
@@ -1275,6 +1293,8 @@ impl Engine {
             top2,
             top3,
             skip_stats,
+            mh_starts: mh_starts.as_ref(),
+            mh_own_kept: *mh_own_kept,
             cfg: *cfg,
             iteration,
             smem_bytes: *smem_bytes,
@@ -1393,6 +1413,59 @@ impl Engine {
             .synchronize()
             .check(|| "reading the skip tallies".into())?;
         Ok(Some(out))
+    }
+
+    /// mh's stationarity test (tests/gpu.rs): one sweep of iteration `iteration`'s random numbers
+    /// against the current counts, each token's chain started from `starts` (corpus order)
+    /// instead of its own assignment (`own_kept`: with the control rates of kernels.cu), and
+    /// the topics it ends on. The state is left as it was (the assignments are restored and the
+    /// sweep's next counts are never committed), so it can be called again. A resident corpus
+    /// only.
+    #[doc(hidden)]
+    pub fn mh_sweep_from(
+        &mut self,
+        starts: &[u16],
+        iteration: u32,
+        own_kept: bool,
+    ) -> Result<Vec<u16>, GpuError> {
+        let tokens = self.tokens() as usize;
+        if self.cfg.mh_steps.is_none()
+            || starts.len() != tokens
+            || !matches!(self.storage, Storage::Resident { .. })
+        {
+            return Err(GpuError::Unsupported(
+                "mh_sweep_from: an mh engine with a resident corpus and one start per token".into(),
+            ));
+        }
+        let mut before = vec![0u16; tokens];
+        self.download_topics(0, &mut before)?;
+        let upload = self
+            .main
+            .clone_htod(starts)
+            .check(|| "copying the chains' starts".into())?;
+        self.mh_starts = Some(upload);
+        self.mh_own_kept = own_kept;
+        let swept = self.sweep(iteration);
+        self.mh_own_kept = false;
+        swept?;
+        self.main
+            .synchronize()
+            .check(|| "running the test sweep".into())?;
+        self.mh_starts = None;
+        let mut after = vec![0u16; tokens];
+        self.download_topics(0, &mut after)?;
+        if let Storage::Resident { chunks, .. } = &mut self.storage {
+            for (c, m) in chunks.iter_mut().zip(&self.meta) {
+                let range = m.token_start as usize..m.token_start as usize + m.tokens;
+                self.main
+                    .memcpy_htod(&before[range], &mut c.z.slice_mut(0..m.tokens))
+                    .check(|| "restoring the assignments".into())?;
+            }
+        }
+        self.main
+            .synchronize()
+            .check(|| "restoring the assignments".into())?;
+        Ok(after)
     }
 
     /// The M-step: B′ becomes B, its column sums n and the normalizers follow; waits for the
@@ -2241,6 +2314,9 @@ struct Model<'a> {
     top2: &'a CudaSlice<u32>,
     top3: &'a CudaSlice<f32>,
     skip_stats: &'a CudaSlice<u64>,
+    /// mh's test hook: chain starts and control rates ([`Engine::mh_sweep_from`]).
+    mh_starts: Option<&'a CudaSlice<u16>>,
+    mh_own_kept: bool,
     cfg: EngineConfig,
     iteration: u32,
     smem_bytes: u32,
@@ -2414,7 +2490,14 @@ fn sweep_view(
     let v_beta = f64::from(cfg.words) * cfg.beta;
     let (seed_lo, seed_hi) = (cfg.seed as u32, (cfg.seed >> 32) as u32);
     let token_base = m.token_start + model.cfg.key_base;
-    // SAFETY: argument types and order match `sample` in kernels.cu (sample_ezlda: three more).
+    let null = 0u64;
+    let mh_steps = cfg.mh_steps.unwrap_or(0);
+    let own_kept = u32::from(model.mh_own_kept);
+    let mh_starts = model
+        .mh_starts
+        .map(|s| s.slice(m.token_start as usize..m.token_start as usize + m.tokens));
+    // SAFETY: argument types and order match `sample` in kernels.cu (sample_ezlda: four more,
+    // sample_mh: three more).
     unsafe {
         let mut b = s.launch_builder(&k.sample);
         b.arg(&c.items)
@@ -2444,6 +2527,16 @@ fn sweep_view(
                 .arg(model.top3)
                 .arg(&rows.pairs)
                 .arg(model.skip_stats);
+        }
+        // mh: its steps, and its test hook's chain starts (this chunk's; a null pointer in
+        // runs) and control.
+        if cfg.mh_steps.is_some() {
+            b.arg(&mh_steps);
+            match &mh_starts {
+                Some(starts) => b.arg(starts),
+                None => b.arg(&null),
+            };
+            b.arg(&own_kept);
         }
         b.launch(sample_cfg)
     }

@@ -890,6 +890,61 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef EZLDA_BOUND_HALVED
 #define EZLDA_BOUND_HALVED 0
 #endif
+// Fills the block's tree with word v's leaves p*(k) = (B_vk + beta) * inv_norm[k] from its row
+// (Brow, wslots: dense or hashed), topic `left_out`'s leaf set to 0 (ezlda's K1; NO_TOPIC: none),
+// sums its levels and returns the total (every warp gets it). Ends with the block synchronized.
+__device__ __forceinline__ float build_word_tree(const Tree& tree, const u32* __restrict__ Brow, u32 wslots,
+                                                 const float* __restrict__ inv_norm, u32 K, float beta,
+                                                 u32 left_out, u32 warp, u32 lane) {
+    // Leaves: p*(k); zero padding. A hashed row: beta * inv_norm[k] everywhere, then its
+    // non-zero counts scattered over them (the same float arithmetic as a dense row's).
+    // Each warp fills groups of 32 leaves, LEAF_BATCH groups' loads in flight at once (the
+    // leaves are O(K) per item: at K = 10,000 forty rounds of dependent loads per thread).
+    u32 groups = level_size(K, 0) / 32;
+    bool dense = wslots >= K;
+    for (u32 g0 = warp; g0 < groups; g0 += WARPS_PER_BLOCK * LEAF_BATCH) {
+        u32 b[LEAF_BATCH];
+        float inv[LEAF_BATCH];
+#pragma unroll
+        for (int j = 0; j < LEAF_BATCH; j++) {
+            u32 k = (g0 + j * WARPS_PER_BLOCK) * 32 + lane;
+            b[j] = dense && k < K ? Brow[k] : 0u;
+            inv[j] = k < K ? inv_norm[k] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < LEAF_BATCH; j++) {
+            u32 g = g0 + j * WARPS_PER_BLOCK, k = g * 32 + lane;
+            if (g < groups) tree.base[k] = k < K && k != left_out ? ((float)b[j] + beta) * inv[j] : 0.0f;
+        }
+    }
+    if (!dense) {
+        __syncthreads();
+        for (u32 i = threadIdx.x; i < wslots; i += blockDim.x) {
+            u32 c = Brow[i];
+            if (c) {
+                u32 k = (c >> 16) - 1;
+                if (k != left_out) tree.base[k] = ((float)(c & 0xffffu) + beta) * inv_norm[k];
+            }
+        }
+    }
+    __syncthreads();
+    for (int l = 1; l <= tree.top; l++) {
+        u32 groups = level_size(K, l), below_size = level_size(K, l - 1);
+        const float* below = tree.base + level_off(tree, l - 1);
+        float* here = tree.base + level_off(tree, l);
+        for (u32 g = warp; g < groups; g += WARPS_PER_BLOCK) {
+            u32 src = g * 32 + lane;
+            float x = src < below_size ? below[src] : 0.0f;
+            x = warp_sum(x);
+            if (lane == 0) here[g] = x;
+        }
+        __syncthreads();
+    }
+    // The root level holds up to 32 entries: their sum is the total.
+    u32 root_size = level_size(K, tree.top);
+    return warp_sum(lane < root_size ? tree.base[level_off(tree, tree.top) + lane] : 0.0f);
+}
+
 template <int EXCLUDE, int THREE>
 __device__ __forceinline__ void sample_body(
     SAMPLE_PARAMS,
@@ -912,57 +967,11 @@ __device__ __forceinline__ void sample_body(
         u64 woff = word_off[v];
         u32 wslots = word_slots[v];
         const u32* Brow = B + woff;
-        // Leaves: p*(k); zero padding. A hashed row: beta * inv_norm[k] everywhere, then its
-        // non-zero counts scattered over them (the same float arithmetic as a dense row's).
-        // Each warp fills groups of 32 leaves, LEAF_BATCH groups' loads in flight at once (the
-        // leaves are O(K) per item: at K = 10,000 forty rounds of dependent loads per thread).
-        u32 groups = level_size(K, 0) / 32;
-        bool dense = wslots >= K;
         // ezlda: K1 leaves the tree (Ŵ'[v], Eq. 1.6): its leaf stays 0, its mass is the third
         // branch. (NO_TOPIC for the other samplers: nothing is left out.)
         u32 K1 = THREE ? (top2[v] & 0xffffu) : NO_TOPIC;
-        for (u32 g0 = warp; g0 < groups; g0 += WARPS_PER_BLOCK * LEAF_BATCH) {
-            u32 b[LEAF_BATCH];
-            float inv[LEAF_BATCH];
-#pragma unroll
-            for (int j = 0; j < LEAF_BATCH; j++) {
-                u32 k = (g0 + j * WARPS_PER_BLOCK) * 32 + lane;
-                b[j] = dense && k < K ? Brow[k] : 0u;
-                inv[j] = k < K ? inv_norm[k] : 0.0f;
-            }
-#pragma unroll
-            for (int j = 0; j < LEAF_BATCH; j++) {
-                u32 g = g0 + j * WARPS_PER_BLOCK, k = g * 32 + lane;
-                if (g < groups) tree.base[k] = k < K && k != K1 ? ((float)b[j] + beta) * inv[j] : 0.0f;
-            }
-        }
-        if (!dense) {
-            __syncthreads();
-            for (u32 i = threadIdx.x; i < wslots; i += blockDim.x) {
-                u32 c = Brow[i];
-                if (c) {
-                    u32 k = (c >> 16) - 1;
-                    if (k != K1) tree.base[k] = ((float)(c & 0xffffu) + beta) * inv_norm[k];
-                }
-            }
-        }
-        __syncthreads();
-        for (int l = 1; l <= tree.top; l++) {
-            u32 groups = level_size(K, l), below_size = level_size(K, l - 1);
-            const float* below = tree.base + level_off(tree, l - 1);
-            float* here = tree.base + level_off(tree, l);
-            for (u32 g = warp; g < groups; g += WARPS_PER_BLOCK) {
-                u32 src = g * 32 + lane;
-                float x = src < below_size ? below[src] : 0.0f;
-                x = warp_sum(x);
-                if (lane == 0) here[g] = x;
-            }
-            __syncthreads();
-        }
+        float total = build_word_tree(tree, Brow, wslots, inv_norm, K, beta, K1, warp, lane);
         const float* pstar = tree.base;
-        // The root level holds up to 32 entries: their sum is the total.
-        u32 root_size = level_size(K, tree.top);
-        float total = warp_sum(lane < root_size ? tree.base[level_off(tree, tree.top) + lane] : 0.0f);
         float q = alpha * total;
 
         // This warp's contiguous share of the item's tokens (adjacent tokens of one document
@@ -1215,7 +1224,7 @@ __device__ __forceinline__ void sample_body(
 }
 
 // The kernels' entry points (samplers/esca/gpu.rs; samplers/fcgs/gpu.rs, which cgs shares;
-// samplers/ezlda/gpu.rs).
+// samplers/ezlda/gpu.rs; mh's `sample_mh` is below).
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_esca(
     SAMPLE_PARAMS) {
     sample_body<0, 0>(SAMPLE_ARGS, nullptr, nullptr, nullptr, nullptr);
@@ -1229,6 +1238,289 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
     const u32* __restrict__ top2, const float* __restrict__ top3, const RowEntry* __restrict__ pairs,
     u64* __restrict__ skip_stats) {
     sample_body<1, 1>(SAMPLE_ARGS, top2, top3, pairs, skip_stats);
+}
+
+// ---------------------------------------------------------------------------------------------
+// mh (samplers/mh/gpu.rs): mhLDA's Metropolis-Hastings sampler (thesis ch. 2, §2.2.2-2.2.3,
+// Eq. 2.1-2.2, after LightLDA and WarpLDA), the GPU twin of samplers/mh/cpu.rs. The target of a
+// token of word w in document d with old topic c is fcgs's conditional (the token's own assignment
+// removed, every other count the previous iteration's):
+//
+//   p(k) ∝ (A'_dk + α) p*'(k),   p*'(k) = (B'_wk + β)/(n'_k + Vβ),   X'_k = X_k − [k = c].
+//
+// Each token runs a chain from c (mhLDA: the previous iteration's topic), `steps` pairs of an
+// independence proposal each (Eq. 2.1), drawn from the frozen counts (own assignment included):
+//
+//   word proposal  q_w(k) ∝ p*(k) = (B_wk + β)/(n_k + Vβ)   (LightLDA's word proposal: a draw
+//                  from the word's 32-ary tree, the same leaves as fcgs's p2, built once per
+//                  work item in shared memory; no alias table is built)
+//   doc proposal   q_d(k) ∝ A_dk + α: with probability L_d/(L_d + Kα) the topic of a uniformly
+//                  random token of the document (WarpLDA), else a uniform topic (α is symmetric
+//                  on the GPU).
+//
+// A proposal k from the state s is accepted with min(1, p(k) q(s) / (p(s) q(k))) (an independence
+// sampler: q does not depend on s), i.e. with min(1, f(k)/f(s)) for f = p/q:
+//
+//   word:  h(k) = p(k)/q_w(k) = (A'_dk + α) · p*'(k)/p*(k)
+//   doc:   g(k) = p(k)/q_d(k) = p*'(k) · (A'_dk + α)/(A_dk + α)
+//
+// Away from c the primes vanish: h(k) = A_dk + α and g(k) = p*(k), so
+//
+//   r^word = (A_dk + α)/(A_ds + α)                          (Eq. 2.2's r^word with its
+//                                                            (n_s + Vβ)/(n_k + Vβ) cancelled by
+//                                                            the proposal's own 1/(n_k + Vβ))
+//   r^doc  = (B_wk + β)/(B_ws + β) · (n_s + Vβ)/(n_k + Vβ)  (Eq. 2.2's r^doc as printed),
+//
+// and at c, h(c) = (A_dc − 1 + α) p*'(c)/p*(c) and g(c) = p*'(c) (A_dc − 1 + α)/(A_dc + α): the
+// removed count enters the target and not the proposal. Each step leaves p invariant (tests/gpu.rs
+// checks it as tests/samplers.rs does the CPU's: chains started from exact draws of p end on p),
+// so the chain targets the exact conditional; with finitely many steps the draw is approximate.
+// mhLDA's shortcut (§2.2.3) holds by construction: a proposal of the current topic is accepted
+// with no lookup and no acceptance test. MH_OWN_KEPT (the `own_kept` argument, tests only) is
+// the control: Eq. (2.2) for the counts with the token's own assignment kept (WarpLDA's
+// simplification), h(c) = A_dc + α and g(c) = p*(c), whose chain targets another distribution.
+//
+// A_dk, which r^word (and g at c) needs: from the document's row that the rebuild left in the
+// chunk's `rows` (sparse, at most min(K, L_d) entries, frozen for the sweep), not from a dense
+// per-document table nor from a count over the document's tokens. The thesis handles short and
+// long documents apart (short: count over the document's tokens; long: a table); here a row of
+// at most 32·ROW_REGS non-zeros ("short": every row at K <= 32·ROW_REGS) is loaded into the
+// warp's registers once per run of the document's tokens, and then a lookup of A_dk is ROW_REGS
+// compares a lane and one ballot, and the document proposal one ballot and a walk of one lane's
+// slots; a longer row ("long") is read from global memory 32 entries a load at each use (rows
+// of the engine are what every GPU sampler already rebuilds; a dense K-entry table per long
+// document would cost K words a document, and a count over the tokens L_d loads a lookup).
+// The "random token of the document" is drawn from the row as well: the assignments of the
+// chunk are overwritten as the sweep goes (z holds old and new topics at once), while the row
+// is frozen; a position u uniform in [0, L_d) taken through the row's running counts is a topic
+// of probability A_dk/L_d, the same law as the frozen topic of token u (not the same map of
+// positions to topics, so the GPU's chain is not the CPU's token for token).
+//
+// Layout and determinism as the other samplers: one block per work item (the word's tree shared
+// by its warps), each warp a contiguous share of the item's tokens, prepared 32 at a time (one
+// per lane) and then run one after another by the whole warp (the tree draw and the row's
+// lookups are warp-wide). Step t of token g uses Philox block (g, iteration, STREAM_TRAIN << 24
+// | t): x word proposal, y its acceptance, z document proposal, w its acceptance. Every value a
+// token reads is frozen or its own, in integer counts or the same float expressions whatever the
+// chunking, so a streamed run is a resident one's assignment for assignment.
+
+// Integer inclusive scan over the warp.
+__device__ __forceinline__ u32 warp_inclusive_scan_u32(u32 v) {
+    u32 lane = lane_id();
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        u32 t = __shfl_up_sync(FULL, v, o);
+        if (lane >= (u32)o) v += t;
+    }
+    return v;
+}
+
+// A document row held by the warp: entry r·32 + lane in lane `lane`'s slot r (0 past nnz), and
+// where this lane's counts start in the row's running count (lanes in order, each lane's slots
+// in order). Rows longer than 32·ROW_REGS are not loaded (`in_regs` false).
+struct MhRow {
+    RowEntry e[ROW_REGS];
+    u32 start, end;  // this lane's slots hold positions [start, end) of [0, L_d)
+    const RowEntry* global;
+    u32 nnz;
+    bool in_regs;
+};
+
+__device__ __forceinline__ void mh_row_load(MhRow& row, const RowEntry* __restrict__ entries, u32 nnz) {
+    u32 lane = lane_id();
+    row.global = entries;
+    row.nnz = nnz;
+    row.in_regs = nnz <= 32u * ROW_REGS;
+    u32 sum = 0;
+    if (row.in_regs) {
+#pragma unroll
+        for (int r = 0; r < ROW_REGS; r++) {
+            u32 i = (u32)r * 32 + lane;
+            row.e[r] = i < nnz ? entries[i] : (RowEntry)0;
+        }
+#pragma unroll
+        for (int r = 0; r < ROW_REGS; r++) sum += entry_count(row.e[r]);
+    }
+    u32 scan = warp_inclusive_scan_u32(sum);
+    row.start = scan - sum;
+    row.end = scan;
+}
+
+// A_dk: topic k's count in the row (0 when absent). A topic has one entry at most; padding slots
+// (topic 0, count 0) add nothing.
+__device__ __forceinline__ u32 mh_row_count(const MhRow& row, u32 k) {
+    u32 lane = lane_id();
+    if (row.in_regs) {
+        u32 c = 0;
+#pragma unroll
+        for (int r = 0; r < ROW_REGS; r++) {
+            c += entry_topic(row.e[r]) == k ? entry_count(row.e[r]) : 0u;
+        }
+        u32 holder = __ballot_sync(FULL, c != 0);
+        return holder ? __shfl_sync(FULL, c, __ffs(holder) - 1) : 0u;
+    }
+    for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
+        u32 i = i0 + lane;
+        RowEntry e = i < row.nnz ? row.global[i] : (RowEntry)0;
+        u32 hit = __ballot_sync(FULL, i < row.nnz && entry_topic(e) == k);
+        if (hit) return __shfl_sync(FULL, entry_count(e), __ffs(hit) - 1);
+    }
+    return 0u;
+}
+
+// The topic at position u (< L_d, the sum of the row's counts) of the row's running count: a
+// topic of probability A_dk/L_d for u uniform.
+__device__ __forceinline__ u32 mh_row_topic_at(const MhRow& row, u32 u) {
+    u32 lane = lane_id();
+    if (row.in_regs) {
+        u32 t = 0;
+        bool mine = u >= row.start && u < row.end;
+        if (mine) {
+            u32 acc = row.start;
+            bool found = false;
+#pragma unroll
+            for (int r = 0; r < ROW_REGS; r++) {
+                u32 c = entry_count(row.e[r]);
+                if (!found && u < acc + c) {
+                    t = entry_topic(row.e[r]);
+                    found = true;
+                }
+                acc += c;
+            }
+        }
+        u32 owner = __ballot_sync(FULL, mine);
+        return __shfl_sync(FULL, t, owner ? __ffs(owner) - 1 : 0);
+    }
+    u32 carry = 0, last = 0;
+    for (u32 i0 = 0; i0 < row.nnz; i0 += 32) {
+        u32 i = i0 + lane;
+        RowEntry e = i < row.nnz ? row.global[i] : (RowEntry)0;
+        u32 c = entry_count(e);
+        u32 p = warp_inclusive_scan_u32(c) + carry;
+        u32 above = __ballot_sync(FULL, c != 0 && p > u);
+        if (above) return __shfl_sync(FULL, entry_topic(e), __ffs(above) - 1);
+        u32 nz = __ballot_sync(FULL, c != 0);
+        if (nz) last = __shfl_sync(FULL, entry_topic(e), 31 - __clz(nz));
+        carry = __shfl_sync(FULL, p, 31);
+    }
+    return last;
+}
+
+// `steps`: proposal pairs per token (--mh-steps). `starts` (tests only; null in runs): each
+// token's chain starts there instead of at its old topic, which the counts still hold.
+// `own_kept` (tests only; 0 in runs): the control rates described above.
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) sample_mh(
+    SAMPLE_PARAMS, u32 steps, const u16* __restrict__ starts, u32 own_kept) {
+    extern __shared__ float smem[];
+    Tree tree;
+    tree_layout(tree, smem, K);
+    u32 lane = lane_id();
+    u32 warp = threadIdx.x >> 5;
+    float k_alpha = (float)K * alpha;
+    for (u32 item = blockIdx.x; item < num_items; item += gridDim.x) {
+        uint4 it = items[item];
+        u32 v = it.x;
+        u64 woff = word_off[v];
+        u32 wslots = word_slots[v];
+        float total = build_word_tree(tree, B + woff, wslots, inv_norm, K, beta, NO_TOPIC, warp, lane);
+        const float* pstar = tree.base;
+
+        u32 per = (it.z + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
+        u32 e0 = it.y + min(it.z, warp * per);
+        u32 e1 = it.y + min(it.z, (warp + 1) * per);
+        u32 cached_doc = 0xffffffffu;
+        MhRow row;
+        row.in_regs = false;
+        row.nnz = 0;
+        row.global = rows;
+        row.start = row.end = 0;
+        for (u32 base = e0; base < e1; base += 32) {
+            // Lane j prepares token base+j: its document, old topic, chain start and p*'(c).
+            u32 my_e = base + lane;
+            u32 my_doc = 0xffffffffu, my_src = 0, my_c = 0, my_s = 0;
+            float my_pex = 0.0f;
+            if (my_e < e1) {
+                my_doc = token_doc[my_e];
+                my_src = token_src[my_e];
+                my_c = z[my_src];
+                my_s = starts ? (u32)starts[my_src] : my_c;
+                // p*'(c) = (B−1+β)/(n−1+Vβ) from the leaf p*(c) = (B+β)x, x = 1/(n+Vβ), as fcgs
+                // does (see sample_body); from the counts where x is near 1.
+                float x0 = inv_norm[my_c];
+                if (x0 < 0.999f) {
+                    my_pex = (pstar[my_c] - x0) / (1.0f - x0);
+                } else {
+                    my_pex = ((float)word_count(B, woff, wslots, K, my_c) - 1.0f + beta) *
+                             (float)(1.0 / ((double)n[my_c] - 1.0 + v_beta));
+                }
+                my_pex = fmaxf(my_pex, 0.0f);
+            }
+            u32 todo = __ballot_sync(FULL, my_e < e1);
+            for (u32 rest = todo; rest; rest &= rest - 1u) {
+                u32 j = __ffs(rest) - 1;
+                u32 d = __shfl_sync(FULL, my_doc, j);
+                u32 src = __shfl_sync(FULL, my_src, j);
+                u32 c = __shfl_sync(FULL, my_c, j);
+                u32 s = __shfl_sync(FULL, my_s, j);
+                float pex = __shfl_sync(FULL, my_pex, j);
+                if (d != cached_doc) {
+                    cached_doc = d;
+                    mh_row_load(row, rows + doc_off[d], row_nnz[d]);
+                }
+                u32 len = doc_off[d + 1] - doc_off[d];
+                float a_c = (float)mh_row_count(row, c);
+                float leaf_c = pstar[c];
+                // f at c (own_kept: the control's): h(c) and g(c) of the derivation above.
+                float h_own = own_kept ? a_c + alpha : (a_c - 1.0f + alpha) * (pex / leaf_c);
+                float g_own = own_kept ? leaf_c : pex * (a_c - 1.0f + alpha) / (a_c + alpha);
+                // h(s), g(s) of the state, when known.
+                float h_s = 0.0f, g_s = 0.0f;
+                bool h_known = false, g_known = false;
+                u64 g = token_base + src;
+                for (u32 t = 0; t < steps; t++) {
+                    uint4 r = philox(make_uint4((u32)g, (u32)(g >> 32), iteration, (STREAM_TRAIN << 24) | t), seed_lo, seed_hi);
+                    // Word proposal (Eq. 2.1, first line, LightLDA's form): the word's tree.
+                    u32 k = tree_sample(tree, unit_f32(r.x) * total);
+                    if (k != s) {
+                        if (!h_known) {
+                            h_s = s == c ? h_own : (float)mh_row_count(row, s) + alpha;
+                            h_known = true;
+                        }
+                        float h_k = k == c ? h_own : (float)mh_row_count(row, k) + alpha;
+                        if (unit_f32(r.y) * h_s < h_k) {
+                            s = k;
+                            h_s = h_k;
+                            g_known = false;
+                        }
+                    }
+                    // Document proposal (Eq. 2.1, second line): a random token's topic or α's.
+                    float x = unit_f32(r.z) * ((float)len + k_alpha);
+                    if (x < (float)len) {
+                        k = mh_row_topic_at(row, min((u32)x, len - 1));
+                    } else {
+                        k = min((u32)((x - (float)len) / alpha), K - 1);
+                    }
+                    if (k != s) {
+                        if (!g_known) {
+                            g_s = s == c ? g_own : pstar[s];
+                            g_known = true;
+                        }
+                        float g_k = k == c ? g_own : pstar[k];
+                        if (unit_f32(r.w) * g_s < g_k) {
+                            s = k;
+                            g_s = g_k;
+                            h_known = false;
+                        }
+                    }
+                }
+                if (lane == 0) {
+                    z[src] = (u16)s;
+                    word_add(Bn, woff, wslots, K, s);
+                }
+            }
+        }
+        __syncthreads();
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

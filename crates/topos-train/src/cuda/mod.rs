@@ -36,7 +36,8 @@ pub struct Cuda;
 /// (`word_top2` in `kernels.cu` keeps each word's two most popular topics K₁, K₂ and the bound
 /// a₃, and the count rebuild each token's C₁/C₂ pair beside its chunk). Another g would need
 /// top-(g + 1) lists per word and g counts per token resident on the device, not a compile-time
-/// constant, so it is refused; the CPU runs any g to the same model.
+/// constant, so it is refused; the CPU runs any g to the same model. mh's `--mh-steps` is an
+/// argument of its kernel (`sample_mh`), so every value runs on the GPU.
 pub(crate) fn settings_refusal(
     sampler: &dyn crate::Sampler,
     settings: &crate::sampler::SamplerSettings,

@@ -6,4 +6,5 @@ use crate::sampler::GpuKernelSpec;
 pub const KERNEL: GpuKernelSpec = GpuKernelSpec {
     exclude_own_assignment: false,
     three_branch: false,
+    metropolis_hastings: false,
 };

@@ -12,4 +12,5 @@ use crate::sampler::GpuKernelSpec;
 pub const KERNEL: GpuKernelSpec = GpuKernelSpec {
     exclude_own_assignment: true,
     three_branch: true,
+    metropolis_hastings: false,
 };

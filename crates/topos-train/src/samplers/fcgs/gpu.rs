@@ -9,4 +9,5 @@ use crate::sampler::GpuKernelSpec;
 pub const KERNEL: GpuKernelSpec = GpuKernelSpec {
     exclude_own_assignment: true,
     three_branch: false,
+    metropolis_hastings: false,
 };
