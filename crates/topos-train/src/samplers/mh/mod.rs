@@ -37,7 +37,7 @@ impl Sampler for Mh {
         "mhLDA's Metropolis-Hastings: 4 pairs (--mh-steps) of word and document proposals per token, accepted by Eq. (2.2) against the previous iteration's counts with the token's own assignment removed; CPU: each drawn in O(1) (a per-word alias table; the topic of a random token of the document); GPU: the word proposal (B+β)/(n+Vβ) from the word's sampling tree, the document's from its frozen row, A_dk read from the row in registers"
     }
     fn when_to_use(&self) -> &'static str {
-        "not on the CPU: on one thread it samples 1.5M tokens/s at K = 100 and 1,000 alike (20 Newsgroups; cgs 9.3M and 5.7M, WarpLDA 9M) and ends below cgs at equal iterations, so it reaches a held-out value 4-12x later than cgs and 4-6x later than WarpLDA; the tested reference of the GPU kernel; on the GPU (--device cuda, resident or streamed) the same model for any chunking, but not the CPU's model (other proposals and numbers)"
+        "not on the CPU: on one thread it samples 1.5M tokens/s at K = 100 and 1,000 alike (20 Newsgroups; cgs 9.3M and 5.7M, WarpLDA 9M) and ends below cgs at equal iterations, so it reaches a held-out value 4-12x later than cgs and 4-6x later than WarpLDA; on the GPU (--device cuda, resident or streamed; the same model for any chunking, not the CPU's) 0.16-0.38x cgs's tokens/s (H100: 290-500M); at K = 10,000 and more it ends 0.03-0.04 nats/token above cgs at equal iterations (Gutenberg, NYTimes-shaped: values cgs does not reach in 200 iterations), at K = 1,000 below it, and it reaches cgs's values later in time (BENCHMARKS.md)"
     }
     fn reference(&self) -> &'static str {
         "ezLDA/mhLDA thesis ch. 2, §2.2.2-2.2.3, Eq. (2.1)-(2.2); WarpLDA (Chen et al. 2016)"
