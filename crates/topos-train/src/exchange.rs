@@ -131,7 +131,8 @@ pub fn sum_across_workers(
 }
 
 /// `TOPOS_EXCHANGE=dense|sparse` forces a way (tests and benchmarks; read once). Between GPUs,
-/// `dense` (or `nccl`) forces NCCL's all-reduce and `sparse` the sparse gather whenever it fits.
+/// `dense` (or `nccl`) forces NCCL's all-reduce and `sparse` the sparse gather whenever it fits;
+/// `auto` (or unset) chooses by the bytes moved.
 pub(crate) fn forced_way() -> Option<Way> {
     static FORCED: std::sync::OnceLock<Option<Way>> = std::sync::OnceLock::new();
     *FORCED.get_or_init(|| match std::env::var("TOPOS_EXCHANGE").as_deref() {
@@ -145,8 +146,8 @@ pub(crate) fn forced_way() -> Option<Way> {
 /// An error for a `TOPOS_EXCHANGE` that [`forced_way`] would ignore.
 pub(crate) fn check_forced_way() -> Result<(), String> {
     match std::env::var("TOPOS_EXCHANGE") {
-        Ok(v) if !matches!(v.as_str(), "dense" | "sparse" | "nccl") => Err(format!(
-            "TOPOS_EXCHANGE={v:?} is not a way to exchange counts: use dense, sparse or nccl, or unset it"
+        Ok(v) if !matches!(v.as_str(), "dense" | "sparse" | "nccl" | "auto" | "") => Err(format!(
+            "TOPOS_EXCHANGE={v:?} is not a way to exchange counts: use dense, sparse, nccl or auto (chosen by the bytes it moves, as when unset)"
         )),
         _ => Ok(()),
     }
