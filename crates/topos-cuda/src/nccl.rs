@@ -101,10 +101,10 @@ impl DeviceComm {
 
     /// Every GPU's `send` (of the same length on every GPU), one after another in rank order,
     /// into `recv[..workers × send.len()]`.
-    pub fn gather_u64(
+    pub fn gather_u32(
         &mut self,
-        send: &CudaView<'_, u64>,
-        recv: &mut CudaViewMut<'_, u64>,
+        send: &CudaView<'_, u32>,
+        recv: &mut CudaViewMut<'_, u32>,
     ) -> Result<(), GpuError> {
         self.comm
             .all_gather(send, recv)

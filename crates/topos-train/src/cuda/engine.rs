@@ -198,6 +198,11 @@ pub struct Engine {
     /// The sparse exchange's buffers, made at the first exchange over NCCL that has room for
     /// them (`None` until then, or for good when there is no room).
     sparse: Option<SparseExchange>,
+    /// Set by an exchange that, while the counts travel, cleared the next sweep's B′ (the B
+    /// the sweep just read) and rebuilt its document rows on a chunk stream (see
+    /// [`Engine::prepare_next_sweep`]): the event the next sweep waits for instead of doing
+    /// both itself.
+    prepared: Option<CudaEvent>,
     /// Seconds of each step of [`Engine::new`].
     open_seconds: Vec<(&'static str, f64)>,
 }
@@ -218,8 +223,13 @@ enum NextTotals {
 struct SparseExchange {
     /// Entries per GPU that fit: an exchange whose largest GPU has more goes dense.
     capacity: u64,
-    own: CudaSlice<u64>,
-    all: CudaSlice<u64>,
+    /// Tiles of the counts (a header place each in `own`).
+    tiles: u64,
+    /// This GPU's entries in `compact_counts`'s layout: the two counts, 2·`tiles` header
+    /// words, `capacity` entries.
+    own: CudaSlice<u32>,
+    /// Every GPU's `own` up to the largest GPU's last entry, in rank order.
+    all: CudaSlice<u32>,
     status: CudaSlice<u64>,
     /// The largest GPU's entry count, summed over the GPUs by a max.
     largest: CudaSlice<u64>,
@@ -227,6 +237,9 @@ struct SparseExchange {
     /// entries (the same on every GPU: it follows from the max they share).
     dense_for: u32,
 }
+
+/// Cells a tile of `compact_counts` (its blocks of [`BLOCK`] threads, 8 cells a thread).
+const COMPACT_TILE: u64 = BLOCK as u64 * 8;
 
 /// Exchanges that go dense without trying after one whose non-zeros did not fit: counts change
 /// slowly between iterations, and the compaction reads all of the counts.
@@ -1117,6 +1130,7 @@ impl Engine {
             mh_starts: None,
             mh_own_kept: false,
             sparse: None,
+            prepared: None,
             open_seconds: Vec::new(),
         };
         engine.initial_counts()?;
@@ -1247,9 +1261,15 @@ impl Engine {
     /// The E-step of iteration `iteration` (1 for the first; it keys the random numbers): every
     /// chunk sampled into the next counts B′. Queued, not waited for: [`Engine::commit`] waits.
     pub fn sweep(&mut self, iteration: u32) -> Result<(), GpuError> {
-        self.main
-            .memset_zeros(&mut self.bn)
-            .check(|| "clearing the next word-topic counts".into())?;
+        // B′ cleared and the first chunk's rows rebuilt during the last exchange, or now.
+        let prepared = self.prepared.take();
+        match &prepared {
+            Some(done) => self.main.wait(done).check(|| "ordering streams".into())?,
+            None => self
+                .main
+                .memset_zeros(&mut self.bn)
+                .check(|| "clearing the next word-topic counts".into())?,
+        }
         self.main
             .memset_zeros(&mut self.n_next)
             .check(|| "clearing the next topic totals".into())?;
@@ -1303,8 +1323,9 @@ impl Engine {
         };
         match storage {
             Storage::Resident { chunks, rows } => {
-                for (c, m) in chunks.iter_mut().zip(meta.iter()) {
-                    sweep(main, kernels, &model, c, rows, scratch, bn, m)?;
+                for (i, (c, m)) in chunks.iter_mut().zip(meta.iter()).enumerate() {
+                    let rows_ready = i == 0 && prepared.is_some();
+                    sweep(main, kernels, &model, c, rows, scratch, bn, m, rows_ready)?;
                 }
             }
             Storage::Streamed { host, slots } => {
@@ -1324,7 +1345,7 @@ impl Engine {
                         scratch_warps: half,
                         ..model
                     };
-                    sweep_view(s, kernels, &model_half, d, rows, &mut part, bn, m)?;
+                    sweep_view(s, kernels, &model_half, d, rows, &mut part, bn, m, false)?;
                     s.memcpy_dtoh(&d.z.slice(0..m.tokens), &mut h.z)
                         .check(|| "copying a chunk's assignments back".into())?;
                 }
@@ -1485,7 +1506,9 @@ impl Engine {
         self.main
             .synchronize()
             .check(|| format!("running iteration {iteration}"))?;
-        if let Storage::Streamed { .. } = self.storage {
+        // What the last exchange prepared is done before anything else (a log-likelihood's
+        // rebuild shares its scratch) runs.
+        if self.prepared.is_some() || matches!(self.storage, Storage::Streamed { .. }) {
             for l in &self.lanes {
                 l.synchronize()
                     .check(|| format!("running iteration {iteration}"))?;
@@ -2030,6 +2053,58 @@ impl Engine {
         Ok((total[0] as i64, tokens))
     }
 
+    /// Work of the next sweep that does not depend on the summed counts, enqueued on a chunk
+    /// stream so that it runs while they travel (the exchange leaves the GPU idle while NCCL
+    /// moves bytes and the host agrees on the way): clearing B′ (the B the sweep just read,
+    /// which the commit makes the next B′) and rebuilding the document rows from the new
+    /// assignments. Only with one resident chunk (the rows are the chunk's own until the next
+    /// sweep; several chunks share them) and not for ezlda (its rows carry each token's place
+    /// among its word's top topics, which follow the summed counts). The model is unchanged:
+    /// the same kernels on the same data, in another order than the summed counts' work.
+    /// Called with the sweep finished.
+    fn prepare_next_sweep(&mut self) -> Result<(), GpuError> {
+        if self.cfg.three_branch || self.prepared.is_some() {
+            return Ok(());
+        }
+        let Self {
+            lanes,
+            kernels,
+            cfg,
+            b,
+            scratch,
+            scratch_warps,
+            meta,
+            storage,
+            prepared,
+            ..
+        } = self;
+        let Storage::Resident { chunks, rows } = storage else {
+            return Ok(());
+        };
+        let ([chunk], [m]) = (chunks.as_mut_slice(), meta.as_slice()) else {
+            return Ok(());
+        };
+        let side = &lanes[0];
+        side.memset_zeros(b)
+            .check(|| "clearing the next word-topic counts".into())?;
+        if m.tokens > 0 {
+            let mut view = scratch.slice_mut(..);
+            launch_rebuild(
+                side,
+                kernels,
+                *scratch_warps,
+                cfg.topics,
+                chunk,
+                rows,
+                &mut view,
+                m,
+                None,
+            )?;
+        }
+        *prepared = Some(record(side)?);
+        Ok(())
+    }
+
     /// The exchange of a multi-process run, staged through the host: the new word-topic counts
     /// this device built from its share (dense rows, V × K) are summed with every other
     /// process's block by block (4·V·K bytes each way over PCIe and through the transport), so
@@ -2057,6 +2132,7 @@ impl Engine {
         for l in &self.lanes {
             l.synchronize().check(|| "finishing the sweep".into())?;
         }
+        self.prepare_next_sweep()?;
         let started = std::time::Instant::now();
         // The sweep's topic totals travel with the counts (K numbers), so that the commit need
         // not sum B′'s columns.
@@ -2116,19 +2192,20 @@ impl Engine {
         Ok((started.elapsed().as_secs_f64(), crate::exchange::Way::Dense))
     }
 
-    /// The sum over the GPUs of `bn` (dense, V × K), sparse: each GPU appends its non-zero cells
-    /// as 8-byte entries (cell << 24 | count), NCCL gathers every GPU's entries on each (padded
-    /// with zero entries to the largest GPU's count), and each adds the others' to its own cells.
-    /// Integer sums, so `bn` ends exactly as the all-reduce leaves it, whatever order the entries
-    /// were appended in.
+    /// The sum over the GPUs of `bn` (dense, V × K), sparse: each GPU lists its non-zero cells
+    /// tile by tile (2,048 cells a tile: a header a tile with non-zeros, then 4 bytes a
+    /// non-zero, its offset in the tile and its count; `compact_counts` in kernels.cu), NCCL
+    /// gathers every GPU's list on each (up to the largest GPU's length), and each adds the
+    /// others' to its own cells. Integer sums, so `bn` ends exactly as the all-reduce leaves it,
+    /// whatever order the entries were listed in.
     ///
     /// Taken when the largest GPU's entries, m, are at most half the all-reduce's break-even:
-    /// G·m·8 bytes gathered against a ring all-reduce's 2·(G−1)/G·4·V·K through each GPU gives
-    /// m ≤ V·K·(G−1)/(2G²) (`TOPOS_EXCHANGE=sparse`: whenever they fit in V·K entries;
-    /// `dense`: never). Every GPU learns m by one max over the GPUs and decides the same way;
-    /// a GPU with a count of 2²⁴ or more in a cell, or no room for the buffers (about one more
-    /// dense copy of the counts, allocated at the first exchange), makes every GPU go dense, and
-    /// the next [`DENSE_AFTER_MISS`] exchanges go dense without compacting.
+    /// G·m·4 bytes gathered against a ring all-reduce's 2·(G−1)/G·4·V·K through each GPU gives
+    /// m ≤ V·K·(G−1)/G² (`TOPOS_EXCHANGE=sparse`: whenever they fit in V·K entries; `dense`:
+    /// never). Every GPU learns m by one max over the GPUs and decides the same way; a GPU with
+    /// a count of 2²¹ or more in a cell, or no room for the buffers (about one more dense copy
+    /// of the counts, allocated at the first exchange), makes every GPU go dense, and the next
+    /// [`DENSE_AFTER_MISS`] exchanges go dense without compacting.
     ///
     /// Returns whether the counts were summed (`false`: nothing was changed, go dense).
     fn sparse_exchange(
@@ -2144,31 +2221,39 @@ impl Engine {
         let cells = self.bn.len() as u64;
         let what = |x: &str| format!("exchanging the counts sparse ({x})");
         if self.sparse.is_none() {
-            let wanted = if cells >= 1 << 40 {
+            let tiles = cells.div_ceil(COMPACT_TILE);
+            // Entry places are 32-bit numbers, header places 24-bit (the kernel's one counter
+            // holds both).
+            let wanted = if tiles >= 1 << 24 {
                 0
             } else if forced == Some(Way::Sparse) {
                 cells
             } else {
-                cells * (workers - 1) / (2 * workers * workers)
-            };
-            let need = (workers + 1) * wanted * 8;
+                cells * (workers - 1) / (workers * workers)
+            }
+            .min(u64::from(u32::MAX).saturating_sub(2 + 2 * tiles));
+            let per_gpu = 2 + 2 * tiles + wanted;
+            let need = (workers + 1) * per_gpu * 4;
             let room = self.ctx.mem_get_info().map_or(0, |(free, _)| free as u64);
             // Room for the buffers and a GiB besides (held-out evaluation, the driver).
-            let capacity = if wanted > 0 && room >= need + (1 << 30) {
-                wanted
-            } else {
-                0
-            };
+            let capacity =
+                if wanted > 0 && 2 * tiles < u64::from(u32::MAX) && room >= need + (1 << 30) {
+                    wanted
+                } else {
+                    0
+                };
             let len = |n: u64| (n as usize).max(1);
+            let per_gpu = if capacity > 0 { per_gpu } else { 1 };
             self.sparse = Some(SparseExchange {
                 capacity,
+                tiles,
                 own: self
                     .main
-                    .alloc_zeros::<u64>(len(capacity))
+                    .alloc_zeros::<u32>(len(per_gpu))
                     .check(|| what("entries"))?,
                 all: self
                     .main
-                    .alloc_zeros::<u64>(len(workers * capacity))
+                    .alloc_zeros::<u32>(len(workers * per_gpu))
                     .check(|| what("gathered entries"))?,
                 status: self.main.alloc_zeros::<u64>(2).check(|| what("counters"))?,
                 largest: self.main.alloc_zeros::<u64>(1).check(|| what("counters"))?,
@@ -2184,6 +2269,9 @@ impl Engine {
             ..
         } = self;
         let x = sparse.as_mut().expect("made above");
+        if x.capacity == 0 {
+            return Ok(false);
+        }
         if x.dense_for > 0 {
             x.dense_for -= 1;
             return Ok(false);
@@ -2197,12 +2285,14 @@ impl Engine {
             grid(blocks as u32, BLOCK)
         };
         let cfg = stride_grid(cells);
-        // SAFETY: argument types match the kernel's signature; `own` has room for `capacity`.
+        // SAFETY: argument types match the kernel's signature; `own` has room for the counts,
+        // `tiles` headers and `capacity` entries; its blocks are BLOCK threads (the tile size).
         unsafe {
             main.launch_builder(&kernels.compact_counts)
                 .arg(&*bn)
                 .arg(&cells)
                 .arg(&mut x.own)
+                .arg(&x.tiles)
                 .arg(&x.capacity)
                 .arg(&mut x.status)
                 .launch(cfg)
@@ -2210,7 +2300,8 @@ impl Engine {
         .check(|| what("compacting"))?;
         let status = main.clone_dtoh(&x.status).check(|| what("counters"))?;
         main.synchronize().check(|| what("compacting"))?;
-        let (len, too_large) = (status[0], status[1] != 0);
+        let (len, headers, too_large) =
+            (status[0] & ((1 << 40) - 1), status[0] >> 40, status[1] != 0);
         let want = if too_large || len > x.capacity {
             u64::MAX
         } else {
@@ -2231,25 +2322,31 @@ impl Engine {
         if m == 0 {
             return Ok(true);
         }
-        if len < m {
-            main.memset_zeros(&mut x.own.slice_mut(len as usize..m as usize))
-                .check(|| what("padding"))?;
-        }
-        comm.gather_u64(
-            &x.own.slice(0..m as usize),
-            &mut x.all.slice_mut(0..(workers * m) as usize),
+        // The counts at the head of this GPU's list (both fit 32 bits: len ≤ capacity).
+        main.memcpy_htod(&[len as u32, headers as u32], &mut x.own.slice_mut(0..2))
+            .check(|| what("counters"))?;
+        let stride = 2 + 2 * x.tiles + m;
+        comm.gather_u32(
+            &x.own.slice(0..stride as usize),
+            &mut x.all.slice_mut(0..(workers * stride) as usize),
         )?;
-        let count = workers * m;
-        let (skip_begin, skip_end) = (rank * m, (rank + 1) * m);
-        let cfg = stride_grid(count);
-        // SAFETY: argument types match the kernel's signature; every entry's cell is < V·K.
+        let headers_all = workers * x.tiles;
+        let cfg = grid(
+            (u64::from(*multiprocessors).max(1) * 8)
+                .min(headers_all.div_ceil(u64::from(BLOCK / 32)).max(1)) as u32,
+            BLOCK,
+        );
+        let (workers32, skip) = (workers as u32, rank as u32);
+        // SAFETY: argument types match the kernel's signature; `all` holds `workers` lists of
+        // `stride` words, each with `tiles` header places, every cell of an entry < V·K.
         unsafe {
             main.launch_builder(&kernels.add_entries)
                 .arg(&mut *bn)
                 .arg(&x.all)
-                .arg(&count)
-                .arg(&skip_begin)
-                .arg(&skip_end)
+                .arg(&workers32)
+                .arg(&stride)
+                .arg(&x.tiles)
+                .arg(&skip)
                 .launch(cfg)
         }
         .check(|| what("adding"))?;
@@ -2396,9 +2493,10 @@ fn sweep(
     scratch: &mut CudaSlice<u32>,
     bn: &mut CudaSlice<u32>,
     m: &ChunkMeta,
+    rows_ready: bool,
 ) -> Result<(), GpuError> {
     let mut view = scratch.slice_mut(..);
-    sweep_view(s, k, model, c, rows, &mut view, bn, m)
+    sweep_view(s, k, model, c, rows, &mut view, bn, m, rows_ready)
 }
 
 /// Rebuilds the chunk's doc-topic rows from its assignments (SaberLDA §3.3).
@@ -2451,7 +2549,8 @@ fn launch_rebuild(
     Ok(())
 }
 
-/// Rebuilds the chunk's doc-topic rows from its assignments, then samples all its tokens.
+/// Rebuilds the chunk's doc-topic rows from its assignments (unless `rows_ready`: the last
+/// exchange did), then samples all its tokens.
 #[allow(clippy::too_many_arguments)]
 fn sweep_view(
     s: &Arc<CudaStream>,
@@ -2462,23 +2561,26 @@ fn sweep_view(
     scratch: &mut topos_cuda::cudarc::driver::CudaViewMut<'_, u32>,
     bn: &mut CudaSlice<u32>,
     m: &ChunkMeta,
+    rows_ready: bool,
 ) -> Result<(), GpuError> {
     if m.tokens == 0 {
         return Ok(());
     }
     let topics = model.cfg.topics;
     let three = model.cfg.three_branch.then_some(model.top2);
-    launch_rebuild(
-        s,
-        k,
-        model.scratch_warps,
-        topics,
-        c,
-        rows,
-        scratch,
-        m,
-        three,
-    )?;
+    if !rows_ready {
+        launch_rebuild(
+            s,
+            k,
+            model.scratch_warps,
+            topics,
+            c,
+            rows,
+            scratch,
+            m,
+            three,
+        )?;
+    }
     let cfg = model.cfg;
     let num_items = m.items as u32;
     let sample_cfg = LaunchConfig {

@@ -173,19 +173,30 @@ extern "C" __global__ void column_sums(const u32* __restrict__ B, u32 V, u32 K, 
 // counts as entries (cell << 24 | count), gathered by every GPU and added to its own. Integer
 // sums: the result is the all-reduce's, whatever order the entries are appended in.
 
-// Appends every non-zero cell of B[0, cells) to out (as cell << 24 | count) while there is room
-// (capacity entries); status[0] counts them all (more than capacity: out is incomplete), status[1]
-// becomes 1 if a count does not fit 24 bits. A block takes tiles of COMPACT_PER_THREAD cells a
-// thread, numbers the tile's non-zeros by a block-wide scan and claims their places with one
-// atomic a tile: one atomic per warp of 32 cells on one counter cost 12 ms an iteration at
-// K = 10,000 (measured on H200s: as much as NCCL's dense all-reduce it was to replace).
+// The sparse exchange's entries (Engine::sparse_exchange): every non-zero cell of B[0, cells)
+// as one 4-byte entry, offset within its tile << COUNT_BITS | count, tile by tile. A tile is
+// the COMPACT_PER_THREAD · blockDim.x = 2,048 cells a block reads at once (blockDim.x = 256;
+// offsets need 11 bits); each tile with non-zeros gets a header (the index of its first entry,
+// the tile's number), so an entry needs no cell number of its own: 4 bytes a non-zero where
+// cell << 24 | count took 8, which halves what NCCL gathers. Layout of `out` (u32):
+// [2, 2 + 2·tiles) the headers in the order the tiles claimed their places, then from
+// 2 + 2·tiles the entries (at most `capacity`). out[0], out[1] (the entry and header counts)
+// are written by the host from status. status[0] counts headers << 40 | entries, from one
+// atomic a tile, so the headers' first entries increase with their places; status[1] becomes 1
+// if a count needs more than COUNT_BITS bits (the caller then goes dense). One atomic a tile:
+// one atomic per warp of 32 cells on one counter cost 12 ms an iteration at K = 10,000
+// (measured on H200s: as much as NCCL's dense all-reduce it was to replace).
 #define COMPACT_PER_THREAD 8
-extern "C" __global__ void compact_counts(const u32* __restrict__ B, u64 cells, u64* __restrict__ out,
-                                          u64 capacity, unsigned long long* __restrict__ status) {
+#define COMPACT_OFFSET_BITS 11
+#define COMPACT_COUNT_BITS 21
+extern "C" __global__ void compact_counts(const u32* __restrict__ B, u64 cells, u32* __restrict__ out,
+                                          u64 tiles, u64 capacity, unsigned long long* __restrict__ status) {
     __shared__ u32 warp_total[32];
-    __shared__ unsigned long long tile_base;
+    __shared__ unsigned long long tile_claim;
     const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = lane_id();
     const u64 tile = (u64)blockDim.x * COMPACT_PER_THREAD;
+    u32* headers = out + 2;
+    u32* entries = out + 2 + 2 * tiles;
     for (u64 base = blockIdx.x * tile; base < cells; base += (u64)gridDim.x * tile) {
         u32 c[COMPACT_PER_THREAD];
         u32 mine = 0;
@@ -213,35 +224,57 @@ extern "C" __global__ void compact_counts(const u32* __restrict__ B, u64 cells, 
                 if (lane >= (u32)d) ti += y;
             }
             if (lane < warps) warp_total[lane] = ti - t;  // exclusive prefix of the warps
-            if (lane == warps - 1 && ti) tile_base = atomicAdd(&status[0], (unsigned long long)ti);
+            if (lane == warps - 1 && ti) {
+                unsigned long long claim = atomicAdd(&status[0], (1ull << 40) | (unsigned long long)ti);
+                tile_claim = claim;
+                u64 h = claim >> 40, first = claim & ((1ull << 40) - 1);
+                if (first < capacity) {
+                    headers[2 * h] = (u32)first;
+                    headers[2 * h + 1] = (u32)(base / tile);
+                }
+            }
         }
         __syncthreads();
         u32 before = warp_total[warp] + inc - mine;
         if (mine) {
-            u64 j = tile_base + before;
+            u64 j = (tile_claim & ((1ull << 40) - 1)) + before;
 #pragma unroll
             for (int r = 0; r < COMPACT_PER_THREAD; r++) {
                 if (c[r]) {
-                    if (c[r] >> 24) status[1] = 1ull;
-                    u64 i = base + (u64)r * blockDim.x + threadIdx.x;
-                    if (j < capacity) out[j] = (i << 24) | (u64)(c[r] & 0xffffffu);
+                    if (c[r] >> COMPACT_COUNT_BITS) status[1] = 1ull;
+                    u32 offset = (u32)r * blockDim.x + threadIdx.x;
+                    if (j < capacity) entries[j] = (offset << COMPACT_COUNT_BITS) | c[r];
                     j++;
                 }
             }
         }
-        __syncthreads();  // warp_total and tile_base are the next tile's
+        __syncthreads();  // warp_total and tile_claim are the next tile's
     }
 }
 
-// B[cell] += count for every entry of the other GPUs (entries [skip_begin, skip_end) are this
-// GPU's own, already in B; zero entries are padding).
-extern "C" __global__ void add_entries(u32* __restrict__ B, const u64* __restrict__ entries, u64 count,
-                                       u64 skip_begin, u64 skip_end) {
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
-        if (i >= skip_begin && i < skip_end) continue;
-        u64 e = entries[i];
-        u32 c = (u32)(e & 0xffffffu);
-        if (c) atomicAdd(&B[e >> 24], c);
+// B[cell] += count for every entry of the other GPUs: `all` holds every GPU's compact_counts
+// output, `stride` u32 apart, each with `tiles` header places (rank `skip`'s own entries are
+// already in B). A warp a header: its tile's entries run to the next header's first entry (or
+// the GPU's entry count for the last).
+extern "C" __global__ void add_entries(u32* __restrict__ B, const u32* __restrict__ all, u32 workers,
+                                       u64 stride, u64 tiles, u32 skip) {
+    const u32 lane = lane_id();
+    const u64 warps = (u64)gridDim.x * (blockDim.x >> 5);
+    const u64 tile = 256ull * COMPACT_PER_THREAD;
+    for (u64 j = blockIdx.x * (u64)(blockDim.x >> 5) + (threadIdx.x >> 5); j < (u64)workers * tiles; j += warps) {
+        u32 g = (u32)(j / tiles);
+        u64 h = j - (u64)g * tiles;
+        if (g == skip) continue;
+        const u32* seg = all + (u64)g * stride;
+        u32 len = seg[0], heads = seg[1];
+        if (h >= heads) continue;
+        u32 first = seg[2 + 2 * h], end = h + 1 < heads ? seg[2 + 2 * (h + 1)] : len;
+        u64 base = (u64)seg[3 + 2 * h] * tile;
+        const u32* entries = seg + 2 + 2 * tiles;
+        for (u32 e = first + lane; e < end; e += 32) {
+            u32 v = entries[e];
+            atomicAdd(&B[base + (v >> COMPACT_COUNT_BITS)], v & ((1u << COMPACT_COUNT_BITS) - 1u));
+        }
     }
 }
 
