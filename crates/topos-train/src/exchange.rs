@@ -132,24 +132,30 @@ pub fn sum_across_workers(
 
 /// `TOPOS_EXCHANGE=dense|sparse` forces a way (tests and benchmarks; read once). Between GPUs,
 /// `dense` (or `nccl`) forces NCCL's all-reduce and `sparse` the sparse gather whenever it fits;
-/// `auto` (or unset) chooses by the bytes moved.
+/// `auto` (or unset) chooses by the bytes moved. A value that names no way is refused at the
+/// start of a run ([`check_forced_way`]) and chooses by the bytes here.
 pub(crate) fn forced_way() -> Option<Way> {
     static FORCED: std::sync::OnceLock<Option<Way>> = std::sync::OnceLock::new();
-    *FORCED.get_or_init(|| match std::env::var("TOPOS_EXCHANGE").as_deref() {
-        Ok("dense") => Some(Way::Dense),
-        Ok("sparse") => Some(Way::Sparse),
-        Ok("nccl") => Some(Way::Nccl),
-        _ => None,
+    *FORCED.get_or_init(|| {
+        parse_forced_way(std::env::var("TOPOS_EXCHANGE").ok().as_deref()).unwrap_or(None)
     })
 }
 
-/// An error for a `TOPOS_EXCHANGE` that [`forced_way`] would ignore.
+/// An error for a `TOPOS_EXCHANGE` that names no way to exchange counts.
 pub(crate) fn check_forced_way() -> Result<(), String> {
-    match std::env::var("TOPOS_EXCHANGE") {
-        Ok(v) if !matches!(v.as_str(), "dense" | "sparse" | "nccl" | "auto" | "") => Err(format!(
+    parse_forced_way(std::env::var("TOPOS_EXCHANGE").ok().as_deref()).map(|_| ())
+}
+
+/// `TOPOS_EXCHANGE`'s value (`None`: unset) as a forced way, `Ok(None)` for the automatic choice.
+fn parse_forced_way(value: Option<&str>) -> Result<Option<Way>, String> {
+    match value {
+        Some("dense") => Ok(Some(Way::Dense)),
+        Some("sparse") => Ok(Some(Way::Sparse)),
+        Some("nccl") => Ok(Some(Way::Nccl)),
+        None | Some("auto" | "") => Ok(None),
+        Some(v) => Err(format!(
             "TOPOS_EXCHANGE={v:?} is not a way to exchange counts: use dense, sparse, nccl or auto (chosen by the bytes it moves, as when unset)"
         )),
-        _ => Ok(()),
     }
 }
 
@@ -401,6 +407,20 @@ fn concat_rows(num_topics: u32, pieces: Vec<WordTopics>) -> WordTopics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn topos_exchange_values_parse_to_a_way_or_are_refused() {
+        assert_eq!(parse_forced_way(Some("dense")), Ok(Some(Way::Dense)));
+        assert_eq!(parse_forced_way(Some("sparse")), Ok(Some(Way::Sparse)));
+        assert_eq!(parse_forced_way(Some("nccl")), Ok(Some(Way::Nccl)));
+        for automatic in [None, Some("auto"), Some("")] {
+            assert_eq!(parse_forced_way(automatic), Ok(None));
+        }
+        let refused = parse_forced_way(Some("spares")).unwrap_err();
+        assert!(
+            refused.contains("\"spares\"") && refused.contains("use dense, sparse, nccl or auto")
+        );
+    }
 
     fn rows(k: u32, dense: &[&[u32]]) -> WordTopics {
         let mut w = WordTopics {
