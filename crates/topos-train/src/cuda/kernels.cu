@@ -77,11 +77,13 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-__device__ __forceinline__ float warp_inclusive_scan(float v) {
+// The warp's inclusive prefix sums of v (float weights or u32 counts).
+template <typename T>
+__device__ __forceinline__ T warp_inclusive_scan(T v) {
     u32 lane = lane_id();
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
-        float t = __shfl_up_sync(FULL, v, o);
+        T t = __shfl_up_sync(FULL, v, o);
         if (lane >= (u32)o) v += t;
     }
     return v;
@@ -207,22 +209,12 @@ extern "C" __global__ void compact_counts(const u32* __restrict__ B, u64 cells, 
             mine += c[r] != 0u;
         }
         // Inclusive scan of `mine` over the warp, then over the warps' totals.
-        u32 inc = mine;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            u32 y = __shfl_up_sync(0xffffffffu, inc, d);
-            if (lane >= (u32)d) inc += y;
-        }
+        u32 inc = warp_inclusive_scan(mine);
         if (lane == 31) warp_total[warp] = inc;
         __syncthreads();
         if (warp == 0) {
             u32 t = lane < warps ? warp_total[lane] : 0u;
-            u32 ti = t;
-#pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                u32 y = __shfl_up_sync(0xffffffffu, ti, d);
-                if (lane >= (u32)d) ti += y;
-            }
+            u32 ti = warp_inclusive_scan(t);
             if (lane < warps) warp_total[lane] = ti - t;  // exclusive prefix of the warps
             if (lane == warps - 1 && ti) {
                 unsigned long long claim = atomicAdd(&status[0], (1ull << 40) | (unsigned long long)ti);
@@ -1338,16 +1330,6 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
 // chunking, so a streamed run is a resident one's assignment for assignment.
 
 // Integer inclusive scan over the warp.
-__device__ __forceinline__ u32 warp_inclusive_scan_u32(u32 v) {
-    u32 lane = lane_id();
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        u32 t = __shfl_up_sync(FULL, v, o);
-        if (lane >= (u32)o) v += t;
-    }
-    return v;
-}
-
 // A document row held by the warp: entry r·32 + lane in lane `lane`'s slot r (0 past nnz), and
 // where this lane's counts start in the row's running count (lanes in order, each lane's slots
 // in order). Rows longer than 32·ROW_REGS are not loaded (`in_regs` false).
@@ -1374,7 +1356,7 @@ __device__ __forceinline__ void mh_row_load(MhRow& row, const RowEntry* __restri
 #pragma unroll
         for (int r = 0; r < ROW_REGS; r++) sum += entry_count(row.e[r]);
     }
-    u32 scan = warp_inclusive_scan_u32(sum);
+    u32 scan = warp_inclusive_scan(sum);
     row.start = scan - sum;
     row.end = scan;
 }
@@ -1429,7 +1411,7 @@ __device__ __forceinline__ u32 mh_row_topic_at(const MhRow& row, u32 u) {
         u32 i = i0 + lane;
         RowEntry e = i < row.nnz ? row.global[i] : (RowEntry)0;
         u32 c = entry_count(e);
-        u32 p = warp_inclusive_scan_u32(c) + carry;
+        u32 p = warp_inclusive_scan(c) + carry;
         u32 above = __ballot_sync(FULL, c != 0 && p > u);
         if (above) return __shfl_sync(FULL, entry_topic(e), __ffs(above) - 1);
         u32 nz = __ballot_sync(FULL, c != 0);
@@ -1728,23 +1710,10 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS) radix_scan_tiles(
     for (u32 base = 0; base < tiles; base += SCAN_THREADS) {
         u32 i = base + threadIdx.x;
         u32 v = i < tiles ? row[i] : 0u;
-        u32 x = v;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            u32 y = __shfl_up_sync(FULL, x, o);
-            if (lane >= (u32)o) x += y;
-        }
+        u32 x = warp_inclusive_scan(v);
         if (lane == 31) warp_sums[w] = x;
         __syncthreads();
-        if (w == 0) {
-            u32 s = warp_sums[lane];
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                u32 y = __shfl_up_sync(FULL, s, o);
-                if (lane >= (u32)o) s += y;
-            }
-            warp_sums[lane] = s;
-        }
+        if (w == 0) warp_sums[lane] = warp_inclusive_scan(warp_sums[lane]);
         __syncthreads();
         u32 incl = x + (w > 0 ? warp_sums[w - 1] : 0u);
         u32 c = carry;
@@ -1761,12 +1730,7 @@ extern "C" __global__ void __launch_bounds__(RADIX_BINS) radix_scan_totals(
     const u32* __restrict__ totals, u32* __restrict__ base) {
     __shared__ u32 warp_sums[RADIX_BINS / 32];
     u32 lane = lane_id(), w = threadIdx.x >> 5;
-    u32 v = totals[threadIdx.x], x = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        u32 y = __shfl_up_sync(FULL, x, o);
-        if (lane >= (u32)o) x += y;
-    }
+    u32 v = totals[threadIdx.x], x = warp_inclusive_scan(v);
     if (lane == 31) warp_sums[w] = x;
     __syncthreads();
     u32 before = 0;
