@@ -139,6 +139,15 @@ pub trait Engine: Send {
     fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError>;
     /// M-step: the summed counts become the current ones and the iteration is complete.
     fn commit(&mut self) -> Result<(), TrainError>;
+    /// One whole iteration: [`Engine::sample`], [`Engine::exchange`], [`Engine::commit`]. An
+    /// engine group overrides it to run the three on each member in one round of its threads
+    /// (a round per call cost `--device cuda:all` about 0.7 ms an iteration on four GPUs
+    /// against four MPI processes).
+    fn iterate(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
+        self.sample()?;
+        self.exchange(transport)?;
+        self.commit()
+    }
 
     /// Training log-likelihood per token of the current state.
     fn log_likelihood(&mut self) -> Result<f64, TrainError>;

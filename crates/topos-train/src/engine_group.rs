@@ -141,6 +141,10 @@ impl Engine for EngineGroup {
     fn commit(&mut self) -> Result<(), TrainError> {
         self.all(|_, m, _| m.commit())
     }
+    fn iterate(&mut self, _transport: &dyn Transport) -> Result<(), TrainError> {
+        // The three steps on each member's thread, one round of threads an iteration.
+        self.all(|_, m, t| m.iterate(t))
+    }
     fn log_likelihood(&mut self) -> Result<f64, TrainError> {
         self.all(|_, m, _| m.log_likelihood())
     }

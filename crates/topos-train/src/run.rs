@@ -1097,14 +1097,12 @@ impl Run {
         let communicated = self.transport.seconds();
         let t0 = Instant::now();
         self.first_step.get_or_insert(t0);
-        self.engine.sample()?;
-        let skipped = self.sweep_counters()?;
         fault_if_asked(self.transport.rank(), self.engine.iteration() + 1)?;
-        self.engine.exchange(self.transport.as_ref())?;
+        self.engine.iterate(self.transport.as_ref())?;
+        let skipped = self.sweep_counters()?;
         if let Some(x) = self.engine.exchange_report() {
             self.phases.exchange = x.seconds;
         }
-        self.engine.commit()?;
         let seconds = t0.elapsed().as_secs_f64();
         self.train_seconds += seconds;
         self.phases.communication += self.transport.seconds() - communicated;
