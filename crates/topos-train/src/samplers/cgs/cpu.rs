@@ -182,7 +182,7 @@ fn find_topic(row: &[u16], k: u16) -> Option<usize> {
 
 /// A hint to bring `slice[i]` into the cache; never faults (an address past the end is ignored).
 #[inline(always)]
-fn prefetch<T>(slice: &[T], i: usize) {
+pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         let ptr = slice.as_ptr().wrapping_add(i) as *const i8;
