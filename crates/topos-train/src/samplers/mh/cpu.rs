@@ -75,9 +75,8 @@
 //! [`CounterRng`]: topos_sampling::CounterRng
 
 use crate::counts::WordTopics;
-use crate::layout::Partition;
+use crate::layout::{prefetch, Partition};
 use crate::sampler::{CpuSampler, PartitionSweep, SweepInput};
-use crate::samplers::cgs::cpu::prefetch;
 use topos_corpus::Docs;
 use topos_sampling::{AliasTable, Philox4x32, Stream};
 
