@@ -230,6 +230,13 @@ impl Setting {
             Setting::MhSteps => (1, MhSteps::MAX),
         }
     }
+    /// Its value when not given on the CPU.
+    pub fn cpu_default_value(self) -> u32 {
+        match self {
+            Setting::EzldaG => self.default_value(),
+            Setting::MhSteps => MhSteps::CPU_DEFAULT.0,
+        }
+    }
     /// Whether its value when not given depends on the device (`--mh-steps`: 4 on the GPU,
     /// [`MhSteps::CPU_DEFAULT`] on the CPU): then a value given is recorded even when it equals
     /// [`Setting::default_value`], so that a record never depends on the device it is read on.
@@ -607,7 +614,10 @@ pub struct SettingInfo {
     pub flag: &'static str,
     /// The name model files and checkpoints record it under.
     pub key: &'static str,
+    /// The default (on the GPU where it depends on the device).
     pub default: u32,
+    /// The default on the CPU (the same as `default` unless it depends on the device).
+    pub cpu_default: u32,
     pub min: u32,
     pub max: u32,
     /// Whether the model depends on it (models and checkpoints then record it).
@@ -623,6 +633,7 @@ impl SettingInfo {
             flag: s.flag(),
             key: s.key(),
             default: s.default_value(),
+            cpu_default: s.cpu_default_value(),
             min,
             max,
             changes_model: s.changes_model(),
