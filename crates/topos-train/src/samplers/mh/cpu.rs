@@ -57,13 +57,15 @@
 //! invariant (`tests/samplers.rs` checks both phases: start from p, one phase, compare with p),
 //! so each phase is a Metropolis–Hastings chain on the token's exact conditional for the phase's
 //! counts; with finitely many steps the draw is approximate (hence "approximate" in `topos
-//! algos`). mhLDA's shortcut (§2.2.3) holds by construction: a proposal of the current topic is
-//! accepted at no cost.
+//! algos`). mhLDA's shortcut (§2.2.3) holds by construction: a proposal of the current topic
+//! changes nothing (the steps are branch-free: it is "accepted" without effect).
 //!
-//! Per token, per phase and step: one random number and dense reads of the row in cache. What a
-//! token carries from one pass to the next (its z⁰ topic, B⁰_wc, its `M` proposals) is one record
-//! of `3 + M` 16-bit words in the partition's scratch, in corpus order: the passes in document
-//! order read it sequentially, the word phase reads and writes it where it writes z.
+//! Per token and step: one random number for its document proposal (pass 0), two in the word
+//! phase (the acceptance, the word proposal) and one in the document phase, and dense reads of
+//! the row in cache. What a token carries from one pass to the next (its z⁰ and z¹ topics,
+//! B⁰_wc, its `M` proposals) is one record of `4 + M` 16-bit words in the partition's scratch, in
+//! corpus order: the passes in document order read it sequentially, the word phase (which visits
+//! the tokens out of corpus order) touches nothing else of the token, and prefetches it.
 //!
 //! Random numbers: a counter-based generator, SplitMix64's output function of a counter (Steele
 //! et al. 2014), keyed like [`CounterRng`]: the key of (seed, iteration, pass) comes from one
