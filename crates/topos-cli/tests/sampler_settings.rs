@@ -147,12 +147,13 @@ fn settings_are_refused_where_they_do_not_apply_or_are_out_of_range() {
     };
     assert_eq!(settings("mh")[0]["flag"], "--mh-steps");
     assert_eq!(settings("mh")[0]["default"], 4);
+    assert_eq!(settings("mh")[0]["cpu_default"], 2);
     assert_eq!(settings("ezlda")[0]["flag"], "--ezlda-g");
     assert_eq!(settings("ezlda")[0]["default"], 2);
     assert_eq!(settings("cgs"), serde_json::json!([]));
     let text = ok(&["algos"]);
     assert!(
-        text.contains("setting --mh-steps 1..64 (default 4)"),
+        text.contains("setting --mh-steps 1..64 (default 2 on the CPU, 4 on the GPU)"),
         "{text}"
     );
 }
@@ -174,7 +175,7 @@ fn mh_steps_are_recorded_and_a_resume_with_others_is_refused() {
         std::fs::read(&four).unwrap(),
         std::fs::read(&eight).unwrap()
     );
-    // The model records 8 (not the default 4, which leaves the file as before).
+    // The model records 8 (not the default, none given, which leaves the file as before).
     let p = &json(&["topics", s(&eight)])["provenance"];
     assert_eq!(p["sampler_settings"]["mh_steps"], 8, "{p}");
     let p = &json(&["topics", s(&four)])["provenance"];

@@ -7,7 +7,7 @@
 //! SaberLDA §3.3 ("shuffle and segmented count": the tokens of a document are contiguous in the
 //! corpus order in which `z` is stored, so the shuffle is free on the CPU).
 
-use crate::layout::Layout;
+use crate::layout::{prefetch, Layout};
 use rayon::prelude::*;
 use topos_corpus::Docs;
 use topos_model::DocTopics;
@@ -253,6 +253,9 @@ pub fn count_doc_topics(docs: Docs<'_>, z: &[u16], num_topics: u32) -> DocTopics
     }
 }
 
+/// PDOW entries ahead of the current one whose topics [`count_word_topics`] prefetches.
+const PREFETCH_AHEAD: usize = 8;
+
 /// Word-topic counts B of the corpus laid out in `layout` under assignments `z` (corpus order).
 /// Parallel over ranges of word ids; each range walks every partition's word-sorted tokens with a
 /// cursor, so the work is O(tokens + non-zeros + partitions · chunks).
@@ -294,9 +297,14 @@ pub fn count_word_topics(
                                 0..0
                             };
                             let base = p.token_start as usize;
-                            p.token_src[range]
-                                .iter()
-                                .map(move |&src| z[base + src as usize])
+                            let src = &p.token_src;
+                            // The topics are read out of corpus order: prefetch a few ahead.
+                            range.map(move |i| {
+                                if let Some(&ahead) = src.get(i + PREFETCH_AHEAD) {
+                                    prefetch(z, base + ahead as usize);
+                                }
+                                z[base + src[i] as usize]
+                            })
                         });
                 count_row(stream, &mut scratch, &mut touched, &mut topics, &mut counts);
                 offsets.push(topics.len() as u64);

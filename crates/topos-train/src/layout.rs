@@ -9,6 +9,20 @@
 
 use topos_corpus::Docs;
 
+/// A hint to bring `slice[i]` into the cache; never faults (an address past the end is ignored).
+#[inline(always)]
+pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ptr = slice.as_ptr().wrapping_add(i) as *const i8;
+        // SAFETY: prefetching is a hint; it does not dereference the pointer, and SSE is part of
+        // the x86_64 baseline.
+        unsafe { std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}
+
 /// One partition: a contiguous range of documents and its tokens grouped by word.
 #[derive(Clone, Debug)]
 pub struct Partition {

@@ -213,10 +213,10 @@ impl Setting {
     pub fn describe(self) -> &'static str {
         match self {
             Setting::EzldaG => "depth g of the bound S_est (thesis Eq. 1.10): the g most popular topics of each word are looked up in the document, so larger g skips more document branches at more cost per token; a speed knob only, the model is the same for every g (CPU; the GPU kernel implements g = 2)",
-            Setting::MhSteps => "Metropolis-Hastings proposal pairs (one word, one document proposal) per token and iteration; more mix better per iteration and cost more; changes the model, so the model and checkpoints record it",
+            Setting::MhSteps => "Metropolis-Hastings proposal pairs (one word, one document proposal) per token and iteration (default 4 on the GPU, 2 on the CPU, whose sweep refreshes the documents' counts between its word-proposal and document-proposal phases); more mix better per iteration and cost more; changes the model, so the model and checkpoints record it when given",
         }
     }
-    /// Its value when not given.
+    /// Its value when not given (on the GPU: see [`Setting::default_depends_on_device`]).
     pub fn default_value(self) -> u32 {
         match self {
             Setting::EzldaG => u32::from(EzldaDepth::DEFAULT.0),
@@ -228,6 +228,22 @@ impl Setting {
         match self {
             Setting::EzldaG => (1, u32::from(EzldaDepth::MAX)),
             Setting::MhSteps => (1, MhSteps::MAX),
+        }
+    }
+    /// Its value when not given on the CPU.
+    pub fn cpu_default_value(self) -> u32 {
+        match self {
+            Setting::EzldaG => self.default_value(),
+            Setting::MhSteps => MhSteps::CPU_DEFAULT.0,
+        }
+    }
+    /// Whether its value when not given depends on the device (`--mh-steps`: 4 on the GPU,
+    /// [`MhSteps::CPU_DEFAULT`] on the CPU): then a value given is recorded even when it equals
+    /// [`Setting::default_value`], so that a record never depends on the device it is read on.
+    pub fn default_depends_on_device(self) -> bool {
+        match self {
+            Setting::EzldaG => false,
+            Setting::MhSteps => true,
         }
     }
     /// Whether the model depends on it (then checkpoints and models record it).
@@ -318,11 +334,15 @@ impl std::str::FromStr for EzldaDepth {
 }
 
 /// mhLDA's proposal pairs per token and iteration, 1 to [`MhSteps::MAX`]. The thesis draws one
-/// pair (§2.2.2, Figure 2.1); the default is 4, which reached a given held-out value soonest
-/// against counts frozen for the whole iteration (`samplers/mh/mod.rs`). The maximum, 64: each
-/// pair costs two O(1) draws and up to two lookups of the document's row, so 64 pairs cost
-/// about 16 times the default's sweep (8 pairs already took 2.4 times 4's time for 0.02
-/// nats/token); a chain that needs more should use an exact sampler (`fcgs`, `ezlda`).
+/// pair (§2.2.2, Figure 2.1). The default depends on the device: 4 on the GPU, which reached a
+/// given held-out value soonest against counts frozen for the whole iteration; 2 on the CPU
+/// ([`MhSteps::CPU_DEFAULT`]), whose sweep runs the document proposals in a word phase and the
+/// word proposals in a document phase with the documents' counts refreshed between them
+/// (WarpLDA's two phases, `samplers/mh/cpu.rs`), so each pair mixes more (`samplers/mh/mod.rs`).
+/// The maximum, 64: on the GPU each pair costs two O(1) draws and up to two lookups of the
+/// document's row, so 64 pairs cost about 16 times the default's sweep (8 pairs already took
+/// 2.4 times 4's time for 0.02 nats/token); a chain that needs more should use an exact
+/// sampler (`fcgs`, `ezlda`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(transparent)]
 pub struct MhSteps(u32);
@@ -330,6 +350,8 @@ pub struct MhSteps(u32);
 impl MhSteps {
     /// The default (see the type's documentation).
     pub const DEFAULT: MhSteps = MhSteps(4);
+    /// The default of the CPU sweep (see the type's documentation).
+    pub const CPU_DEFAULT: MhSteps = MhSteps(2);
     /// The largest number of pairs accepted.
     pub const MAX: u32 = 64;
 
@@ -364,7 +386,8 @@ impl std::str::FromStr for MhSteps {
 pub struct SamplerSettings {
     /// `ezlda`'s bound depth g (`None`: [`EzldaDepth::DEFAULT`]).
     pub ezlda_g: Option<EzldaDepth>,
-    /// `mh`'s proposal pairs per token (`None`: [`MhSteps::DEFAULT`]).
+    /// `mh`'s proposal pairs per token (`None`: [`MhSteps::DEFAULT`] on the GPU,
+    /// [`MhSteps::CPU_DEFAULT`] on the CPU).
     pub mh_steps: Option<MhSteps>,
 }
 
@@ -373,9 +396,13 @@ impl SamplerSettings {
     pub fn ezlda_g(&self) -> EzldaDepth {
         self.ezlda_g.unwrap_or(EzldaDepth::DEFAULT)
     }
-    /// The proposal pairs mh runs with.
+    /// The proposal pairs mh runs with on the GPU.
     pub fn mh_steps(&self) -> MhSteps {
         self.mh_steps.unwrap_or(MhSteps::DEFAULT)
+    }
+    /// The proposal pairs mh runs with on the CPU.
+    pub fn mh_steps_cpu(&self) -> MhSteps {
+        self.mh_steps.unwrap_or(MhSteps::CPU_DEFAULT)
     }
 
     /// Refuses a setting given for a sampler that does not take it, naming those that do.
@@ -401,13 +428,18 @@ impl SamplerSettings {
     }
 
     /// What a checkpoint and the model record of a run of `sampler`: the settings it takes that
-    /// change its model, where they differ from their defaults, by key. Empty for a run at the
-    /// defaults, so its files are byte for byte those of a build without settings.
+    /// change its model, where they differ from their defaults (or are given at all, for a
+    /// setting whose default depends on the device), by key. Empty for a run at the defaults,
+    /// so its files are byte for byte those of a build without settings.
     pub fn recorded(&self, sampler: &dyn Sampler) -> BTreeMap<String, u32> {
         sampler
             .settings()
             .iter()
-            .filter(|s| s.changes_model() && s.value(self) != s.default_value())
+            .filter(|s| {
+                s.changes_model()
+                    && s.given(self)
+                        .is_some_and(|v| v != s.default_value() || s.default_depends_on_device())
+            })
             .map(|s| (s.key().to_string(), s.value(self)))
             .collect()
     }
@@ -582,7 +614,10 @@ pub struct SettingInfo {
     pub flag: &'static str,
     /// The name model files and checkpoints record it under.
     pub key: &'static str,
+    /// The default (on the GPU where it depends on the device).
     pub default: u32,
+    /// The default on the CPU (the same as `default` unless it depends on the device).
+    pub cpu_default: u32,
     pub min: u32,
     pub max: u32,
     /// Whether the model depends on it (models and checkpoints then record it).
@@ -598,6 +633,7 @@ impl SettingInfo {
             flag: s.flag(),
             key: s.key(),
             default: s.default_value(),
+            cpu_default: s.cpu_default_value(),
             min,
             max,
             changes_model: s.changes_model(),
@@ -689,6 +725,7 @@ mod settings_tests {
         // The defaults are what the samplers ran with before they could be set.
         assert_eq!(SamplerSettings::default().ezlda_g().get(), 2);
         assert_eq!(SamplerSettings::default().mh_steps().get(), 4);
+        assert_eq!(SamplerSettings::default().mh_steps_cpu().get(), 2);
         assert_eq!(crate::samplers::mh::MH_STEPS, 4);
     }
 
@@ -725,7 +762,7 @@ mod settings_tests {
     }
 
     #[test]
-    fn only_settings_that_change_the_model_and_differ_from_the_default_are_recorded() {
+    fn only_settings_that_change_the_model_and_are_given_are_recorded() {
         let named = |n: &str| sampler_named(n).unwrap();
         let both = SamplerSettings {
             ezlda_g: Some(EzldaDepth::new(3).unwrap()),
@@ -735,11 +772,15 @@ mod settings_tests {
         assert!(both.recorded(named("ezlda")).is_empty());
         let r = both.recorded(named("mh"));
         assert_eq!(r.into_iter().collect::<Vec<_>>(), [("mh_steps".into(), 8)]);
+        // mh's default depends on the device (4 on the GPU, 2 on the CPU): a value given is
+        // recorded even when it is one of them; none given, nothing is.
         let four = SamplerSettings {
             mh_steps: Some(MhSteps::new(4).unwrap()),
             ..SamplerSettings::default()
         };
-        assert!(four.recorded(named("mh")).is_empty());
+        let r = four.recorded(named("mh"));
+        assert_eq!(r.into_iter().collect::<Vec<_>>(), [("mh_steps".into(), 4)]);
+        assert!(SamplerSettings::default().recorded(named("mh")).is_empty());
         // A record reads back, and says what it is.
         let r = both.recorded(named("mh"));
         assert_eq!(

@@ -85,8 +85,11 @@ const PINNED_ESCA: u64 = 0x5d8b73f283f479db;
 const PINNED_CGS: u64 = 0xe3c590a862301927;
 /// Pinned when `mh` was added (2026-11-25); re-pinned when its proposals became O(1) draws
 /// (alias tables, a random token of the document) and when its pairs of proposals per token
-/// went from 2 to 4, both on 2026-11-26.
-const PINNED_MH: u64 = 0x06b4c80e21e977d6;
+/// went from 2 to 4, both on 2026-11-26; re-pinned when the CPU sweep became WarpLDA's two
+/// phases (document proposals in a word phase, word proposals in a document phase with the
+/// documents' counts refreshed between them, SplitMix64 counter-based numbers) with 2 pairs by
+/// default (2026-11-26).
+const PINNED_MH: u64 = 0x3978675eca4d1ae7;
 /// Pinned when `fcgs` was added (2026-11-26).
 const PINNED_FCGS: u64 = 0x27f3ef5617490b83;
 /// Pinned when `ezlda` was added (2026-11-26).

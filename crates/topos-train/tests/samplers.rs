@@ -190,19 +190,23 @@ fn fcgs_draws_each_token_from_the_collapsed_conditional() {
 
 /// mh's stationarity (issue 19): with the counts frozen, each token's Metropolis–Hastings steps
 /// must leave its exact collapsed conditional p(k) ∝ (A⁻_dk + α_k)(B⁻_wk + β)/(n⁻_k + Vβ)
-/// invariant. Every token's chain is started from an exact draw of p (not from its own
-/// assignment, which sets the counts), one sweep of `MH_STEPS` proposal pairs is applied, and the
-/// result must again follow p: per (token, topic) cell and in the count of draws that equal the
-/// token's assignment, observed minus expected over the standard deviation of a sum of
-/// independent Bernoulli trials, |z| < 5 (28 cells per setting: a false alarm about once in 10⁵
-/// runs under the normal approximation). Two settings: an asymmetric α (the alias table over α)
-/// and a symmetric one with tiny β (sparse proposals). The control uses Eq. (2.2) for the counts
-/// with the token's own assignment kept (WarpLDA's simplification); its chain targets another
-/// distribution and must fail.
+/// invariant, in each of the CPU sweep's two phases (`samplers/mh/cpu.rs`: the word phase's
+/// document proposals, the document phase's word proposals, run here with the document's
+/// refreshed counts equal to the frozen ones so that both target p). Every token's chain is
+/// started from an exact draw of p (not from its own assignment, which sets the counts), one
+/// phase of the CPU's default 2 proposals (`MhSteps::CPU_DEFAULT`) is applied, and the result must again follow p: per (token,
+/// topic) cell and in the count of draws that equal the token's assignment, observed minus
+/// expected over the standard deviation of a sum of independent Bernoulli trials, |z| < 5 (28
+/// cells per setting and phase: a false alarm about once in 10⁵ runs each under the normal
+/// approximation). Two settings: an asymmetric α (the alias table over α) and a symmetric one
+/// with tiny β (sparse proposals). The document phase is checked a second time after a word
+/// phase that moved tokens (z¹ ≠ z⁰: the token's own topic differs between the document counts
+/// and the word and topic counts). The control uses Eq. (2.2) for the counts with the token's own assignment kept
+/// (WarpLDA's simplification); its chain targets another distribution and must fail.
 #[test]
 fn mh_leaves_the_exact_collapsed_conditional_invariant() {
     use topos_sampling::{CounterRng, Stream};
-    use topos_train::samplers::mh::cpu::{sweep_from, Rates};
+    use topos_train::samplers::mh::cpu::{document_phase_from, sweep_from, Phase, Rates};
     let corpus_docs: [&[u32]; 4] = [&[0, 1, 0, 3], &[1, 2], &[2, 0, 1], &[3]];
     let docs: topos_corpus::OwnedDocs = corpus_docs.iter().copied().collect();
     let (v, k) = (4usize, 3usize);
@@ -210,17 +214,21 @@ fn mh_leaves_the_exact_collapsed_conditional_invariant() {
     let doc_of: Vec<usize> = vec![0, 0, 0, 0, 1, 1, 2, 2, 2, 3];
     let words: Vec<u32> = corpus_docs.iter().flat_map(|d| d.iter().copied()).collect();
     let settings = [(vec![0.3, 0.8, 0.5], 0.2), (vec![0.1, 0.1, 0.1], 0.01)];
-    // The exact conditional of every token given the others (independent of its own topic).
-    let conditional = |alpha: &[f64], beta: f64| -> Vec<Vec<f64>> {
+    // The exact conditional of every token given the others (independent of its own topic), with
+    // the document counts of `za` (z0, or mh's z¹ for its document phase) and the word and topic
+    // counts of z0.
+    let conditional = |alpha: &[f64], beta: f64, za: &[u16]| -> Vec<Vec<f64>> {
         (0..z0.len())
             .map(|i| {
                 let w: Vec<f64> = (0..k)
                     .map(|t| {
                         let (mut a, mut b, mut n) = (0.0, 0.0, 0.0);
-                        for j in (0..z0.len()).filter(|&j| j != i && z0[j] as usize == t) {
-                            a += f64::from(u8::from(doc_of[j] == doc_of[i]));
-                            b += f64::from(u8::from(words[j] == words[i]));
-                            n += 1.0;
+                        for j in (0..z0.len()).filter(|&j| j != i) {
+                            a += f64::from(u8::from(doc_of[j] == doc_of[i] && za[j] as usize == t));
+                            if z0[j] as usize == t {
+                                b += f64::from(u8::from(words[j] == words[i]));
+                                n += 1.0;
+                            }
                         }
                         (a + alpha[t]) * (b + beta) / (n + v as f64 * beta)
                     })
@@ -230,8 +238,13 @@ fn mh_leaves_the_exact_collapsed_conditional_invariant() {
             })
             .collect()
     };
-    let z_max = |alpha: &[f64], beta: f64, rates: Rates, seeds: u64| -> f64 {
-        let p = conditional(alpha, beta);
+    // The document phase after a word phase that moved some tokens: z¹ ≠ z⁰, so the token's own
+    // topic differs between the document counts (z¹) and the word and topic counts (z⁰).
+    let z1: Vec<u16> = vec![2, 1, 0, 2, 0, 1, 1, 2, 2, 0];
+    // `phase`: Some(the phase), or None for the document phase after z1.
+    let z_max = |alpha: &[f64], beta: f64, rates: Rates, phase: Option<Phase>, seeds: u64| -> f64 {
+        let za = if phase.is_some() { &z0 } else { &z1 };
+        let p = conditional(alpha, beta, za);
         let prior = topos_model::Alpha::from_values(alpha.to_vec()).unwrap();
         let mut tally = conditional::Tally::new(&corpus_docs, v, k);
         for seed in 0..seeds {
@@ -248,23 +261,31 @@ fn mh_leaves_the_exact_collapsed_conditional_invariant() {
                     t as u16
                 })
                 .collect();
-            let z1 = sweep_from(docs.view(), v, &z0, &starts, &prior, beta, seed, rates);
-            tally.add(&z0, &z1, alpha, beta);
+            let view = docs.view();
+            let out = match phase {
+                Some(phase) => sweep_from(view, v, &z0, &starts, &prior, beta, seed, rates, phase),
+                None => document_phase_from(view, v, &z0, za, &starts, &prior, beta, seed, rates),
+            };
+            tally.add_refreshed(&z0, za, &out, alpha, beta);
         }
         tally.largest_z()
     };
     for (alpha, beta) in &settings {
-        let exact = z_max(alpha, *beta, Rates::Exact, 20_000);
-        let control = z_max(alpha, *beta, Rates::OwnAssignmentKept, 20_000);
-        eprintln!("α {alpha:?} β {beta}: largest |z| exact {exact:.2}, control {control:.2}");
-        assert!(
-            exact < 5.0,
-            "mh's steps do not leave the conditional invariant: |z| = {exact}"
-        );
-        assert!(
-            control > 8.0,
-            "the control (own assignment kept) passed: |z| = {control}; the test cannot fail"
-        );
+        for phase in [Some(Phase::Word), Some(Phase::Document), None] {
+            let exact = z_max(alpha, *beta, Rates::Exact, phase, 20_000);
+            let control = z_max(alpha, *beta, Rates::OwnAssignmentKept, phase, 20_000);
+            eprintln!(
+                "α {alpha:?} β {beta} {phase:?} (None: document phase, z¹ ≠ z⁰): largest |z| exact {exact:.2}, control {control:.2}"
+            );
+            assert!(
+                exact < 5.0,
+                "mh's {phase:?} phase does not leave the conditional invariant: |z| = {exact}"
+            );
+            assert!(
+                control > 8.0,
+                "the control (own assignment kept) passed the {phase:?} phase: |z| = {control}; the test cannot fail"
+            );
+        }
     }
 }
 
@@ -818,9 +839,9 @@ fn ezlda_gives_the_same_model_for_every_bound_depth() {
     }
 }
 
-/// mh's proposal pairs (`--mh-steps`) change the chain: 4 given is the default, 1 and 8 are
-/// other chains, and the model records a value other than the default (so a model of 8 pairs
-/// never passes for one of 4).
+/// mh's proposal pairs (`--mh-steps`) change the chain: 2 given is the CPU's default, 1, 4 and 8
+/// are other chains, and the model records a value given (so a model of 8 pairs never passes
+/// for one of 2, nor one of 4, the GPU's default, for the CPU's).
 #[test]
 fn mh_steps_change_the_chain_and_the_model_records_them() {
     let s = spec(4);
@@ -838,14 +859,21 @@ fn mh_steps_change_the_chain_and_the_model_records_them() {
         train(docs.clone(), s.num_words, opts, 6)
     };
     let default = with(None);
-    let four = with(Some(4));
-    assert_eq!(default.assignments(), four.assignments());
+    let two = with(Some(2));
+    assert_eq!(default.assignments(), two.assignments());
+    assert_eq!(
+        two.model(vocab.clone())
+            .provenance
+            .sampler_settings
+            .get("mh_steps"),
+        Some(&2)
+    );
     assert!(default
         .model(vocab.clone())
         .provenance
         .sampler_settings
         .is_empty());
-    for n in [1, 8] {
+    for n in [1, 4, 8] {
         let other = with(Some(n));
         assert_ne!(other.assignments(), default.assignments(), "{n} pairs");
         let m = other.model(vocab.clone());

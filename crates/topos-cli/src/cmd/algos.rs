@@ -75,9 +75,17 @@ pub fn run(_args: Args, ui: Ui) -> Result<()> {
             println!("      when: {}", s.when_to_use);
             println!("      from: {}", s.reference);
             for x in &s.settings {
+                let default = if x.cpu_default == x.default {
+                    format!("default {}", x.default)
+                } else {
+                    format!(
+                        "default {} on the CPU, {} on the GPU",
+                        x.cpu_default, x.default
+                    )
+                };
                 println!(
-                    "      setting {} {}..{} (default {}): {}",
-                    x.flag, x.min, x.max, x.default, x.description
+                    "      setting {} {}..{} ({default}): {}",
+                    x.flag, x.min, x.max, x.description
                 );
             }
         }

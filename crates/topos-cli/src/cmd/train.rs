@@ -32,10 +32,11 @@ pub struct Args {
     #[arg(long, value_name = "G", verbatim_doc_comment)]
     pub ezlda_g: Option<topos_train::EzldaDepth>,
     /// mh only: Metropolis-Hastings proposal pairs (a word and a document proposal) per token
-    /// and iteration, 1 to 64 (default 4; the thesis draws 1, which mixes too little against
-    /// counts frozen for the iteration). More pairs mix better per iteration and cost more.
-    /// It changes the model: the model file and checkpoints record it, and --resume must use
-    /// the checkpoint's value.
+    /// and iteration, 1 to 64 (default 4 on the GPU, 2 on the CPU, where the document
+    /// proposals run in a word phase and the word proposals in a document phase, with the
+    /// documents' counts refreshed between them; the thesis draws 1). More pairs mix better
+    /// per iteration and cost more. It changes the model: the model file and checkpoints
+    /// record it when given, and --resume must use the checkpoint's value.
     #[arg(long, value_name = "N", verbatim_doc_comment)]
     pub mh_steps: Option<topos_train::MhSteps>,
     /// Worker threads (0 = all cores). The model does not depend on it.

@@ -44,6 +44,14 @@ impl Tally {
 
     /// Adds one sweep from assignments `z0` to `z1` under priors `alpha` (one per topic), `beta`.
     pub fn add(&mut self, z0: &[u16], z1: &[u16], alpha: &[f64], beta: f64) {
+        self.add_refreshed(z0, z0, z1, alpha, beta);
+    }
+
+    /// [`Tally::add`] for a conditional whose document counts are those of `za` (mh's document
+    /// phase: the documents' counts refreshed after its word phase), with the token's own `za`
+    /// topic removed from them, and whose word and topic counts are those of `z0`, with its own
+    /// `z0` topic removed.
+    pub fn add_refreshed(&mut self, z0: &[u16], za: &[u16], z1: &[u16], alpha: &[f64], beta: f64) {
         let k = self.topics;
         let (mut a, mut b, mut nk) = (
             vec![vec![0.0f64; k]; self.docs],
@@ -51,7 +59,7 @@ impl Tally {
             vec![0.0f64; k],
         );
         for (i, &z) in z0.iter().enumerate() {
-            a[self.doc_of[i]][z as usize] += 1.0;
+            a[self.doc_of[i]][za[i] as usize] += 1.0;
             b[self.words[i] as usize][z as usize] += 1.0;
             nk[z as usize] += 1.0;
         }
@@ -61,7 +69,8 @@ impl Tally {
             let w: Vec<f64> = (0..k)
                 .map(|t| {
                     let o = if t == own { 1.0 } else { 0.0 };
-                    (a[self.doc_of[i]][t] - o + alpha[t])
+                    let oa = if t == za[i] as usize { 1.0 } else { 0.0 };
+                    (a[self.doc_of[i]][t] - oa + alpha[t])
                         * (b[self.words[i] as usize][t] - o + beta)
                         / (nk[t] - o + v_beta)
                 })

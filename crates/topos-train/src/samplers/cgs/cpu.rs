@@ -40,7 +40,7 @@
 //! `--partitions`), never of the thread count, so the result is the same for any number of threads.
 
 use crate::counts::WordTopics;
-use crate::layout::Partition;
+use crate::layout::{prefetch, Partition};
 use topos_sampling::{BlockedSums, CounterRng, Philox4x32, Stream};
 
 /// Updatable sparse word-topic rows of one partition, indexed by global word id: the iteration's
@@ -178,20 +178,6 @@ fn find_topic(row: &[u16], k: u16) -> Option<usize> {
     }
     #[cfg(not(target_arch = "x86_64"))]
     row.iter().position(|&t| t == k)
-}
-
-/// A hint to bring `slice[i]` into the cache; never faults (an address past the end is ignored).
-#[inline(always)]
-fn prefetch<T>(slice: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let ptr = slice.as_ptr().wrapping_add(i) as *const i8;
-        // SAFETY: prefetching is a hint; it does not dereference the pointer, and SSE is part of
-        // the x86_64 baseline.
-        unsafe { std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, i);
 }
 
 /// How many tokens ahead the sweep asks for word rows (the row's `meta` twice as far ahead).
