@@ -141,8 +141,8 @@ pub trait Engine: Send {
     fn commit(&mut self) -> Result<(), TrainError>;
     /// One whole iteration: [`Engine::sample`], [`Engine::exchange`], [`Engine::commit`]. An
     /// engine group overrides it to run the three on each member in one round of its threads
-    /// (a round per call cost `--device cuda:all` about 0.7 ms an iteration on four GPUs
-    /// against four MPI processes).
+    /// (a round per call, three an iteration, cost `--device cuda:all` about 0.3 ms an
+    /// iteration on four GPUs: BENCHMARKS.md, "One round of threads an iteration").
     fn iterate(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
         self.sample()?;
         self.exchange(transport)?;

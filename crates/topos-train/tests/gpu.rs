@@ -301,7 +301,6 @@ fn gpu_ezlda_draws_each_token_from_the_collapsed_conditional() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_mh_leaves_the_exact_collapsed_conditional_invariant() {
-    use topos_sampling::{CounterRng, Stream};
     let corpus_docs: [&[u32]; 4] = [&[0, 1, 0, 3], &[1, 2], &[2, 0, 1], &[3]];
     let owned: OwnedDocs = corpus_docs.iter().copied().collect();
     let docs = TrainDocs::from(owned);
@@ -357,21 +356,7 @@ fn gpu_mh_leaves_the_exact_collapsed_conditional_invariant() {
         let mut z_max = |own_kept: bool| -> f64 {
             let mut tally = conditional::Tally::new(&corpus_docs, v, k);
             for trial in 0..trials {
-                let starts: Vec<u16> = p
-                    .iter()
-                    .enumerate()
-                    .map(|(i, row)| {
-                        let mut u =
-                            CounterRng::new(u64::from(trial), Stream::Synthetic, 7, i as u64)
-                                .next_f64();
-                        let mut t = 0;
-                        while t + 1 < k && u >= row[t] {
-                            u -= row[t];
-                            t += 1;
-                        }
-                        t as u16
-                    })
-                    .collect();
+                let starts = conditional::chain_starts(&p, u64::from(trial));
                 let z1 = e.mh_sweep_from(&starts, trial + 1, own_kept).unwrap();
                 tally.add(&z0, &z1, &[alpha; 3], beta);
             }

@@ -205,7 +205,6 @@ fn fcgs_draws_each_token_from_the_collapsed_conditional() {
 /// (WarpLDA's simplification); its chain targets another distribution and must fail.
 #[test]
 fn mh_leaves_the_exact_collapsed_conditional_invariant() {
-    use topos_sampling::{CounterRng, Stream};
     use topos_train::samplers::mh::cpu::{document_phase_from, sweep_from, Phase, Rates};
     let corpus_docs: [&[u32]; 4] = [&[0, 1, 0, 3], &[1, 2], &[2, 0, 1], &[3]];
     let docs: topos_corpus::OwnedDocs = corpus_docs.iter().copied().collect();
@@ -248,19 +247,7 @@ fn mh_leaves_the_exact_collapsed_conditional_invariant() {
         let prior = topos_model::Alpha::from_values(alpha.to_vec()).unwrap();
         let mut tally = conditional::Tally::new(&corpus_docs, v, k);
         for seed in 0..seeds {
-            let starts: Vec<u16> = p
-                .iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    let mut u = CounterRng::new(seed, Stream::Synthetic, 7, i as u64).next_f64();
-                    let mut t = 0;
-                    while t + 1 < k && u >= row[t] {
-                        u -= row[t];
-                        t += 1;
-                    }
-                    t as u16
-                })
-                .collect();
+            let starts = conditional::chain_starts(&p, seed);
             let view = docs.view();
             let out = match phase {
                 Some(phase) => sweep_from(view, v, &z0, &starts, &prior, beta, seed, rates, phase),

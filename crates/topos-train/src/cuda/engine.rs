@@ -238,8 +238,10 @@ struct SparseExchange {
     dense_for: u32,
 }
 
-/// Cells a tile of `compact_counts` (its blocks of [`BLOCK`] threads, 8 cells a thread).
+/// Cells a tile of `compact_counts` (its blocks of [`BLOCK`] threads, 8 cells a thread): an
+/// entry's offset in its tile has kernels.cu's `COMPACT_OFFSET_BITS` (11) bits.
 const COMPACT_TILE: u64 = BLOCK as u64 * 8;
+const _: () = assert!(COMPACT_TILE == 1 << 11);
 
 /// Exchanges that go dense without trying after one whose non-zeros did not fit: counts change
 /// slowly between iterations, and the compaction reads all of the counts.

@@ -252,7 +252,7 @@ extern "C" __global__ void add_entries(u32* __restrict__ B, const u32* __restric
                                        u64 stride, u64 tiles, u32 skip) {
     const u32 lane = lane_id();
     const u64 warps = (u64)gridDim.x * (blockDim.x >> 5);
-    const u64 tile = 256ull * COMPACT_PER_THREAD;
+    const u64 tile = 1ull << COMPACT_OFFSET_BITS;  // compact_counts's blockDim.x · COMPACT_PER_THREAD
     for (u64 j = blockIdx.x * (u64)(blockDim.x >> 5) + (threadIdx.x >> 5); j < (u64)workers * tiles; j += warps) {
         u32 g = (u32)(j / tiles);
         u64 h = j - (u64)g * tiles;

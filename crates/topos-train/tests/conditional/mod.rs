@@ -5,6 +5,26 @@
 // Each test file compiles this module on its own.
 #![allow(dead_code)]
 
+/// One chain start per token, drawn from its row of `p` (the conditional's probabilities over
+/// the topics) with the synthetic stream of `seed`: the stationarity tests start each token's
+/// Metropolis-Hastings chain at a draw from its target, so that a correct sampler leaves the
+/// draws distributed as `p`.
+pub fn chain_starts(p: &[Vec<f64>], seed: u64) -> Vec<u16> {
+    use topos_sampling::{CounterRng, Stream};
+    p.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut u = CounterRng::new(seed, Stream::Synthetic, 7, i as u64).next_f64();
+            let mut t = 0;
+            while t + 1 < row.len() && u >= row[t] {
+                u -= row[t];
+                t += 1;
+            }
+            t as u16
+        })
+        .collect()
+}
+
 /// Observed draws against the conditional's probabilities, per (token, topic) cell and for the
 /// draws that keep the token's old topic (where ESCA's bias shows).
 pub struct Tally {

@@ -429,17 +429,9 @@ fn word_phase(
                         (f64::from(word_count[k]) + beta) * f.inv[k]
                     }
                 };
-                let mut s = starts.map_or(c, |st| usize::from(st[src]));
-                let mut f_s = f_of(s);
-                for step in 0..f.steps {
-                    let k = usize::from(rec[PROPOSALS + step]);
-                    // Branch-free: a proposal of the current topic is "accepted" without effect.
-                    let f_k = f_of(k);
-                    let accept = f64::from(unit_f32(draw(key, token, step as u64))) * f_s < f_k;
-                    s = if accept { k } else { s };
-                    f_s = if accept { f_k } else { f_s };
-                }
-                rec[Z1] = s as u16;
+                let start = starts.map_or(c, |st| usize::from(st[src]));
+                let proposals = &rec[PROPOSALS..PROPOSALS + f.steps];
+                rec[Z1] = run_chain(start, proposals, f_of, key, token) as u16;
             } else {
                 rec[Z1] = rec[Z0];
             }
@@ -460,6 +452,30 @@ fn word_phase(
             word_count[usize::from(t)] = 0;
         }
     }
+}
+
+/// One token's Metropolis-Hastings chain from `start` through its stored `proposals`, each
+/// accepted with probability min(1, target(k)/target(s)) (Eq. 2.2 with the proposal's own ratio
+/// already folded into `target` by the caller), step j drawing the token's j-th number of `key`.
+/// Branch-free: a proposal of the current topic is "accepted" without effect.
+#[inline(always)]
+fn run_chain(
+    start: usize,
+    proposals: &[u16],
+    target: impl Fn(usize) -> f64,
+    key: u64,
+    token: u64,
+) -> usize {
+    let mut s = start;
+    let mut t_s = target(s);
+    for (step, &k) in proposals.iter().enumerate() {
+        let k = usize::from(k);
+        let t_k = target(k);
+        let accept = f64::from(unit_f32(draw(key, token, step as u64))) * t_s < t_k;
+        s = if accept { k } else { s };
+        t_s = if accept { t_k } else { t_s };
+    }
+    s
 }
 
 /// Pass 2, the document phase, document by document with A¹_d· (the counts of z¹, from the
@@ -500,16 +516,8 @@ fn document_phase(
                 let a = f64::from(doc_count[k]) - f64::from(u8::from(k == c1)) * own + f.alpha[k];
                 a * if k == c { c_factor } else { f.inv[k] }
             };
-            let mut s = starts.map_or(c1, |st| usize::from(st[i]));
-            let mut h_s = h(s);
-            for step in 0..f.steps {
-                let k = usize::from(rec[PROPOSALS + step]);
-                let h_k = h(k);
-                let accept = f64::from(unit_f32(draw(key, token, step as u64))) * h_s < h_k;
-                s = if accept { k } else { s };
-                h_s = if accept { h_k } else { h_s };
-            }
-            z[i] = s as u16;
+            let start = starts.map_or(c1, |st| usize::from(st[i]));
+            z[i] = run_chain(start, &rec[PROPOSALS..PROPOSALS + f.steps], h, key, token) as u16;
         }
         for rec in records.chunks_exact(stride) {
             doc_count[usize::from(rec[Z1])] = 0;
