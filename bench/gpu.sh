@@ -18,6 +18,8 @@
 #                    bench/gpu.sh peer      CuLDA_CGS (two builds) and Topos at K = 1,024, one call
 #                    bench/gpu.sh profile [K...]  Nsight Compute on the sampler (SOURCE=1: the
 #                                           per-instruction source view too)
+#                    bench/gpu.sh memory     device memory of whole runs (nvidia-smi) under
+#                                           --gpu-memory budgets, PubMed-shaped K = 32,768
 #                    bench/gpu.sh tune [K...]    40-iteration A/B of compile-time shapes (TUNE) and
 #                                           kernel switches (DEFINES)
 #
@@ -112,6 +114,13 @@ if [ "$mode" = check ]; then
       > "$WORK/sanitizer-$algo-hybrid.log" 2>&1 || { cat "$WORK/sanitizer-$algo-hybrid.log"; exit 1; }
     row "memcheck	$algo hybrid	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-$algo-hybrid.log")"
   done
+  # One copy of the word-topic counts (the recount after each sweep), resident and streamed.
+  for extra in "" "--gpu-stream"; do
+    TOPOS_GPU_COUNT_COPIES=1 TOPOS_GPU_WORD_TOPICS=hybrid compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      topos train /tmp/small.tcorp -k 500 --iters 3 --algo ezlda --device cuda $extra -q -o /tmp/s.tmod \
+      > "$WORK/sanitizer-one-copy$extra.log" 2>&1 || { cat "$WORK/sanitizer-one-copy$extra.log"; exit 1; }
+    row "memcheck	ezlda hybrid, one copy $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-one-copy$extra.log")"
+  done
   compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
     topos train /tmp/small.tcorp -k 50 --iters 1 --device cuda -q -o /tmp/s.tmod > "$WORK/racecheck.log" 2>&1 \
     || { tail -40 "$WORK/racecheck.log"; exit 1; }
@@ -142,15 +151,10 @@ sys.exit(1 if bad else 0)
 PY
 fi
 
-if [ "$mode" = bench ]; then
-  # CORPUS=nyt (default): 300K docs, 100K words, ~100M tokens; CORPUS=pubmed: 8.2M docs, 141K
-  # words, ~740M tokens. Both made here by `topos synth` (100 true topics, each a Dirichlet around
-  # its own permutation of a Zipf profile), 1% of the documents held out (HOLDOUT: another
-  # fraction; 0.001 keeps PubMed's evaluation inside a call). RUNS picks the runs
-  # (default "esca cgs stream"; stream = esca through --gpu-memory 2GiB, at K = 1024 only).
-  ks=${*:-"1024 10000 32768"}
-  iters=${ITERS:-100}
-  corpus=${CORPUS:-nyt}
+# The NYTimes- or PubMed-shaped synthetic corpus /tmp/$1.tcorp (nyt or pubmed), made once per
+# machine (see the bench mode below).
+shaped_corpus() {
+  local corpus=$1
   case $corpus in
     nyt) synth_args=(--docs 303000 --vocab 100000 --doc-len 332) ;;
     pubmed) synth_args=(--docs 8282000 --vocab 141043 --doc-len 90) ;;
@@ -162,6 +166,18 @@ if [ "$mode" = bench ]; then
       --holdout "${HOLDOUT:-0.01}" --json > "$WORK/synth-$corpus.json"
   fi
   row "$corpus corpus	$(cat "$WORK/synth-$corpus.json" 2>/dev/null)"
+}
+
+if [ "$mode" = bench ]; then
+  # CORPUS=nyt (default): 300K docs, 100K words, ~100M tokens; CORPUS=pubmed: 8.2M docs, 141K
+  # words, ~740M tokens. Both made here by `topos synth` (100 true topics, each a Dirichlet around
+  # its own permutation of a Zipf profile), 1% of the documents held out (HOLDOUT: another
+  # fraction; 0.001 keeps PubMed's evaluation inside a call). RUNS picks the runs
+  # (default "esca cgs stream"; stream = esca through --gpu-memory 2GiB, at K = 1024 only).
+  ks=${*:-"1024 10000 32768"}
+  iters=${ITERS:-100}
+  corpus=${CORPUS:-nyt}
+  shaped_corpus "$corpus"
   for k in $ks; do
     for algo in ${RUNS:-esca cgs stream}; do
       extra=()
@@ -190,6 +206,44 @@ print(f"{corpus} K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {st
 print("  curve (iteration, training seconds, held-out LL): " + ", ".join(f"{d['iteration']} {d['seconds']:.2f}s {d.get('heldout_ll') or float('nan'):.4f}" for d in log))
 PY
     done
+  done
+fi
+
+if [ "$mode" = memory ]; then
+  # Device memory of whole runs (issue 19's K = 32,768 target): nvidia-smi samples the GPU's used
+  # memory every 100 ms and the peak less the idle figure is the run's (CUDA context included).
+  # CORPUS (default pubmed), K (default 32768), ALGO (default ezlda), ITERS (default 20);
+  # BUDGETS: --gpu-memory values, "-" for none (default "6000000000 -": 6 GB, which keeps one
+  # copy of the word-topic counts, and the whole GPU, which keeps two). Every run writes its
+  # model; their CRC32s must agree (one copy recounts the same integer sums).
+  corpus=${CORPUS:-pubmed}
+  shaped_corpus "$corpus"
+  k=${K:-32768} algo=${ALGO:-ezlda} iters=${ITERS:-20}
+  idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+  for budget in ${BUDGETS:-6000000000 -}; do
+    extra=(); [ "$budget" = - ] || extra=(--gpu-memory "$budget")
+    name=$corpus-$algo-$k-${budget/-/all}
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$WORK/$name.smi" &
+    smi=$!
+    /usr/bin/time -f "$name wall %e s, peak host memory %M KiB" \
+      topos train "/tmp/$corpus.tcorp" -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
+      --skip-heldout -o "/tmp/$name.tmod" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" \
+      || { kill $smi; echo "FAILED: $name"; tail -5 "$WORK/$name.err"; continue; }
+    kill $smi; wait $smi 2>/dev/null || true
+    tail -1 "$WORK/$name.err"
+    peak=$(sort -n "$WORK/$name.smi" | tail -1)
+    python3 - "$WORK/$name.json" "$name" "$peak" "$idle" "/tmp/$name.tmod" <<'PY' | tee -a "$table"
+import json, sys, zlib
+s = json.load(open(sys.argv[1])); name, peak, idle = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+crc = 0
+with open(sys.argv[5], "rb") as f:
+    for block in iter(lambda: f.read(1 << 24), b""):
+        crc = zlib.crc32(block, crc)
+p = s["gpu_plan"]
+print(f"{name}\t{s['tokens_per_second']/1e6:.0f}M tok/s\ttrain {s['train_ll'] or float('nan'):.4f}\t"
+      f"device peak {(peak - idle) / 1024:.2f} GiB ({(peak - idle) * 1048576 / 1e9:.2f} GB; nvidia-smi {peak} MiB, idle {idle})\t"
+      f"{p['copies']} cop{'y' if p['copies'] == 'one' else 'ies'}: {p['summary']}\tmodel crc32 {crc:08x}")
+PY
   done
 fi
 

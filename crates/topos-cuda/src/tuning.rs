@@ -15,6 +15,9 @@ pub struct Tuning {
     pub min_blocks: Option<u32>,
     /// `TOPOS_GPU_WORD_TOPICS` (`dense` or `hybrid`): the LDA word-topic format.
     pub word_topics: Option<String>,
+    /// `TOPOS_GPU_COUNT_COPIES` (1 or 2): copies of the LDA word-topic counts on the device
+    /// (the planner's choice otherwise: two while they fit beside a resident corpus).
+    pub count_copies: Option<u32>,
     /// `TOPOS_GPU_LINEINFO`: line information in the PTX, for Nsight Compute's source view.
     pub line_info: bool,
     /// `TOPOS_NVRTC_CACHE`: the PTX cache directory, or `off`.
@@ -47,6 +50,7 @@ impl Tuning {
             row_regs: ranged("TOPOS_GPU_ROW_REGS", 1..=16),
             min_blocks: ranged("TOPOS_GPU_MIN_BLOCKS", 1..=8),
             word_topics: var("TOPOS_GPU_WORD_TOPICS"),
+            count_copies: ranged("TOPOS_GPU_COUNT_COPIES", 1..=2),
             line_info: var("TOPOS_GPU_LINEINFO").is_some(),
             nvrtc_cache: var("TOPOS_NVRTC_CACHE"),
             knn_tile: ranged("TOPOS_KNN_TILE", 256..=8192).filter(|t| t.is_power_of_two()),

@@ -80,6 +80,9 @@ pub struct DeviceOptions {
     /// The GPU's word-topic format (`dense` or `hybrid`; `None`: the planner's choice or
     /// `TOPOS_GPU_WORD_TOPICS`). For tests and benchmarks.
     pub word_topics: Option<&'static str>,
+    /// One copy of the word-topic counts on the GPU, recounted after each sweep, even when two
+    /// fit (tests of the recount; `TOPOS_GPU_COUNT_COPIES=1` for benchmarks).
+    pub one_count_copy: bool,
     /// 64-bit document-row entries on the GPU even when every document is shorter than 65,536
     /// tokens (tests of the wide path).
     pub wide_rows: bool,

@@ -194,6 +194,22 @@ impl CudaEngine {
             }
             format = Some(WordTopicFormat::Dense);
         }
+        // Several engines sum B′ between them, so they keep two copies; one engine may keep one
+        // (plan.rs, CountCopies).
+        let forced = match (setup.device.one_count_copy, Tuning::get().count_copies) {
+            (true, _) | (false, Some(1)) => Some(plan::CountCopies::One),
+            (false, Some(_)) => Some(plan::CountCopies::Two),
+            (false, None) => None,
+        };
+        let copies = match (&shard, forced) {
+            (Some(_), Some(plan::CountCopies::One)) => {
+                return Err(GpuError::Unsupported(
+                    "several GPUs exchange their next counts, so each keeps two copies; unset TOPOS_GPU_COUNT_COPIES=1".into(),
+                ))
+            }
+            (Some(_), _) => Some(plan::CountCopies::Two),
+            (None, f) => f,
+        };
         let plan = plan::plan(&PlanInput {
             tokens: docs.num_tokens(),
             docs: docs.len() as u64,
@@ -210,6 +226,7 @@ impl CudaEngine {
             hybrid_cells: word_topics::cells(&word_tokens, topics, WordTopicFormat::Hybrid),
             format,
             three_branch: kernel.three_branch,
+            copies,
         })
         .map_err(|e| GpuError::Plan(e.to_string()))?;
         let words = WordTopicLayout::new(&word_tokens, topics, plan.format);

@@ -158,7 +158,12 @@ pub struct Engine {
     cfg: EngineConfig,
     /// Word-topic counts (dense or hybrid rows, see `word_topics`) and where each word's row is.
     b: CudaSlice<u32>,
+    /// The next iteration's counts, accumulated by the sweep; one unused cell when the plan
+    /// keeps one copy (`one_copy`).
     bn: CudaSlice<u32>,
+    /// [`plan::CountCopies::One`]: the sweep writes no counts and the commit recounts B from
+    /// the new assignments ([`Engine::recount`]).
+    one_copy: bool,
     word_off: CudaSlice<u64>,
     word_slots: CudaSlice<u32>,
     dense_rows: u32,
@@ -716,9 +721,11 @@ impl Engine {
         let b = main
             .alloc_zeros::<u32>(cells.max(1))
             .check(|| alloc("the word-topic counts", cells * 4))?;
+        let one_copy = plan.copies == plan::CountCopies::One;
+        let next_cells = if one_copy { 1 } else { cells.max(1) };
         let bn = main
-            .alloc_zeros::<u32>(cells.max(1))
-            .check(|| alloc("the next word-topic counts", cells * 4))?;
+            .alloc_zeros::<u32>(next_cells)
+            .check(|| alloc("the next word-topic counts", next_cells * 4))?;
         let word_off = main
             .clone_htod(&words.offsets)
             .check(|| alloc("the word-topic row index", words.offsets.len() * 8))?;
@@ -1105,6 +1112,7 @@ impl Engine {
             cfg,
             b,
             bn,
+            one_copy,
             word_off,
             word_slots,
             dense_rows: words.dense_rows,
@@ -1267,6 +1275,7 @@ impl Engine {
         let prepared = self.prepared.take();
         match &prepared {
             Some(done) => self.main.wait(done).check(|| "ordering streams".into())?,
+            None if self.one_copy => {}
             None => self
                 .main
                 .memset_zeros(&mut self.bn)
@@ -1303,9 +1312,11 @@ impl Engine {
             skip_stats,
             mh_starts,
             mh_own_kept,
+            one_copy,
             ..
         } = self;
         let model = Model {
+            write_next: !*one_copy,
             b,
             word_off,
             word_slots,
@@ -1491,10 +1502,60 @@ impl Engine {
         Ok(after)
     }
 
-    /// The M-step: B′ becomes B, its column sums n and the normalizers follow; waits for the
-    /// iteration to finish.
+    /// The M-step with one copy of the counts: B, which the sweep only read, cleared and
+    /// recounted from the new assignments by `count_words` (the integer sums the sweep would
+    /// have made in B′, so the same B bit for bit). A streamed corpus makes a second trip
+    /// through the slots, copying in only what the count reads (items, positions, topics).
+    fn recount(&mut self) -> Result<(), GpuError> {
+        let Self {
+            main,
+            lanes,
+            kernels,
+            cfg,
+            b,
+            word_off,
+            word_slots,
+            meta,
+            storage,
+            ..
+        } = self;
+        let (k, rows) = (cfg.topics, (&*word_off, &*word_slots));
+        main.memset_zeros(b)
+            .check(|| "clearing the word-topic counts".into())?;
+        match storage {
+            Storage::Resident { chunks, .. } => {
+                for (c, m) in chunks.iter().zip(meta.iter()) {
+                    launch_count(main, kernels, c, m, k, rows, b)?;
+                }
+            }
+            Storage::Streamed { host, slots } => {
+                let cleared = record(main)?;
+                for l in lanes.iter() {
+                    l.wait(&cleared).check(|| "ordering streams".into())?;
+                }
+                for (i, (h, m)) in host.iter().zip(meta.iter()).enumerate() {
+                    let s = &lanes[i % 2];
+                    let (d, _) = &mut slots[i % 2];
+                    copy_in_for_count(s, h, d)?;
+                    launch_count(s, kernels, d, m, k, rows, b)?;
+                }
+                for l in lanes.iter() {
+                    let done = record(l)?;
+                    main.wait(&done).check(|| "ordering streams".into())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The M-step: B′ becomes B (or B is recounted, with one copy), its column sums n and the
+    /// normalizers follow; waits for the iteration to finish.
     pub fn commit(&mut self, iteration: u32) -> Result<(), GpuError> {
-        std::mem::swap(&mut self.b, &mut self.bn);
+        if self.one_copy {
+            self.recount()?;
+        } else {
+            std::mem::swap(&mut self.b, &mut self.bn);
+        }
         // B′'s column sums are the histogram of the new assignments: counted during the sweep,
         // and summed over the engines by the exchange when there are several.
         match (self.next_totals, self.grouped) {
@@ -2421,6 +2482,8 @@ struct Model<'a> {
     smem_bytes: u32,
     sample_threads: u32,
     scratch_warps: u32,
+    /// Whether the sampler adds each new assignment to B′ (false with one copy of the counts).
+    write_next: bool,
 }
 
 fn record(s: &Arc<CudaStream>) -> Result<CudaEvent, GpuError> {
@@ -2453,6 +2516,27 @@ fn copy_in(
         .check(what)?;
     d.word_of_ready = false;
     debug_assert!(h.z.len() >= m.tokens);
+    Ok(())
+}
+
+/// What `count_words` reads of a chunk (its items, positions and topics), into a slot.
+fn copy_in_for_count(
+    s: &Arc<CudaStream>,
+    h: &HostChunk,
+    d: &mut DeviceChunk,
+) -> Result<(), GpuError> {
+    let what = || "copying a chunk's assignments to the device".to_string();
+    s.memcpy_htod(
+        &h.token_src,
+        &mut d.token_src.slice_mut(0..h.token_src.len()),
+    )
+    .check(what)?;
+    s.memcpy_htod(&h.items, &mut d.items.slice_mut(0..h.items.len()))
+        .check(what)?;
+    s.memcpy_htod(&h.z, &mut d.z.slice_mut(0..h.z.len()))
+        .check(what)?;
+    // The slot now holds parts of two chunks: the next sweep copies the whole chunk in again.
+    d.word_of_ready = false;
     Ok(())
 }
 
@@ -2620,9 +2704,14 @@ fn sweep_view(
             .arg(&alpha)
             .arg(&beta)
             .arg(&v_beta)
-            .arg(&mut c.z)
-            .arg(bn)
-            .arg(&token_base)
+            .arg(&mut c.z);
+        // B′, or a null pointer with one copy (the kernel then adds nothing).
+        if model.write_next {
+            b.arg(bn);
+        } else {
+            b.arg(&null);
+        }
+        b.arg(&token_base)
             .arg(&seed_lo)
             .arg(&seed_hi)
             .arg(&model.iteration);

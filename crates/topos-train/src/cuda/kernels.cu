@@ -10,7 +10,8 @@
 //   rows[t]                     sparse doc-topic row of document d at doc_off[d]..doc_off[d]+nnz[d]
 //                               (a row never has more non-zeros than its document has tokens), one
 //                               RowEntry per non-zero: topic and count in one word (below)
-// Model: B word-topic counts (frozen during a sweep), Bn the next iteration's counts (atomics),
+// Model: B word-topic counts (frozen during a sweep), Bn the next iteration's counts (atomics;
+// null when the engine keeps one copy and recounts B after the sweep, plan.rs CountCopies),
 // n[k] topic totals, inv_norm[k] = 1 / (n_k + V*beta). Word v's row is cells
 // word_off[v] .. word_off[v] + word_slots[v] of B: dense (word_slots[v] == K, cell k is topic k's
 // count) or hashed (ezLDA §1.4.2, see word_topics.rs: a power of two below K of open-addressing
@@ -1072,7 +1073,7 @@ __device__ __forceinline__ void sample_body(
             if (THREE && skips) {
                 if (my_skip) z[my_src] = (u16)K1;
                 if (lane == 0) {
-                    word_add_n(Bn, woff, wslots, K, K1, __popc(skips));
+                    if (Bn) word_add_n(Bn, woff, wslots, K, K1, __popc(skips));
                     atomicAdd(&skipped[0], __popc(skips));
                 }
             }
@@ -1236,7 +1237,7 @@ __device__ __forceinline__ void sample_body(
                 }
                 if (lane == 0) {
                     z[src] = (u16)k;
-                    word_add(Bn, woff, wslots, K, k);
+                    if (Bn) word_add(Bn, woff, wslots, K, k);
                 }
             }
         }
@@ -1530,7 +1531,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, MIN_BLOCKS) s
                 }
                 if (lane == 0) {
                     z[src] = (u16)s;
-                    word_add(Bn, woff, wslots, K, s);
+                    if (Bn) word_add(Bn, woff, wslots, K, s);
                 }
             }
         }

@@ -4,7 +4,9 @@
 //!
 //! What always lives on the device: the word-topic counts twice (B read during a sweep, B'
 //! accumulated for the next, 4 bytes a cell each, dense or in ezLDA's hybrid format: see
-//! `word_topics`), the topic totals, and the per-warp histograms of the doc-topic rebuild. What scales with the corpus, per token: its document and position (4 + 4
+//! `word_topics`) or, when two copies would not fit or would push the corpus out, once
+//! ([`CountCopies::One`]: B is recounted from the new assignments after the sweep), the topic
+//! totals, and the per-warp histograms of the doc-topic rebuild. What scales with the corpus, per token: its document and position (4 + 4
 //! bytes), its topic (2) and, for the chunk being sampled, its doc-topic row entry (2 + 4). A
 //! corpus whose arrays fit next to the model is uploaded once ("resident"); otherwise it is cut
 //! into chunks of whole documents that flow through two device slots, so one chunk's transfer
@@ -71,6 +73,33 @@ pub struct PlanInput {
     pub format: Option<WordTopicFormat>,
     /// ezlda's three-branch sampling: beside the rows, each token's word and C1/C2 pair.
     pub three_branch: bool,
+    /// Copies of the word-topic counts asked for; `None` lets the planner choose (one engine
+    /// only: several engines sum B′ between them, so they keep two).
+    pub copies: Option<CountCopies>,
+}
+
+/// How the next iteration's word-topic counts are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CountCopies {
+    /// B is read while the sampler adds each new assignment to B′ (atomics), and B′ becomes B:
+    /// no extra pass, twice the memory.
+    Two,
+    /// Only B: the sweep writes no counts, and B is cleared and recounted from the new
+    /// assignments after it (`count_words`, the same integer sums, so the same model bit for
+    /// bit). Half the model's memory, at the price of one more pass over the assignments (a
+    /// second trip through the GPU for each chunk of a streamed corpus). SaberLDA keeps two
+    /// copies (§3.1); this is what lets K = 32,768 on a PubMed-sized vocabulary fit in 6 GB.
+    One,
+}
+
+impl CountCopies {
+    fn count(self) -> u64 {
+        match self {
+            CountCopies::Two => 2,
+            CountCopies::One => 1,
+        }
+    }
 }
 
 /// Bytes per token of what the chunk being sampled needs beside its arrays: its doc-topic rows,
@@ -113,7 +142,9 @@ pub struct Plan {
     pub chunk_tokens: u64,
     /// How the word-topic counts are stored.
     pub format: WordTopicFormat,
-    /// Device bytes of the model (B and B', the row index, totals, normalizers).
+    /// One or two copies of them.
+    pub copies: CountCopies,
+    /// Device bytes of the model (B and B' or B alone, the row index, totals, normalizers).
     pub model_bytes: u64,
     /// Device bytes of the rebuild histograms.
     pub scratch_bytes: u64,
@@ -150,11 +181,15 @@ impl fmt::Display for Plan {
         }
         write!(
             f,
-            "; {:.2} GiB of {:.2} GiB (model {:.2} {}, histograms {:.2}, corpus {:.2})",
+            "; {:.2} GiB of {:.2} GiB (model {:.2} {}{}, histograms {:.2}, corpus {:.2})",
             g(self.total()),
             g(self.budget),
             g(self.model_bytes),
             self.format,
+            match self.copies {
+                CountCopies::Two => "",
+                CountCopies::One => " once, recounted after each sweep",
+            },
             g(self.scratch_bytes),
             g(self.corpus_bytes)
         )
@@ -164,10 +199,12 @@ impl fmt::Display for Plan {
 /// Why no plan fits.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
-    #[error("the word-topic counts alone need {need_gib:.2} GiB on the GPU ({words} words × {topics} topics, twice, in the smaller of the dense and hybrid formats, plus histograms) but the budget is {budget_gib:.2} GiB; use fewer topics (-k), prune the vocabulary, raise --gpu-memory or train with --device cpu")]
+    #[error("the word-topic counts alone need {need_gib:.2} GiB on the GPU ({words} words × {topics} topics, {copies}, in the smaller of the dense and hybrid formats, plus histograms) but the budget is {budget_gib:.2} GiB; use fewer topics (-k), prune the vocabulary, raise --gpu-memory or train with --device cpu")]
     ModelTooLarge {
         words: u64,
         topics: u32,
+        /// "once" or "twice".
+        copies: &'static str,
         need_gib: f64,
         budget_gib: f64,
     },
@@ -201,33 +238,73 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     if input.topics > u32::from(u16::MAX) {
         return Err(PlanError::TooManyTopics(input.topics));
     }
-    let prefer_hybrid = input.topics > HYBRID_ABOVE_TOPICS;
-    match input.format {
-        Some(f) => plan_format(input, f),
-        None => match plan_format(input, WordTopicFormat::Dense) {
-            Ok(p) if !prefer_hybrid && (p.mode == Mode::Resident || input.force_streaming) => Ok(p),
-            dense => plan_format(input, WordTopicFormat::Hybrid).or(dense),
+    match input.copies {
+        Some(c) => plan_copies(input, c),
+        // Two copies while the corpus stays resident beside them (no extra pass). Else one copy
+        // if that keeps it resident (a pass over device memory is cheaper than streaming), or
+        // is all that fits, or if two would cut the streamed corpus into at least
+        // `ONE_COPY_CHUNK_RATIO` times as many chunks: every chunk rebuilds the tree of each
+        // word it holds, and fewer, larger chunks outweigh the recount's second trip.
+        None => match plan_copies(input, CountCopies::Two) {
+            Ok(p) if p.mode == Mode::Resident || input.force_streaming => Ok(p),
+            two => match (two, plan_copies(input, CountCopies::One)) {
+                (_, Ok(one)) if one.mode == Mode::Resident => Ok(one),
+                (Ok(two), Ok(one)) if two.chunks < ONE_COPY_CHUNK_RATIO * one.chunks => Ok(two),
+                (_, Ok(one)) => Ok(one),
+                (two, Err(e)) => two.or(Err(e)),
+            },
         },
     }
 }
 
-fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanError> {
+/// When both copy counts stream the corpus, one copy is chosen if two would need this many times
+/// as many chunks. Measured on an H100 (BENCHMARKS.md, "One copy of the word-topic counts"):
+/// NYTimes-shaped K = 1,024 at 1.3 GiB, 43 chunks with two copies against 16 with one, one copy
+/// 9% faster; at 1.6 GiB, 16 against 10, two copies 19% faster; PubMed-shaped K = 32,768 at
+/// 12 GB, 55 against 12, one copy 1.8× faster.
+pub const ONE_COPY_CHUNK_RATIO: usize = 2;
+
+fn plan_copies(input: &PlanInput, copies: CountCopies) -> Result<Plan, PlanError> {
+    let prefer_hybrid = input.topics > HYBRID_ABOVE_TOPICS;
+    match input.format {
+        Some(f) => plan_format(input, f, copies),
+        None => match plan_format(input, WordTopicFormat::Dense, copies) {
+            Ok(p) if !prefer_hybrid && (p.mode == Mode::Resident || input.force_streaming) => Ok(p),
+            dense => plan_format(input, WordTopicFormat::Hybrid, copies).or(dense),
+        },
+    }
+}
+
+fn plan_format(
+    input: &PlanInput,
+    format: WordTopicFormat,
+    copies: CountCopies,
+) -> Result<Plan, PlanError> {
     let k = u64::from(input.topics);
     let dense_cells = input.words * k;
     let cells = match format {
         WordTopicFormat::Dense => dense_cells,
         WordTopicFormat::Hybrid => input.hybrid_cells,
     };
-    // B and B', the row index (offset and slots per word), totals and normalizers.
-    let model_bytes = 2 * cells * 4 + input.words * 12 + k * 12;
+    // B (and B'), the row index (offset and slots per word), totals and normalizers.
+    let model_bytes = copies.count() * cells * 4 + input.words * 12 + k * 12;
     let scratch_bytes = rebuild_warps(input.topics, input.multiprocessors) * k * 4;
     let usable = input.budget.saturating_sub(RESERVE_BYTES);
     if model_bytes + scratch_bytes >= usable {
         let smallest = dense_cells.min(input.hybrid_cells);
+        // The least a run needs: one copy, unless the caller asked for two.
+        let least = match input.copies {
+            Some(CountCopies::Two) => CountCopies::Two,
+            _ => CountCopies::One,
+        };
         return Err(PlanError::ModelTooLarge {
             words: input.words,
             topics: input.topics,
-            need_gib: gib(2 * smallest * 4
+            copies: match least {
+                CountCopies::Two => "twice",
+                CountCopies::One => "once",
+            },
+            need_gib: gib(least.count() * smallest * 4
                 + input.words * 12
                 + k * 12
                 + scratch_bytes
@@ -249,6 +326,7 @@ fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanE
             chunks: partitions as usize,
             chunk_tokens: per_partition,
             format,
+            copies,
             model_bytes,
             scratch_bytes,
             corpus_bytes: resident,
@@ -275,6 +353,7 @@ fn plan_format(input: &PlanInput, format: WordTopicFormat) -> Result<Plan, PlanE
         chunks: chunks as usize,
         chunk_tokens,
         format,
+        copies,
         model_bytes,
         scratch_bytes,
         corpus_bytes: 2 * (chunk_tokens + input.longest_doc) * per_token_slot,
@@ -312,6 +391,7 @@ mod tests {
             hybrid_cells: cells(&counts, k, WordTopicFormat::Hybrid),
             format: None,
             three_branch: false,
+            copies: None,
         }
     }
 
@@ -338,11 +418,13 @@ mod tests {
     #[test]
     fn small_budget_streams_in_chunks_that_fit() {
         let budget = 3 * GIB / 2;
-        let p = plan(&nytimes(budget, 1024)).unwrap();
+        let mut i = nytimes(budget, 1024);
+        i.copies = Some(CountCopies::Two);
+        let p = plan(&i).unwrap();
         assert_eq!(p.mode, Mode::Streamed);
         // Streamed either way: the hybrid counts leave more room for each chunk.
         assert_eq!(p.format, WordTopicFormat::Hybrid);
-        let mut dense = nytimes(budget, 1024);
+        let mut dense = i;
         dense.format = Some(WordTopicFormat::Dense);
         let d = plan(&dense).unwrap();
         assert!(d.chunk_tokens < p.chunk_tokens, "{d} vs {p}");
@@ -366,15 +448,102 @@ mod tests {
         // PubMed's vocabulary at K = 32,768 in 20 GiB: the dense counts alone need 34 GiB.
         let mut i = corpus(20 * GIB, 32_768, 141_043);
         i.format = Some(WordTopicFormat::Dense);
+        i.copies = Some(CountCopies::Two);
         assert!(matches!(
             plan(&i).unwrap_err(),
             PlanError::ModelTooLarge { .. }
         ));
         i.format = None;
+        i.copies = None;
         let p = plan(&i).unwrap();
         assert_eq!(p.format, WordTopicFormat::Hybrid);
+        assert_eq!(p.copies, CountCopies::Two);
         assert_eq!(p.mode, Mode::Resident, "{p}");
         assert!(p.to_string().contains("hybrid"), "{p}");
+    }
+
+    /// PubMed's shape: 737.8M tokens in 8.2M documents over 141,043 words.
+    fn pubmed(budget: u64, k: u32) -> PlanInput {
+        let (tokens, words) = (737_800_000, 141_043);
+        PlanInput {
+            tokens,
+            docs: 8_200_000,
+            words,
+            topics: k,
+            longest_doc: 1_000,
+            budget,
+            multiprocessors: 132,
+            partition_tokens: 16_000_000,
+            force_streaming: false,
+            hybrid_cells: cells(&zipf(words, tokens), k, WordTopicFormat::Hybrid),
+            format: None,
+            three_branch: false,
+            copies: None,
+        }
+    }
+
+    #[test]
+    fn one_copy_of_the_counts_where_two_do_not_fit() {
+        // K = 32,768 on PubMed's vocabulary: two hybrid copies do not fit 6 GB, one does, and
+        // the corpus streams beside it.
+        let budget = 6_000_000_000;
+        let mut two = pubmed(budget, 32_768);
+        two.copies = Some(CountCopies::Two);
+        let e = plan(&two).unwrap_err();
+        assert!(e.to_string().contains("twice"), "{e}");
+        let p = plan(&pubmed(budget, 32_768)).unwrap();
+        assert_eq!(p.copies, CountCopies::One, "{p}");
+        assert_eq!(p.format, WordTopicFormat::Hybrid, "{p}");
+        assert_eq!(p.mode, Mode::Streamed, "{p}");
+        assert!(p.total() + RESERVE_BYTES <= budget, "{p}");
+        assert!(p.to_string().contains("once"), "{p}");
+        // Where even one copy does not fit, the error says what the least is.
+        let e = plan(&pubmed(GIB, 32_768)).unwrap_err();
+        assert!(e.to_string().contains("once"), "{e}");
+    }
+
+    #[test]
+    fn one_copy_when_two_would_stream_in_many_more_chunks() {
+        // PubMed's shape at K = 32,768 in 8 GB: both stream, two copies in three times the
+        // chunks of one.
+        let budget = 8_000_000_000;
+        let mut two = pubmed(budget, 32_768);
+        two.copies = Some(CountCopies::Two);
+        let (t, p) = (plan(&two).unwrap(), plan(&pubmed(budget, 32_768)).unwrap());
+        assert_eq!((t.mode, p.mode), (Mode::Streamed, Mode::Streamed));
+        assert!(t.chunks >= ONE_COPY_CHUNK_RATIO * p.chunks, "{t} vs {p}");
+        assert_eq!(p.copies, CountCopies::One, "{p}");
+        // NYTimes at K = 1,024 in 1.6 GiB: two copies stream in fewer than twice one copy's
+        // chunks, and keep the single trip.
+        let i = nytimes(GIB + 6 * GIB / 10, 1024);
+        let p = plan(&i).unwrap();
+        assert_eq!(
+            (p.mode, p.copies),
+            (Mode::Streamed, CountCopies::Two),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn one_copy_when_it_keeps_the_corpus_resident() {
+        // Two dense copies (0.78 GiB) push NYTimes (1.0 GiB of arrays) out of 2.1 GiB at
+        // K = 1,024; one keeps it resident.
+        let mut i = nytimes(2 * GIB + GIB / 10, 1024);
+        i.format = Some(WordTopicFormat::Dense);
+        let mut two = i;
+        two.copies = Some(CountCopies::Two);
+        assert_eq!(plan(&two).unwrap().mode, Mode::Streamed);
+        let p = plan(&i).unwrap();
+        assert_eq!(
+            (p.mode, p.copies),
+            (Mode::Resident, CountCopies::One),
+            "{p}"
+        );
+        // With room for both, two (no extra pass).
+        assert_eq!(
+            plan(&nytimes(78 * GIB, 1024)).unwrap().copies,
+            CountCopies::Two
+        );
     }
 
     #[test]
