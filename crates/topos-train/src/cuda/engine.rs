@@ -741,11 +741,14 @@ impl Engine {
         let inv_norm = main
             .alloc_zeros::<f32>(k)
             .check(|| alloc("the normalizers", k * 4))?;
-        let scratch_warps = plan::rebuild_warps(cfg.topics, multiprocessors) as u32;
+        let longest = plan.longest_doc;
+        let scratch_warps = plan::rebuild_warps(cfg.topics, multiprocessors, longest) as u32;
+        let scratch_cells = plan::rebuild_scratch_cells(cfg.topics, multiprocessors, longest);
         // SAFETY: the histograms are written before they are read (the kernel clears the entries
-        // each document touches).
-        let scratch = unsafe { main.alloc::<u32>(scratch_warps as usize * k) }
-            .check(|| alloc("the rebuild histograms", scratch_warps as usize * k * 4))?;
+        // each document touches); with no document longer than REBUILD_HASHED_TOKENS the one
+        // cell is never touched.
+        let scratch = unsafe { main.alloc::<u32>(scratch_cells as usize) }
+            .check(|| alloc("the rebuild histograms", scratch_cells as usize * 4))?;
 
         let items: Vec<Vec<Item>> = shapes.iter().map(chunks::default_items).collect();
         let meta: Vec<ChunkMeta> = shapes
@@ -1351,9 +1354,13 @@ impl Engine {
                     let (d, rows) = &mut slots[i % 2];
                     copy_in(s, h, d, m)?;
                     let half = (*scratch_warps / 2).max(1);
-                    let offset = (i % 2) * half as usize * cfg.topics as usize;
-                    let mut part =
-                        scratch.slice_mut(offset..offset + half as usize * cfg.topics as usize);
+                    let cells = half as usize * cfg.topics as usize;
+                    let mut part = if scratch.len() >= 2 * cells {
+                        scratch.slice_mut((i % 2) * cells..(i % 2 + 1) * cells)
+                    } else {
+                        // No histograms (no document needs one): the unused cell for both.
+                        scratch.slice_mut(..)
+                    };
                     let model_half = Model {
                         scratch_warps: half,
                         ..model

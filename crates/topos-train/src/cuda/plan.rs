@@ -40,12 +40,36 @@ pub const DOC_BYTES: u64 = 8;
 pub const ITEM_BYTES: u64 = 16;
 /// Most tokens one work item (one thread block) samples: frequent words are split (ezLDA §1.5.1).
 pub const ITEM_MAX_TOKENS: u64 = 4096;
-/// Warps of the doc-topic rebuild, each with a K-entry histogram: as many as fill the device,
-/// fewer at large K so that the histograms stay under 256 MiB.
-pub fn rebuild_warps(k: u32, multiprocessors: u32) -> u64 {
+/// Documents of at most this many tokens are counted by the doc-topic rebuild in a hash table in
+/// shared memory (kernels.cu's `HASH_SLOTS` / 2); a longer one needs a K-entry histogram of its
+/// warp's in device memory.
+pub const REBUILD_HASHED_TOKENS: u64 = 512;
+
+/// Whether the doc-topic rebuild needs its per-warp histograms: some document is longer than
+/// [`REBUILD_HASHED_TOKENS`].
+pub fn rebuild_histograms(longest_doc: u64) -> bool {
+    longest_doc > REBUILD_HASHED_TOKENS
+}
+
+/// Warps of the doc-topic rebuild: as many as fill the device, and, when they need histograms
+/// of K entries each, fewer at large K so that the histograms stay under 256 MiB.
+pub fn rebuild_warps(k: u32, multiprocessors: u32, longest_doc: u64) -> u64 {
     let fill = u64::from(multiprocessors.max(1)) * 64;
+    if !rebuild_histograms(longest_doc) {
+        return fill.max(256);
+    }
     let cap = (256u64 << 20) / (4 * u64::from(k.max(1)));
     fill.min(cap).max(256)
+}
+
+/// Cells (u32) of the rebuild's histograms: K per warp, or one unused cell when no document
+/// needs them (at K = 32,768 that frees 256 MiB for the corpus).
+pub fn rebuild_scratch_cells(k: u32, multiprocessors: u32, longest_doc: u64) -> u64 {
+    if rebuild_histograms(longest_doc) {
+        rebuild_warps(k, multiprocessors, longest_doc) * u64::from(k)
+    } else {
+        1
+    }
 }
 
 /// What the planner is told.
@@ -144,6 +168,8 @@ pub struct Plan {
     pub format: WordTopicFormat,
     /// One or two copies of them.
     pub copies: CountCopies,
+    /// Tokens of the longest document (whether the doc-topic rebuild needs histograms).
+    pub longest_doc: u64,
     /// Device bytes of the model (B and B' or B alone, the row index, totals, normalizers).
     pub model_bytes: u64,
     /// Device bytes of the rebuild histograms.
@@ -288,7 +314,8 @@ fn plan_format(
     };
     // B (and B'), the row index (offset and slots per word), totals and normalizers.
     let model_bytes = copies.count() * cells * 4 + input.words * 12 + k * 12;
-    let scratch_bytes = rebuild_warps(input.topics, input.multiprocessors) * k * 4;
+    let scratch_bytes =
+        rebuild_scratch_cells(input.topics, input.multiprocessors, input.longest_doc) * 4;
     let usable = input.budget.saturating_sub(RESERVE_BYTES);
     if model_bytes + scratch_bytes >= usable {
         let smallest = dense_cells.min(input.hybrid_cells);
@@ -327,6 +354,7 @@ fn plan_format(
             chunk_tokens: per_partition,
             format,
             copies,
+            longest_doc: input.longest_doc,
             model_bytes,
             scratch_bytes,
             corpus_bytes: resident,
@@ -354,6 +382,7 @@ fn plan_format(
         chunk_tokens,
         format,
         copies,
+        longest_doc: input.longest_doc,
         model_bytes,
         scratch_bytes,
         corpus_bytes: 2 * (chunk_tokens + input.longest_doc) * per_token_slot,
@@ -470,7 +499,7 @@ mod tests {
             docs: 8_200_000,
             words,
             topics: k,
-            longest_doc: 1_000,
+            longest_doc: 400,
             budget,
             multiprocessors: 132,
             partition_tokens: 16_000_000,
@@ -586,8 +615,27 @@ mod tests {
 
     #[test]
     fn histograms_shrink_at_large_k() {
-        assert_eq!(rebuild_warps(1024, 132), 132 * 64);
-        assert_eq!(rebuild_warps(32_768, 132), 2048);
-        assert!(rebuild_warps(65_535, 1) >= 256);
+        assert_eq!(rebuild_warps(1024, 132, 2_000), 132 * 64);
+        assert_eq!(rebuild_warps(32_768, 132, 2_000), 2048);
+        assert!(rebuild_warps(65_535, 1, 2_000) >= 256);
+        assert_eq!(rebuild_scratch_cells(32_768, 132, 2_000), 2048 * 32_768);
+    }
+
+    #[test]
+    fn the_rebuild_hash_table_is_what_the_planner_assumes() {
+        let kernels = include_str!("kernels.cu");
+        let slots = format!("#define HASH_SLOTS {}", 2 * REBUILD_HASHED_TOKENS);
+        assert!(kernels.contains(&slots), "kernels.cu lacks {slots:?}");
+        assert!(kernels.contains("bool hashed = 2 * len <= HASH_SLOTS;"));
+    }
+
+    #[test]
+    fn short_documents_need_no_histograms() {
+        // Every document counted in shared memory: all the warps, one cell of scratch.
+        assert_eq!(rebuild_warps(32_768, 132, 512), 132 * 64);
+        assert_eq!(rebuild_scratch_cells(32_768, 132, 512), 1);
+        assert_eq!(rebuild_scratch_cells(32_768, 132, 513), 2048 * 32_768);
+        let p = plan(&pubmed(6_000_000_000, 32_768)).unwrap();
+        assert_eq!(p.scratch_bytes, 4, "{p}");
     }
 }
