@@ -164,7 +164,9 @@ fn mh_steps_are_recorded_and_a_resume_with_others_is_refused() {
     let c = corpus(dir.path());
     let four = dir.path().join("four.tmod");
     let eight = dir.path().join("eight.tmod");
-    train(&c, &four, &["--algo", "mh", "--iters", "30"]);
+    let default = train(&c, &four, &["--algo", "mh", "--iters", "30"]);
+    // The summary says what ran: the CPU's default, not the GPU's.
+    assert_eq!(default["sampler_settings"]["mh_steps"], 2, "{default}");
     let summary = train(
         &c,
         &eight,

@@ -128,6 +128,11 @@ pub trait Engine: Send {
     fn plan(&self) -> Option<serde_json::Value> {
         None
     }
+    /// Whether a sampler setting left out takes its CPU default here
+    /// ([`crate::Setting::value_on`]: `--mh-steps` is 2 on the CPU, 4 on the GPU).
+    fn cpu_defaults(&self) -> bool {
+        true
+    }
 
     /// E-step of the next iteration: every token sampled from the current counts.
     fn sample(&mut self) -> Result<(), TrainError>;

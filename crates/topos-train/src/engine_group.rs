@@ -98,6 +98,9 @@ pub(crate) fn on_each_member<I: Send, T: Send>(
 }
 
 impl Engine for EngineGroup {
+    fn cpu_defaults(&self) -> bool {
+        self.members.iter().all(|m| m.cpu_defaults())
+    }
     fn describe(&self) -> String {
         format!(
             "{} and {} more, one share each",

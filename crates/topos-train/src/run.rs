@@ -761,7 +761,7 @@ impl Run {
             Vec::new()
         };
         observer.info(&format!(
-            "corpus: {} documents, {} tokens, {} words; K = {}, alpha = {}, beta = {}; {}{} on {} threads{}",
+            "corpus: {} documents, {} tokens, {} words; K = {}, alpha = {}, beta = {}; {}{} on {} thread{}{}",
             view.len(),
             view.num_tokens(),
             corpus.vocab().len(),
@@ -772,9 +772,15 @@ impl Run {
             sampler
                 .settings()
                 .iter()
-                .map(|s| format!(" ({} {})", s.flag(), s.value(&config.sampler_settings)))
+                .map(|s| match (s.given(&config.sampler_settings), s.default_depends_on_device()) {
+                    (Some(v), _) => format!(" ({} {v})", s.flag()),
+                    // The device is not chosen yet: "training on" names the value.
+                    (None, true) => String::new(),
+                    (None, false) => format!(" ({} {})", s.flag(), s.default_value()),
+                })
                 .collect::<String>(),
             threads,
+            if threads == 1 { "" } else { "s" },
             if workers > 1 {
                 format!(" in each of {workers} processes ({} transport)", transport.name())
             } else {
@@ -945,7 +951,20 @@ impl Run {
                     .map_or_else(|| plan.to_string(), str::to_string)
             ));
         }
-        observer.info(&format!("training on {}", engine.describe()));
+        observer.info(&format!(
+            "training on {}{}",
+            engine.describe(),
+            sampler
+                .settings()
+                .iter()
+                .filter(|s| s.default_depends_on_device())
+                .map(|s| format!(
+                    ", {} {}",
+                    s.flag(),
+                    s.value_on(&config.sampler_settings, engine.cpu_defaults())
+                ))
+                .collect::<String>()
+        ));
 
         let private = match releases {
             Some(r) => {
@@ -1676,7 +1695,13 @@ impl Run {
                 .sampler
                 .settings()
                 .iter()
-                .map(|s| (s.key().to_string(), s.value(&self.config.sampler_settings)))
+                .map(|s| {
+                    let cpu = self.engine.cpu_defaults();
+                    (
+                        s.key().to_string(),
+                        s.value_on(&self.config.sampler_settings, cpu),
+                    )
+                })
                 .collect(),
             topics: h.num_topics,
             alpha: h.alpha,

@@ -264,6 +264,14 @@ impl Setting {
     pub fn value(self, settings: &SamplerSettings) -> u32 {
         self.given(settings).unwrap_or_else(|| self.default_value())
     }
+    /// Its value in a run on a device that takes the CPU's defaults (`cpu`) or the GPU's.
+    pub fn value_on(self, settings: &SamplerSettings, cpu: bool) -> u32 {
+        match (self.given(settings), cpu) {
+            (Some(v), _) => v,
+            (None, true) => self.cpu_default_value(),
+            (None, false) => self.default_value(),
+        }
+    }
     /// The setting recorded as `key`.
     pub fn from_key(key: &str) -> Option<Setting> {
         Setting::ALL.into_iter().find(|s| s.key() == key)

@@ -481,11 +481,16 @@ impl Engine for Trainer {
     fn describe(&self) -> String {
         match &self.shard {
             Some(s) => format!(
-                "cpu ({} threads) in each of {} processes",
+                "cpu ({} thread{}) in each of {} processes",
                 self.threads(),
+                if self.threads() == 1 { "" } else { "s" },
                 s.workers
             ),
-            None => format!("cpu ({} threads)", self.threads()),
+            None => format!(
+                "cpu ({} thread{})",
+                self.threads(),
+                if self.threads() == 1 { "" } else { "s" }
+            ),
         }
     }
     fn threads(&self) -> usize {

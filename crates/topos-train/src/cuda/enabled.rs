@@ -343,6 +343,9 @@ impl CudaEngine {
 }
 
 impl Engine for CudaEngine {
+    fn cpu_defaults(&self) -> bool {
+        false
+    }
     fn describe(&self) -> String {
         match &self.shard {
             Some(s) => format!(
