@@ -178,7 +178,8 @@ pub struct Args {
     #[arg(long, default_value = "auto", value_parser = transport_names())]
     pub transport: String,
     /// Device memory a GPU run may use, e.g. 20GiB (default: all that is free). A corpus that
-    /// does not fit beside the model is streamed through the GPU in chunks.
+    /// does not fit beside the model is streamed through the GPU in chunks, and the word-topic
+    /// counts are kept once instead of twice where that is what fits (the same model).
     #[arg(long, value_parser = topos_train::memory::parse_bytes)]
     pub gpu_memory: Option<u64>,
     /// Tokens per partition of a GPU-resident corpus (tuning; default 16M up to K = 2,048, one

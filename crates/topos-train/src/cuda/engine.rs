@@ -2510,29 +2510,21 @@ fn copy_in(
         &mut d.token_doc.slice_mut(0..h.token_doc.len()),
     )
     .check(what)?;
-    s.memcpy_htod(
-        &h.token_src,
-        &mut d.token_src.slice_mut(0..h.token_src.len()),
-    )
-    .check(what)?;
-    s.memcpy_htod(&h.items, &mut d.items.slice_mut(0..h.items.len()))
-        .check(what)?;
     s.memcpy_htod(&h.doc_off, &mut d.doc_off.slice_mut(0..h.doc_off.len()))
         .check(what)?;
-    s.memcpy_htod(&h.z, &mut d.z.slice_mut(0..h.z.len()))
-        .check(what)?;
-    d.word_of_ready = false;
+    copy_in_for_count(s, h, d)?;
     debug_assert!(h.z.len() >= m.tokens);
     Ok(())
 }
 
-/// What `count_words` reads of a chunk (its items, positions and topics), into a slot.
+/// What `count_words` reads of a chunk (its items, positions and topics), into a slot: the
+/// recount's second trip with one copy of the counts, and part of [`copy_in`].
 fn copy_in_for_count(
     s: &Arc<CudaStream>,
     h: &HostChunk,
     d: &mut DeviceChunk,
 ) -> Result<(), GpuError> {
-    let what = || "copying a chunk's assignments to the device".to_string();
+    let what = || "copying a chunk to the device".to_string();
     s.memcpy_htod(
         &h.token_src,
         &mut d.token_src.slice_mut(0..h.token_src.len()),
@@ -2542,7 +2534,7 @@ fn copy_in_for_count(
         .check(what)?;
     s.memcpy_htod(&h.z, &mut d.z.slice_mut(0..h.z.len()))
         .check(what)?;
-    // The slot now holds parts of two chunks: the next sweep copies the whole chunk in again.
+    // The slot's derived arrays (each token's word) belong to the chunk it held before.
     d.word_of_ready = false;
     Ok(())
 }
