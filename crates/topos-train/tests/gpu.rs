@@ -528,6 +528,30 @@ fn streamed_and_partitioned_runs_equal_the_resident_run() {
     }
 }
 
+/// What 8 iterations at K = 512 leave under `device`: every token's topic, the log-likelihood,
+/// every word's counts and the memory plan. The tests that compare ways of storing the same run
+/// (formats, row widths, copies of the counts) run each way through it and compare.
+struct Stored {
+    z: Vec<u16>,
+    ll: f64,
+    rows: topos_train::counts::WordTopics,
+    plan: topos_train::cuda::plan::Plan,
+}
+
+fn stored(docs: &TrainDocs, v: usize, algo: &'static dyn Sampler, device: DeviceOptions) -> Stored {
+    let mut g = gpu(docs, v, algo, 512, device);
+    let plan = g.memory_plan().clone();
+    step(&mut g, 8);
+    let rows = read_all_rows(&mut g, v).unwrap();
+    let tokens = docs.view().num_tokens();
+    Stored {
+        z: topics(&mut g, tokens),
+        ll: g.log_likelihood().unwrap(),
+        rows,
+        plan,
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn hybrid_word_topics_give_the_dense_runs_assignments() {
@@ -537,46 +561,46 @@ fn hybrid_word_topics_give_the_dense_runs_assignments() {
     let s = spec(13, 2000);
     let corpus = generate(&s);
     let docs = TrainDocs::from(corpus.docs.clone());
-    let tokens = docs.view().num_tokens();
     for algo in SAMPLERS {
         let run = |device: DeviceOptions| {
-            let mut g = gpu(&docs, s.num_words, algo, 512, device);
-            assert_eq!(
-                g.memory_plan().format.to_string(),
-                device.word_topics.unwrap()
-            );
-            step(&mut g, 8);
-            let rows = read_all_rows(&mut g, s.num_words).unwrap();
-            (topics(&mut g, tokens), g.log_likelihood().unwrap(), rows)
+            let r = stored(&docs, s.num_words, algo, device);
+            assert_eq!(r.plan.format.to_string(), device.word_topics.unwrap());
+            r
         };
         let format = |f| DeviceOptions {
             word_topics: Some(f),
             ..Default::default()
         };
-        let (dense, ll_dense, rows_dense) = run(format("dense"));
-        let (hybrid, ll_hybrid, rows_hybrid) = run(format("hybrid"));
-        let (streamed, _, _) = run(DeviceOptions {
+        let dense = run(format("dense"));
+        let hybrid = run(format("hybrid"));
+        let streamed = run(DeviceOptions {
             force_streaming: true,
             ..format("hybrid")
         });
         // 64-bit doc-topic row entries (documents of 65,536 tokens or more) draw the same.
-        let (wide, _, _) = run(DeviceOptions {
+        let wide = run(DeviceOptions {
             wide_rows: true,
             ..format("dense")
         });
         assert!(
-            dense == wide,
+            dense.z == wide.z,
             "{algo:?}: 64-bit row entries changed the draws"
         );
-        eprintln!("{algo:?} K=512: LL dense {ll_dense:.6}, hybrid {ll_hybrid:.6}");
-        assert!(dense == hybrid, "{algo:?}: hybrid rows changed the draws");
+        eprintln!(
+            "{algo:?} K=512: LL dense {:.6}, hybrid {:.6}",
+            dense.ll, hybrid.ll
+        );
         assert!(
-            dense == streamed,
+            dense.z == hybrid.z,
+            "{algo:?}: hybrid rows changed the draws"
+        );
+        assert!(
+            dense.z == streamed.z,
             "{algo:?}: streamed hybrid rows changed the draws"
         );
         // Rows read back from either format are the same counts.
-        assert_eq!(rows_dense, rows_hybrid);
-        assert!((ll_dense - ll_hybrid).abs() < 1e-9);
+        assert_eq!(dense.rows, hybrid.rows);
+        assert!((dense.ll - hybrid.ll).abs() < 1e-9);
     }
 }
 
@@ -589,20 +613,7 @@ fn one_copy_of_the_counts_gives_the_two_copy_runs_model() {
     let s = spec(17, 2000);
     let corpus = generate(&s);
     let docs = TrainDocs::from(corpus.docs.clone());
-    let tokens = docs.view().num_tokens();
     for algo in SAMPLERS {
-        let run = |device: DeviceOptions| {
-            let mut g = gpu(&docs, s.num_words, algo, 512, device);
-            let copies = g.memory_plan().copies;
-            step(&mut g, 8);
-            let rows = read_all_rows(&mut g, s.num_words).unwrap();
-            (
-                topics(&mut g, tokens),
-                g.log_likelihood().unwrap(),
-                rows,
-                copies,
-            )
-        };
         let one = |d: DeviceOptions| DeviceOptions {
             one_count_copy: true,
             ..d
@@ -619,24 +630,27 @@ fn one_copy_of_the_counts_gives_the_two_copy_runs_model() {
             force_streaming: true,
             ..d
         };
-        let (two_z, two_ll, two_rows, c) = run(dense);
-        assert_eq!(c, CountCopies::Two);
+        let two = stored(&docs, s.num_words, algo, dense);
+        assert_eq!(two.plan.copies, CountCopies::Two);
         for (what, device) in [
             ("resident dense", one(dense)),
             ("streamed dense", one(streamed(dense))),
             ("resident hybrid", one(hybrid)),
             ("streamed hybrid", one(streamed(hybrid))),
         ] {
-            let (z, ll, rows, c) = run(device);
-            assert_eq!(c, CountCopies::One, "{algo:?} {what}");
-            assert!(z == two_z, "{algo:?}: one copy ({what}) changed the draws");
+            let r = stored(&docs, s.num_words, algo, device);
+            assert_eq!(r.plan.copies, CountCopies::One, "{algo:?} {what}");
+            assert!(
+                r.z == two.z,
+                "{algo:?}: one copy ({what}) changed the draws"
+            );
             assert_eq!(
-                rows, two_rows,
+                r.rows, two.rows,
                 "{algo:?}: one copy ({what}) changed the counts"
             );
-            assert_eq!(ll.to_bits(), two_ll.to_bits(), "{algo:?} {what}");
+            assert_eq!(r.ll.to_bits(), two.ll.to_bits(), "{algo:?} {what}");
         }
-        eprintln!("{algo:?}: one copy equals two, LL {two_ll:.6}");
+        eprintln!("{algo:?}: one copy equals two, LL {:.6}", two.ll);
     }
 }
 
