@@ -642,17 +642,40 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
             && shown.contains("zCDP"),
         "{shown}"
     );
-    // Topics survive at ε = 50: each topic's top word belongs to one theme, two themes at
-    // least (runs are keyed by the OS; see the Laplace test above).
-    let report = json(&["topics", o, "--top", "1"]);
-    let mut themes: Vec<usize> = report["topics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| theme_of(t["top_words"][0]["word"].as_str().unwrap()))
-        .collect();
-    themes.sort_unstable();
-    themes.dedup();
+    // Topics survive at ε = 50: the topics' top words come from two themes at least. Runs are
+    // keyed by the OS (see the Laplace test above), so no seed pins one; about 1 run in 80 settles
+    // in a local mode whose three top words share one theme (measured at ε = 50 and at ε = 200
+    // alike, so the sampler's, not the noise's). A fresh run is tried twice before failing,
+    // which puts a false alarm near 1 in 500,000 while a mechanism that drowned the topics in
+    // noise still fails every time.
+    let themes_of_top_words = || -> Vec<usize> {
+        let report = json(&["topics", o, "--top", "1"]);
+        let mut themes: Vec<usize> = report["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| theme_of(t["top_words"][0]["word"].as_str().unwrap()))
+            .collect();
+        themes.sort_unstable();
+        themes.dedup();
+        themes
+    };
+    let mut themes = themes_of_top_words();
+    for _retry in 0..2 {
+        if themes.len() >= 2 {
+            break;
+        }
+        std::fs::remove_file(&out).unwrap();
+        json(&with(&[
+            "--epsilon",
+            "50",
+            "--l2-clip",
+            "4",
+            "--releases",
+            "3",
+        ]));
+        themes = themes_of_top_words();
+    }
     assert!(themes.len() >= 2, "{themes:?}");
     std::fs::remove_file(&out).unwrap();
 
