@@ -128,10 +128,10 @@ pub trait Engine: Send {
     fn plan(&self) -> Option<serde_json::Value> {
         None
     }
-    /// Whether a sampler setting left out takes its CPU default here
-    /// ([`crate::Setting::value_on`]: `--mh-steps` is 2 on the CPU, 4 on the GPU).
-    fn cpu_defaults(&self) -> bool {
-        true
+    /// Whose defaults a sampler setting left out takes here ([`crate::Setting::value_on`]:
+    /// `--mh-steps` is 2 on the CPU, 4 on the GPU).
+    fn setting_defaults(&self) -> crate::sampler::SettingDefaults {
+        crate::sampler::SettingDefaults::Cpu
     }
 
     /// E-step of the next iteration: every token sampled from the current counts.

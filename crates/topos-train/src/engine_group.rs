@@ -98,8 +98,9 @@ pub(crate) fn on_each_member<I: Send, T: Send>(
 }
 
 impl Engine for EngineGroup {
-    fn cpu_defaults(&self) -> bool {
-        self.members.iter().all(|m| m.cpu_defaults())
+    /// The members' (a group is of one kind of device: `--device cuda:all`).
+    fn setting_defaults(&self) -> crate::sampler::SettingDefaults {
+        self.members[0].setting_defaults()
     }
     fn describe(&self) -> String {
         format!(

@@ -50,6 +50,7 @@ pub use private::{PrivateMechanism, PrivateOptions, Releases};
 pub use run::{LogLine, Observer, Run, RunConfig, RunError, Summary};
 pub use sampler::{
     sampler_named, EzldaDepth, MhSteps, Sampler, SamplerInfo, SamplerSettings, Setting,
+    SettingDefaults,
 };
 pub use samplers::SAMPLERS;
 pub use transport::{Transport, TransportKind, TRANSPORTS};

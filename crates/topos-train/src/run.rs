@@ -961,7 +961,7 @@ impl Run {
                 .map(|s| format!(
                     ", {} {}",
                     s.flag(),
-                    s.value_on(&config.sampler_settings, engine.cpu_defaults())
+                    s.value_on(&config.sampler_settings, engine.setting_defaults())
                 ))
                 .collect::<String>()
         ));
@@ -1696,10 +1696,10 @@ impl Run {
                 .settings()
                 .iter()
                 .map(|s| {
-                    let cpu = self.engine.cpu_defaults();
+                    let defaults = self.engine.setting_defaults();
                     (
                         s.key().to_string(),
-                        s.value_on(&self.config.sampler_settings, cpu),
+                        s.value_on(&self.config.sampler_settings, defaults),
                     )
                 })
                 .collect(),

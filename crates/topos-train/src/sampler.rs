@@ -216,7 +216,8 @@ impl Setting {
             Setting::MhSteps => "Metropolis-Hastings proposal pairs (one word, one document proposal) per token and iteration (default 4 on the GPU, 2 on the CPU, whose sweep refreshes the documents' counts between its word-proposal and document-proposal phases); more mix better per iteration and cost more; changes the model, so the model and checkpoints record it when given",
         }
     }
-    /// Its value when not given (on the GPU: see [`Setting::default_depends_on_device`]).
+    /// Its value when not given, the paper's (the GPU's, where the CPU's differs:
+    /// [`Setting::default_on`]).
     pub fn default_value(self) -> u32 {
         match self {
             Setting::EzldaG => u32::from(EzldaDepth::DEFAULT.0),
@@ -230,21 +231,20 @@ impl Setting {
             Setting::MhSteps => (1, MhSteps::MAX),
         }
     }
-    /// Its value when not given on the CPU.
-    pub fn cpu_default_value(self) -> u32 {
-        match self {
-            Setting::EzldaG => self.default_value(),
-            Setting::MhSteps => MhSteps::CPU_DEFAULT.0,
+    /// Its value when not given, on a device that takes `defaults`.
+    pub fn default_on(self, defaults: SettingDefaults) -> u32 {
+        match (self, defaults) {
+            (Setting::MhSteps, SettingDefaults::Cpu) => MhSteps::CPU_DEFAULT.0,
+            _ => self.default_value(),
         }
     }
     /// Whether its value when not given depends on the device (`--mh-steps`: 4 on the GPU,
     /// [`MhSteps::CPU_DEFAULT`] on the CPU): then a value given is recorded even when it equals
     /// [`Setting::default_value`], so that a record never depends on the device it is read on.
     pub fn default_depends_on_device(self) -> bool {
-        match self {
-            Setting::EzldaG => false,
-            Setting::MhSteps => true,
-        }
+        SettingDefaults::ALL
+            .iter()
+            .any(|&d| self.default_on(d) != self.default_value())
     }
     /// Whether the model depends on it (then checkpoints and models record it).
     pub fn changes_model(self) -> bool {
@@ -264,13 +264,10 @@ impl Setting {
     pub fn value(self, settings: &SamplerSettings) -> u32 {
         self.given(settings).unwrap_or_else(|| self.default_value())
     }
-    /// Its value in a run on a device that takes the CPU's defaults (`cpu`) or the GPU's.
-    pub fn value_on(self, settings: &SamplerSettings, cpu: bool) -> u32 {
-        match (self.given(settings), cpu) {
-            (Some(v), _) => v,
-            (None, true) => self.cpu_default_value(),
-            (None, false) => self.default_value(),
-        }
+    /// Its value in a run on a device that takes `defaults` for settings left out.
+    pub fn value_on(self, settings: &SamplerSettings, defaults: SettingDefaults) -> u32 {
+        self.given(settings)
+            .unwrap_or_else(|| self.default_on(defaults))
     }
     /// The setting recorded as `key`.
     pub fn from_key(key: &str) -> Option<Setting> {
@@ -284,6 +281,23 @@ impl Setting {
         }
         Ok(())
     }
+}
+
+/// Whose defaults the sampler settings a run leaves out take, where they differ between devices
+/// ([`Setting::default_on`]; `--mh-steps` is 2 on the CPU, whose sweep refreshes the documents'
+/// counts between its two proposal phases, and 4 on the GPU). Each engine says which its device
+/// takes ([`crate::Engine::setting_defaults`]); a device with defaults of its own is a variant
+/// here and an arm in [`Setting::default_on`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SettingDefaults {
+    Cpu,
+    Gpu,
+}
+
+impl SettingDefaults {
+    /// Every kind of defaults.
+    pub const ALL: [SettingDefaults; 2] = [SettingDefaults::Cpu, SettingDefaults::Gpu];
 }
 
 /// Why a sampler setting was refused (one line that names the flag).
@@ -641,7 +655,7 @@ impl SettingInfo {
             flag: s.flag(),
             key: s.key(),
             default: s.default_value(),
-            cpu_default: s.cpu_default_value(),
+            cpu_default: s.default_on(SettingDefaults::Cpu),
             min,
             max,
             changes_model: s.changes_model(),

@@ -343,8 +343,8 @@ impl CudaEngine {
 }
 
 impl Engine for CudaEngine {
-    fn cpu_defaults(&self) -> bool {
-        false
+    fn setting_defaults(&self) -> crate::sampler::SettingDefaults {
+        crate::sampler::SettingDefaults::Gpu
     }
     fn describe(&self) -> String {
         match &self.shard {

@@ -124,6 +124,13 @@ impl CountCopies {
             CountCopies::One => 1,
         }
     }
+    /// How many times the counts are stored, in words ("once", "twice"), for messages.
+    fn times(self) -> &'static str {
+        match self {
+            CountCopies::Two => "twice",
+            CountCopies::One => "once",
+        }
+    }
 }
 
 /// Bytes per token of what the chunk being sampled needs beside its arrays: its doc-topic rows,
@@ -225,12 +232,12 @@ impl fmt::Display for Plan {
 /// Why no plan fits.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
-    #[error("the word-topic counts alone need {need_gib:.2} GiB on the GPU ({words} words × {topics} topics, {copies}, in the smaller of the dense and hybrid formats, plus histograms) but the budget is {budget_gib:.2} GiB; use fewer topics (-k), prune the vocabulary, raise --gpu-memory or train with --device cpu")]
+    #[error("the word-topic counts alone need {need_gib:.2} GiB on the GPU ({words} words × {topics} topics, {}, in the smaller of the dense and hybrid formats, plus histograms) but the budget is {budget_gib:.2} GiB; use fewer topics (-k), prune the vocabulary, raise --gpu-memory or train with --device cpu", .copies.times())]
     ModelTooLarge {
         words: u64,
         topics: u32,
-        /// "once" or "twice".
-        copies: &'static str,
+        /// The fewest copies the run could keep ([`CountCopies::times`] in the message).
+        copies: CountCopies,
         need_gib: f64,
         budget_gib: f64,
     },
@@ -327,10 +334,7 @@ fn plan_format(
         return Err(PlanError::ModelTooLarge {
             words: input.words,
             topics: input.topics,
-            copies: match least {
-                CountCopies::Two => "twice",
-                CountCopies::One => "once",
-            },
+            copies: least,
             need_gib: gib(least.count() * smallest * 4
                 + input.words * 12
                 + k * 12
