@@ -2,6 +2,7 @@
 # Held-out log-likelihood per token of cgs, fcgs and esca at equal iterations, on the CPU
 # (issue 17, part 2). Each run writes its --log; the table is held-out LL at 50/100/200 and
 # mean tokens/s. Usage: bash bench/fcgs.sh [corpus.tcorp ...]   (env: K, ITERS, THREADS, SEEDS, ALGOS)
+# An entry of ALGOS may name mfm's counters: ALGOS="cgs esca mfm mfm:approx8 mfm:approx4".
 set -euo pipefail
 TOPOS=${TOPOS:-target/release/topos}
 K=${K:-100}
@@ -14,12 +15,15 @@ mkdir -p "$OUT"
 printf '| corpus | K | sampler | seed | held-out 50 | held-out 100 | held-out %s | tokens/s |\n|---|---:|---|---:|---:|---:|---:|---:|\n' "$ITERS"
 for corpus in "$@"; do
   name=$(basename "$corpus" .tcorp)
-  for algo in $ALGOS; do
+  for spec in $ALGOS; do
+    algo=${spec%%:*}
+    extra=()
+    [[ $spec == *:* ]] && extra=(--counters "${spec#*:}")
     for seed in $SEEDS; do
-      log="$OUT/$name-$K-$algo-$seed.jsonl"
-      "$TOPOS" train "$corpus" -k "$K" --iters "$ITERS" --algo "$algo" --seed "$seed" \
+      log="$OUT/$name-$K-${spec/:/-}-$seed.jsonl"
+      "$TOPOS" train "$corpus" -k "$K" --iters "$ITERS" --algo "$algo" "${extra[@]}" --seed "$seed" \
         --threads "$THREADS" --heldout-every 50 --eval-every 50 --log "$log" -o "$OUT/m.tmod" -q --json > "$OUT/last.json"
-      python3 - "$log" "$OUT/last.json" "$name" "$K" "$algo" "$seed" "$ITERS" <<'PY'
+      python3 - "$log" "$OUT/last.json" "$name" "$K" "$spec" "$seed" "$ITERS" <<'PY'
 import json, sys
 log, summary, name, k, algo, seed, iters = sys.argv[1:]
 rows = {r["iteration"]: r for r in map(json.loads, open(log)) if "heldout_ll" in r}

@@ -117,7 +117,7 @@ fn doc_theta(a: &DocTopics, hyper: &Hyperparameters) -> Array2<f64> {
 #[pyo3(signature = (corpus, k, iters, *, algo=None, seed=1, threads=0, alpha=None, beta=0.01,
     partitions=None, device="auto", eval_every=10, heldout_every=None, output=None, log=None,
     doc_topics=false, callback=None, info=None, optimize_priors=None, optimize_burn_in=50,
-    ezlda_g=None, mh_steps=None))]
+    ezlda_g=None, mh_steps=None, counters=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn train<'py>(
     py: Python<'py>,
@@ -142,6 +142,7 @@ pub fn train<'py>(
     optimize_burn_in: u32,
     ezlda_g: Option<i64>,
     mh_steps: Option<i64>,
+    counters: Option<&str>,
 ) -> PyResult<(PyModel, String, Option<Bound<'py, PyArray2<f64>>>)> {
     // Everything `topos train` refuses before a run starts is refused here, with its words.
     let device: DeviceChoice = device.parse().map_err(value_error)?;
@@ -168,6 +169,7 @@ pub fn train<'py>(
         value_error(
             e.0.replace("--ezlda-g", "ezlda_g")
                 .replace("--mh-steps", "mh_steps")
+                .replace("--counters", "counters")
                 .replace("--algo ", "algo="),
         )
     };
@@ -178,6 +180,10 @@ pub fn train<'py>(
             .map_err(py_words)?,
         mh_steps: mh_steps
             .map(|n| n.to_string().parse::<topos_train::MhSteps>())
+            .transpose()
+            .map_err(py_words)?,
+        counters: counters
+            .map(str::parse::<topos_train::sampler::CounterWidth>)
             .transpose()
             .map_err(py_words)?,
     };

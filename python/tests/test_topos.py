@@ -378,6 +378,10 @@ def test_sampler_settings_like_the_cli(demo_corpus):
     assert m.summary["sampler_settings"] == {"mh_steps": 2}
     assert m.provenance["sampler_settings"] == {"mh_steps": 2}
     assert model_bytes(algo="mh", mh_steps=2) != model_bytes(algo="mh")
+    m = topos.train(demo_corpus, k=10, iters=3, algo="mfm", counters="approx8", device="cpu")
+    assert m.provenance["sampler_settings"] == {"counter_bits": 8}
+    with pytest.raises(ValueError, match="counters must be exact, approx8 or approx4"):
+        topos.train(demo_corpus, k=10, iters=1, algo="mfm", counters="approx2", device="cpu")
     with pytest.raises(ValueError, match="mh_steps applies to algo=mh only"):
         topos.train(demo_corpus, k=10, iters=1, mh_steps=2, device="cpu")
     with pytest.raises(ValueError, match="ezlda_g must be a whole number from 1 to 16"):

@@ -359,6 +359,7 @@ def train(
     optimize_burn_in: int = 50,
     ezlda_g: Optional[int] = None,
     mh_steps: Optional[int] = None,
+    counters: Optional[str] = None,
 ) -> Model:
     """Trains an LDA model of ``k`` topics for ``iters`` iterations: ``topos train`` with the
     same arguments (and defaults), giving the same model file for the same corpus and seed.
@@ -378,7 +379,10 @@ def train(
     only, 1 to 16, default 2): the bound depth g of ``topos train --ezlda-g``, a speed knob (the
     same model for every g; the GPU kernel implements g = 2). ``mh_steps`` (``algo="mh"`` only,
     1 to 64, default 4): proposal pairs per token and iteration (``--mh-steps``), which change
-    the model and are recorded in it. Given for another sampler, either raises ``ValueError``.
+    the model and are recorded in it. ``counters`` (``algo="mfm"`` only): ``"exact"`` (the
+    default), ``"approx8"`` or ``"approx4"``, the width of Mean-for-Mode's counts
+    (``--counters``), recorded in the model. Given for another sampler, each raises
+    ``ValueError``.
     """
     if not isinstance(corpus, Corpus):
         raise ValueError(f"corpus must be a topos.Corpus, got {type(corpus).__name__}")
@@ -408,6 +412,7 @@ def train(
         optimize_burn_in=int(optimize_burn_in),
         ezlda_g=None if ezlda_g is None else int(ezlda_g),
         mh_steps=None if mh_steps is None else int(mh_steps),
+        counters=counters,
     )
     return Model(inner, json.loads(summary))
 

@@ -134,6 +134,7 @@ def train(
     optimize_burn_in: int = 50,
     ezlda_g: Optional[int] = None,
     mh_steps: Optional[int] = None,
+    counters: Optional[str] = None,
 ) -> Tuple[Model, str, Optional[np.ndarray]]: ...
 def knn(
     indptr: np.ndarray,

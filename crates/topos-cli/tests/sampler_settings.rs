@@ -225,3 +225,71 @@ fn mh_steps_are_recorded_and_a_resume_with_others_is_refused() {
         "resumed with --mh-steps 8: not the uninterrupted model"
     );
 }
+
+/// `--algo mfm` (issue 17 part 3): it trains, the model records its counter width, the same
+/// seed gives the same file for any thread count, `--doc-topics` comes from the rows it keeps,
+/// and what needs assignments (checkpoints) is refused in one line before anything is written.
+#[test]
+fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path());
+    let exact = dir.path().join("exact.tmod");
+    let summary = train(
+        &c,
+        &exact,
+        &["--algo", "mfm", "--threads", "1", "--doc-topics"],
+    );
+    assert_eq!(summary["algorithm"], "mfm");
+    assert_eq!(summary["sampler_settings"]["counter_bits"], 32, "{summary}");
+    // Exact counters at the default are not recorded; the rows kept are the documents' counts.
+    let p = &json(&["topics", s(&exact)])["provenance"];
+    assert!(p.get("sampler_settings").is_none(), "{p}");
+    let theta = topos_model::DocTopics::read(&topos_model::doc_topics_path(&exact)).unwrap();
+    let train_docs = topos_corpus::Corpus::open(&c).unwrap();
+    assert_eq!(theta.len(), train_docs.train().len());
+    for d in 0..theta.len() {
+        let (_, counts) = theta.row(d);
+        let n: u32 = counts.iter().sum();
+        assert_eq!(n as usize, train_docs.train().doc(d).len(), "document {d}");
+    }
+    // Two threads: the same model.
+    let two = dir.path().join("two.tmod");
+    train(&c, &two, &["--algo", "mfm", "--threads", "2"]);
+    assert_eq!(std::fs::read(&exact).unwrap(), std::fs::read(&two).unwrap());
+    // 8-bit counters: another model, which records them.
+    let approx = dir.path().join("approx8.tmod");
+    let summary = train(&c, &approx, &["--algo", "mfm", "--counters", "approx8"]);
+    assert_eq!(summary["sampler_settings"]["counter_bits"], 8);
+    let p = &json(&["topics", s(&approx)])["provenance"];
+    assert_eq!(p["sampler_settings"]["counter_bits"], 8, "{p}");
+    assert!(ok(&["topics", s(&approx)]).contains("--counters approx8"));
+    ok(&["eval", s(&approx), "--corpus", s(&c), "--quiet"]);
+
+    let out = dir.path().join("refused.tmod");
+    let base = ["train", s(&c), "-k", "6", "-o", s(&out), "--iters", "4"];
+    let with = |extra: &[&'static str]| -> Vec<&str> {
+        base.iter().copied().chain(extra.iter().copied()).collect()
+    };
+    fails_releasing_nothing(
+        &with(&["--algo", "mfm", "--checkpoint-every", "2"]),
+        "--algo mfm keeps no topic assignments between iterations",
+    );
+    fails_releasing_nothing(
+        &with(&["--algo", "mfm", "--optimize-priors", "2"]),
+        "cannot learn priors",
+    );
+    fails(
+        &with(&["--counters", "approx8"]),
+        "--counters applies to --algo mfm only",
+    );
+    refused(
+        &with(&["--algo", "mfm", "--counters", "approx2"]),
+        "--counters must be exact, approx8 or approx4",
+    );
+    assert!(!out.exists(), "a refused run wrote a model");
+    let text = ok(&["algos"]);
+    assert!(
+        text.contains("setting --counters exact|approx8|approx4 (default exact)"),
+        "{text}"
+    );
+}

@@ -62,6 +62,8 @@ pub enum Stream {
     Synthetic = 4,
     /// Held-out split of documents when preparing a corpus.
     Split = 5,
+    /// Rounding of exact counts to approximate counters (Mean-for-Mode's `--counters`).
+    Counters = 6,
 }
 
 /// A stream of random numbers for one `(seed, stream, iteration, index)`, typically one token in

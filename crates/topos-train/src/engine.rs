@@ -194,6 +194,17 @@ pub trait Engine: Send {
     fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError>;
     /// The current topic of tokens `start..start + out.len()` (corpus order).
     fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError>;
+    /// The document-topic rows of documents `docs` (this worker's indices), into `out`
+    /// (cleared first), for an engine that keeps them instead of assignments (`mfm`): `true`.
+    /// `false` (the default): the run counts them from [`Engine::assignments`].
+    fn doc_topic_rows(
+        &mut self,
+        docs: Range<usize>,
+        out: &mut topos_model::DocTopics,
+    ) -> Result<bool, TrainError> {
+        let _ = (docs, out);
+        Ok(false)
+    }
     /// What learned priors are re-estimated from (`topos train --optimize-priors`, see
     /// [`crate::priors`]): the histograms of this worker's documents' topic counts and those of
     /// the (global) word-topic counts. `None` (the default): the engine cannot learn priors.

@@ -604,6 +604,25 @@ impl Run {
                 )));
             }
         }
+        // A sampler that keeps no assignments (mfm): what is built on them.
+        if !sampler.keeps_assignments() {
+            let name = sampler.name();
+            let refused = if config.checkpoint_every > 0 || config.resume {
+                Some("write or resume checkpoints (--checkpoint-every, --resume): they hold every token's topic")
+            } else if config.optimize_priors.is_some() {
+                Some("learn priors (--optimize-priors): they are re-estimated from the assignments")
+            } else if config.fixed_counts.is_some() {
+                Some("start from fixed counts (topos update, --seed-words)")
+            } else {
+                None
+            };
+            if let Some(what) = refused {
+                return Err(RunError::Invalid(format!(
+                    "--algo {name} keeps no topic assignments between iterations (that is its memory saving), so it cannot {what}; use --algo {} for that",
+                    crate::sampler::default_sampler().name()
+                )));
+            }
+        }
         // Private runs: what they refuse, and their capped documents.
         if config.private.is_some() {
             if !sampler.supports_private() {
@@ -1773,6 +1792,12 @@ impl Run {
     ) -> Result<(), RunError> {
         let offsets = view.offsets();
         let mut z = Vec::new();
+        let mut kept = topos_model::DocTopics {
+            num_topics: 0,
+            offsets: Vec::new(),
+            topics: Vec::new(),
+            counts: Vec::new(),
+        };
         let mut d = 0usize;
         while d < view.len() {
             // Whole documents, about a piece of tokens.
@@ -1780,9 +1805,13 @@ impl Run {
             let mut e = offsets.partition_point(|&o| o <= start + TOKENS_PER_PIECE) - 1;
             e = e.clamp(d + 1, view.len());
             let end = offsets[e];
-            z.resize((end - start) as usize, 0);
-            self.engine.assignments(start, &mut z)?;
-            rows.count(&offsets[d..=e], &z);
+            if !self.engine.doc_topic_rows(d..e, &mut kept)? {
+                z.resize((end - start) as usize, 0);
+                self.engine.assignments(start, &mut z)?;
+                rows.count(&offsets[d..=e], &z);
+            } else {
+                rows.take(&kept);
+            }
             f(rows, d..e)?;
             d = e;
         }
@@ -1808,6 +1837,15 @@ impl DocRowCounter {
             topics: Vec::new(),
             counts: Vec::new(),
         }
+    }
+
+    /// The rows an engine kept ([`Engine::doc_topic_rows`]).
+    fn take(&mut self, kept: &topos_model::DocTopics) {
+        self.lengths.clear();
+        self.lengths
+            .extend(kept.offsets.windows(2).map(|w| w[1] - w[0]));
+        self.topics.clone_from(&kept.topics);
+        self.counts.clone_from(&kept.counts);
     }
 
     /// Rows of the documents whose (absolute) offsets are `offsets`, from their tokens' topics.

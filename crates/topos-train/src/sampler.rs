@@ -8,6 +8,7 @@
 
 use crate::counts::WordTopics;
 use crate::layout::Partition;
+pub use crate::samplers::mfm::counters::CounterWidth;
 use std::collections::BTreeMap;
 use topos_corpus::Docs;
 use topos_model::DocTopics;
@@ -90,14 +91,39 @@ pub trait Sampler: Sync {
     fn cpu_memory(&self, shape: &crate::memory::RunShape) -> Vec<(&'static str, u64)>;
     /// Document partitions of a CPU run of `tokens` tokens on `threads` threads.
     fn default_partitions(&self, tokens: u64, threads: usize) -> usize;
-    /// The CPU implementation.
-    fn cpu(&self) -> &'static dyn CpuSampler;
+    /// The CPU implementation: a sweep over the assignments that the CPU engine drives, or, for
+    /// a sampler whose state is not the assignments (`mfm`), an engine of its own.
+    fn cpu(&self) -> CpuImplementation;
+    /// Whether it keeps every token's topic between iterations (what checkpoints, `--resume`,
+    /// learned priors and several workers are built on). `mfm` does not: that is its saving.
+    fn keeps_assignments(&self) -> bool {
+        true
+    }
     /// The GPU implementation, if it has one.
     fn gpu(&self) -> Option<GpuKernelSpec>;
     /// The run settings it takes ([`SamplerSettings`]; `topos train --ezlda-g`, `--mh-steps`):
     /// none by default. A setting given for a sampler that does not list it is refused.
     fn settings(&self) -> &'static [Setting] {
         &[]
+    }
+}
+
+/// How a sampler runs on the CPU.
+#[derive(Clone, Copy)]
+pub enum CpuImplementation {
+    /// A sweep over the assignments, driven by the CPU engine ([`crate::Trainer`]).
+    Sweep(&'static dyn CpuSampler),
+    /// An engine of its own, opened by this function (its state is not the assignments).
+    Engine(fn(crate::engine::EngineSetup) -> Result<Box<dyn crate::Engine>, crate::TrainError>),
+}
+
+impl CpuImplementation {
+    /// The sweep, for a sampler the CPU engine drives.
+    pub fn sweep(self) -> Option<&'static dyn CpuSampler> {
+        match self {
+            CpuImplementation::Sweep(s) => Some(s),
+            CpuImplementation::Engine(_) => None,
+        }
     }
 }
 
@@ -189,17 +215,20 @@ pub enum Setting {
     EzldaG,
     /// mhLDA's proposal pairs per token and iteration ([`MhSteps`]).
     MhSteps,
+    /// Mean-for-Mode's counter width in bits ([`CounterWidth`]: 32 exact, 8 or 4).
+    Counters,
 }
 
 impl Setting {
     /// Every setting.
-    pub const ALL: [Setting; 2] = [Setting::EzldaG, Setting::MhSteps];
+    pub const ALL: [Setting; 3] = [Setting::EzldaG, Setting::MhSteps, Setting::Counters];
 
     /// The name checkpoints and model files record it under.
     pub fn key(self) -> &'static str {
         match self {
             Setting::EzldaG => "ezlda_g",
             Setting::MhSteps => "mh_steps",
+            Setting::Counters => "counter_bits",
         }
     }
     /// The `topos train` flag.
@@ -207,6 +236,7 @@ impl Setting {
         match self {
             Setting::EzldaG => "--ezlda-g",
             Setting::MhSteps => "--mh-steps",
+            Setting::Counters => "--counters",
         }
     }
     /// What it does, for `topos algos` and `--help`.
@@ -214,6 +244,7 @@ impl Setting {
         match self {
             Setting::EzldaG => "depth g of the bound S_est (thesis Eq. 1.10): the g most popular topics of each word are looked up in the document, so larger g skips more document branches at more cost per token; a speed knob only, the model is the same for every g (CPU; the GPU kernel implements g = 2)",
             Setting::MhSteps => "Metropolis-Hastings proposal pairs (one word, one document proposal) per token and iteration (default 4 on the GPU, 2 on the CPU, whose sweep refreshes the documents' counts between its word-proposal and document-proposal phases); more mix better per iteration and cost more; changes the model, so the model and checkpoints record it when given",
+            Setting::Counters => "how wide each of Mean-for-Mode's counts is kept: exact (32 bits), approx8 or approx4 (Morris's geometric scale, each count rounded without bias when the sweep ends, Tristan et al. §4.1); the model records it",
         }
     }
     /// Its value when not given, the paper's (the GPU's, where the CPU's differs:
@@ -222,6 +253,7 @@ impl Setting {
         match self {
             Setting::EzldaG => u32::from(EzldaDepth::DEFAULT.0),
             Setting::MhSteps => MhSteps::DEFAULT.0,
+            Setting::Counters => CounterWidth::Exact.bits(),
         }
     }
     /// Its smallest and largest values.
@@ -229,6 +261,7 @@ impl Setting {
         match self {
             Setting::EzldaG => (1, u32::from(EzldaDepth::MAX)),
             Setting::MhSteps => (1, MhSteps::MAX),
+            Setting::Counters => (4, 32),
         }
     }
     /// Its value when not given, on a device that takes `defaults`.
@@ -250,7 +283,24 @@ impl Setting {
     pub fn changes_model(self) -> bool {
         match self {
             Setting::EzldaG => false,
-            Setting::MhSteps => true,
+            Setting::MhSteps | Setting::Counters => true,
+        }
+    }
+    /// A value of it for people: `approx8` for `--counters`, the number otherwise.
+    pub fn show(self, value: u32) -> String {
+        match (self, CounterWidth::from_bits(value)) {
+            (Setting::Counters, Some(w)) => w.name().to_string(),
+            _ => value.to_string(),
+        }
+    }
+    /// The values it takes, for people: `1..64`, or `exact|approx8|approx4`.
+    pub fn choices(self) -> String {
+        match self {
+            Setting::Counters => CounterWidth::ALL.map(|w| w.name()).join("|"),
+            _ => {
+                let (lo, hi) = self.range();
+                format!("{lo}..{hi}")
+            }
         }
     }
     /// The value `settings` asks for, if it sets this one.
@@ -258,6 +308,7 @@ impl Setting {
         match self {
             Setting::EzldaG => settings.ezlda_g.map(|g| u32::from(g.0)),
             Setting::MhSteps => settings.mh_steps.map(|s| s.0),
+            Setting::Counters => settings.counters.map(CounterWidth::bits),
         }
     }
     /// The value `settings` runs with (the default when not given).
@@ -278,6 +329,14 @@ impl Setting {
         match self {
             Setting::EzldaG => settings.ezlda_g = Some(EzldaDepth::new(value)?),
             Setting::MhSteps => settings.mh_steps = Some(MhSteps::new(value)?),
+            Setting::Counters => {
+                settings.counters = Some(CounterWidth::from_bits(value).ok_or_else(|| {
+                    SettingError(format!(
+                        "--counters must be {}, got {value} bits",
+                        Setting::Counters.choices().replace('|', ", ")
+                    ))
+                })?)
+            }
         }
         Ok(())
     }
@@ -411,12 +470,18 @@ pub struct SamplerSettings {
     /// `mh`'s proposal pairs per token (`None`: [`MhSteps::DEFAULT`] on the GPU,
     /// [`MhSteps::CPU_DEFAULT`] on the CPU).
     pub mh_steps: Option<MhSteps>,
+    /// `mfm`'s counter width (`None`: exact).
+    pub counters: Option<CounterWidth>,
 }
 
 impl SamplerSettings {
     /// The bound depth ezlda runs with.
     pub fn ezlda_g(&self) -> EzldaDepth {
         self.ezlda_g.unwrap_or(EzldaDepth::DEFAULT)
+    }
+    /// The counter width mfm runs with.
+    pub fn counters(&self) -> CounterWidth {
+        self.counters.unwrap_or(CounterWidth::Exact)
     }
     /// The proposal pairs mh runs with on the GPU.
     pub fn mh_steps(&self) -> MhSteps {
@@ -475,7 +540,7 @@ impl SamplerSettings {
         recorded
             .iter()
             .map(|(k, v)| match Setting::from_key(k) {
-                Some(s) => format!("{} {v}", s.flag()),
+                Some(s) => format!("{} {}", s.flag(), s.show(*v)),
                 None => format!("{k} = {v}"),
             })
             .collect::<Vec<_>>()
@@ -642,6 +707,10 @@ pub struct SettingInfo {
     pub cpu_default: u32,
     pub min: u32,
     pub max: u32,
+    /// The values it takes, for people (`1..64`, `exact|approx8|approx4`).
+    pub choices: String,
+    /// The default, for people (`exact` for `--counters`).
+    pub shown_default: String,
     /// Whether the model depends on it (models and checkpoints then record it).
     pub changes_model: bool,
     pub description: &'static str,
@@ -658,6 +727,8 @@ impl SettingInfo {
             cpu_default: s.default_on(SettingDefaults::Cpu),
             min,
             max,
+            choices: s.choices(),
+            shown_default: s.show(s.default_value()),
             changes_model: s.changes_model(),
             description: s.describe(),
         }
@@ -789,6 +860,7 @@ mod settings_tests {
         let both = SamplerSettings {
             ezlda_g: Some(EzldaDepth::new(3).unwrap()),
             mh_steps: Some(MhSteps::new(8).unwrap()),
+            counters: Some(CounterWidth::Approx4),
         };
         // g is a speed knob: never recorded.
         assert!(both.recorded(named("ezlda")).is_empty());

@@ -6,12 +6,13 @@
 use topos_corpus::Vocabulary;
 use topos_model::Hyperparameters;
 use topos_train::sampler::Sampler;
-use topos_train::samplers::{cgs::Cgs, esca::Esca, ezlda::Ezlda, fcgs::Fcgs, mh::Mh};
+use topos_train::sampler::{CounterWidth, CpuImplementation, SamplerSettings};
+use topos_train::samplers::{cgs::Cgs, esca::Esca, ezlda::Ezlda, fcgs::Fcgs, mfm::Mfm, mh::Mh};
 use topos_train::synthetic::{generate, SyntheticSpec, TopicShape};
 use topos_train::{TrainDocs, TrainOptions, Trainer};
 
-fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32) -> u64 {
-    let spec = SyntheticSpec {
+fn spec() -> SyntheticSpec {
+    SyntheticSpec {
         num_docs: 300,
         num_words: 400,
         num_topics: 6,
@@ -19,7 +20,11 @@ fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32
         alpha: topos_model::Alpha::symmetric(6, 0.1),
         shape: TopicShape::Dirichlet { beta: 0.05 },
         seed: 5,
-    };
+    }
+}
+
+fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32) -> u64 {
+    let spec = spec();
     let corpus = generate(&spec);
     let opts = TrainOptions {
         sampler,
@@ -34,7 +39,60 @@ fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32
         t.step();
     }
     let vocab = Vocabulary::new((0..spec.num_words).map(|i| format!("w{i}")).collect());
-    let mut m = t.model(vocab);
+    pinned_bytes(t.model(vocab))
+}
+
+/// `mfm`'s model (an engine of its own, no [`Trainer`]) under the same conditions.
+fn mfm_checksum(width: CounterWidth, threads: usize, iterations: u32) -> u64 {
+    let spec = spec();
+    let corpus = generate(&spec);
+    let hyper = Hyperparameters::new(12, Some(0.2), Some(0.01)).unwrap();
+    let CpuImplementation::Engine(open) = Mfm.cpu() else {
+        panic!("mfm opens an engine of its own")
+    };
+    let settings = SamplerSettings {
+        counters: Some(width),
+        ..Default::default()
+    };
+    let mut e = open(topos_train::EngineSetup {
+        docs: TrainDocs::from(corpus.docs),
+        num_words: spec.num_words,
+        sampler: &Mfm,
+        settings,
+        hyper: hyper.clone(),
+        seed: 99,
+        threads,
+        partitions: None,
+        start: topos_train::Start::Fresh,
+        device: Default::default(),
+        transport: std::sync::Arc::new(topos_train::transport::Local),
+        fixed_counts: None,
+    })
+    .unwrap();
+    for _ in 0..iterations {
+        e.iterate(&topos_train::transport::Local).unwrap();
+    }
+    let rows = topos_train::engine::read_all_rows(e.as_mut(), spec.num_words).unwrap();
+    let vocab = Vocabulary::new((0..spec.num_words).map(|i| format!("w{i}")).collect());
+    let provenance = topos_model::Provenance {
+        algorithm: "mfm".into(),
+        iterations,
+        seed: 99,
+        corpus_checksum: 0,
+        num_docs: spec.num_docs as u64,
+        num_tokens: 0,
+        sampler_settings: settings.recorded(&Mfm),
+    };
+    pinned_bytes(topos_model::TopicModel::from_counts(
+        vocab,
+        hyper,
+        rows.to_dense(),
+        provenance,
+    ))
+}
+
+/// The checksum of `m`'s file as the pins were made (see below).
+fn pinned_bytes(mut m: topos_model::TopicModel) -> u64 {
     // The provenance a run records: the corpus checksum is the run's, not the engine's.
     m.provenance.corpus_checksum = 0xC0FFEE;
     let bytes = m.to_file_bytes().unwrap();
@@ -78,6 +136,18 @@ fn every_samplers_model_is_pinned() {
             ezlda, PINNED_EZLDA,
             "ezlda's model changed ({threads} threads)"
         );
+        for (width, pin) in [
+            (CounterWidth::Exact, PINNED_MFM),
+            (CounterWidth::Approx8, PINNED_MFM_APPROX8),
+            (CounterWidth::Approx4, PINNED_MFM_APPROX4),
+        ] {
+            let mfm = mfm_checksum(width, threads, 15);
+            eprintln!("threads {threads}: mfm {width:?} {mfm:#018x}");
+            assert_eq!(
+                mfm, pin,
+                "mfm's {width:?} model changed ({threads} threads)"
+            );
+        }
     }
 }
 
@@ -94,3 +164,7 @@ const PINNED_MH: u64 = 0x3978675eca4d1ae7;
 const PINNED_FCGS: u64 = 0x27f3ef5617490b83;
 /// Pinned when `ezlda` was added (2026-11-26).
 const PINNED_EZLDA: u64 = 0xce1e4b756459c204;
+/// Pinned when `mfm` was added (2026-11-26), with each counter width.
+const PINNED_MFM: u64 = 0x59d5439454615f7d;
+const PINNED_MFM_APPROX8: u64 = 0xc56b0791386b9d4d;
+const PINNED_MFM_APPROX4: u64 = 0xadb35d9e83f961d1;

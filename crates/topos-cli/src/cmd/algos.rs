@@ -76,7 +76,7 @@ pub fn run(_args: Args, ui: Ui) -> Result<()> {
             println!("      from: {}", s.reference);
             for x in &s.settings {
                 let default = if x.cpu_default == x.default {
-                    format!("default {}", x.default)
+                    format!("default {}", x.shown_default)
                 } else {
                     format!(
                         "default {} on the CPU, {} on the GPU",
@@ -84,8 +84,8 @@ pub fn run(_args: Args, ui: Ui) -> Result<()> {
                     )
                 };
                 println!(
-                    "      setting {} {}..{} ({default}): {}",
-                    x.flag, x.min, x.max, x.description
+                    "      setting {} {} ({default}): {}",
+                    x.flag, x.choices, x.description
                 );
             }
         }

@@ -27,16 +27,22 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     }
     ui.result(&report, || {
         let p = &report.provenance;
+        // The settings that changed the model ("mh (--mh-steps 8)", "mfm (--counters approx8)").
+        let algorithm =
+            match topos_train::SamplerSettings::describe_recorded(&p.sampler_settings, "") {
+                s if s.is_empty() => p.algorithm.clone(),
+                s => format!("{} ({s})", p.algorithm),
+            };
         let run = if report.privacy.is_some() {
             // A private model withholds its seed (secret) and the corpus's sizes (data).
             format!(
-                "{} for {} iterations (secret seed; document and token counts withheld)",
-                p.algorithm, p.iterations
+                "{algorithm} for {} iterations (secret seed; document and token counts withheld)",
+                p.iterations
             )
         } else {
             format!(
-                "{} for {} iterations (seed {}) on {} documents, {} tokens",
-                p.algorithm, p.iterations, p.seed, p.num_docs, p.num_tokens
+                "{algorithm} for {} iterations (seed {}) on {} documents, {} tokens",
+                p.iterations, p.seed, p.num_docs, p.num_tokens
             )
         };
         println!(

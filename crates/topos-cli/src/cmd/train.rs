@@ -39,6 +39,14 @@ pub struct Args {
     /// record it when given, and --resume must use the checkpoint's value.
     #[arg(long, value_name = "N", verbatim_doc_comment)]
     pub mh_steps: Option<topos_train::MhSteps>,
+    /// mfm only: how wide each count is kept: exact (32 bits, the default), approx8 or approx4
+    /// (Morris's geometric scale with an exact start: approx8 is exact up to 16, then levels
+    /// 8.8% apart up to 8.6e9; approx4 is 0, 1, 2, 3, 11, 40, 146, ... up to 1.7e7; each count
+    /// is rounded to one of the two levels around it without bias when the sweep ends, so the
+    /// model stays the same for any number of threads). It changes the model: the model file
+    /// records it.
+    #[arg(long, value_name = "WIDTH", verbatim_doc_comment)]
+    pub counters: Option<topos_train::sampler::CounterWidth>,
     /// Worker threads (0 = all cores). The model does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -287,6 +295,7 @@ impl Args {
         topos_train::SamplerSettings {
             ezlda_g: self.ezlda_g,
             mh_steps: self.mh_steps,
+            counters: self.counters,
         }
     }
 
@@ -642,7 +651,7 @@ pub fn print_summary(summary: &Summary) {
         .sampler_settings
         .iter()
         .map(|(k, v)| match topos_train::Setting::from_key(k) {
-            Some(s) => format!(" ({} {v})", s.flag()),
+            Some(s) => format!(" ({} {})", s.flag(), s.show(*v)),
             None => format!(" ({k} {v})"),
         })
         .collect();

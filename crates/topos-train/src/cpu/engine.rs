@@ -67,6 +67,8 @@ pub struct Trainer {
     docs: TrainDocs,
     num_words: usize,
     sampler: &'static dyn Sampler,
+    /// The sampler's CPU sweep.
+    sweep: &'static dyn crate::sampler::CpuSampler,
     settings: crate::sampler::SamplerSettings,
     hyper: Hyperparameters,
     seed: u64,
@@ -130,6 +132,12 @@ impl Trainer {
         start: Start,
         transport: Arc<dyn Transport>,
     ) -> Result<Self, TrainError> {
+        let Some(sweep) = opts.sampler.cpu().sweep() else {
+            return Err(TrainError::Unsupported(format!(
+                "{} keeps no assignments and runs in an engine of its own (the cpu device opens it)",
+                opts.sampler.name()
+            )));
+        };
         let whole = all_docs.view();
         if whole.num_tokens() == 0 {
             return Err(TrainError::EmptyCorpus);
@@ -220,6 +228,7 @@ impl Trainer {
             docs,
             num_words,
             sampler: opts.sampler,
+            sweep,
             settings: opts.settings,
             hyper: opts.hyper,
             seed: opts.seed,
@@ -285,7 +294,7 @@ impl Trainer {
             doc_topics,
             word_topics,
             pool,
-            sampler,
+            sweep,
             settings,
             hyper,
             seed,
@@ -293,7 +302,7 @@ impl Trainer {
             ..
         } = self;
         let docs = docs.view();
-        let cpu = sampler.cpu();
+        let cpu = *sweep;
         let counters = pool.install(|| {
             let a = cpu
                 .needs_doc_topics()
@@ -348,14 +357,14 @@ impl Trainer {
             doc_topics,
             word_topics,
             pool,
-            sampler,
+            sweep,
             exchanged,
             ..
         } = self;
         let docs = docs.view();
         pool.install(|| {
             *doc_topics = OnceLock::new();
-            if sampler.cpu().needs_doc_topics() {
+            if sweep.needs_doc_topics() {
                 let _ = doc_topics.set(count_doc_topics(docs, z, k));
             }
         });

@@ -50,7 +50,10 @@ impl Device for Cpu {
                     .into(),
             ));
         }
-        Ok(Box::new(engine::open(setup)?))
+        match setup.sampler.cpu() {
+            crate::sampler::CpuImplementation::Sweep(_) => Ok(Box::new(engine::open(setup)?)),
+            crate::sampler::CpuImplementation::Engine(open) => open(setup),
+        }
     }
     /// The assignments (2 B a token), the PDOW layout (8 B a token, 8 B per word of each
     /// partition, and the sort's scratch for one partition), the sparse document-topic rows (6 B a non-zero, at most one a token) and
@@ -58,6 +61,12 @@ impl Device for Cpu {
     /// holds ([`shared_items`]).
     fn host_memory(&self, shape: &RunShape, sampler: &dyn Sampler) -> MemoryEstimate {
         let s = shape;
+        if !sampler.keeps_assignments() {
+            // An engine of its own: its items, and what every run holds.
+            let mut items = sampler.cpu_memory(s);
+            items.extend(shared_items(s));
+            return MemoryEstimate::new(items);
+        }
         let nnz_doc = s.tokens.min(s.docs.saturating_mul(s.topics));
         let mut items = vec![
             ("assignments (2 B/token)", 2 * s.tokens),

@@ -8,8 +8,15 @@ pub mod cgs;
 pub mod esca;
 pub mod ezlda;
 pub mod fcgs;
+pub mod mfm;
 pub mod mh;
 
 /// Every sampler, the default first (`--algo`, `topos algos`).
-pub static SAMPLERS: &[&dyn Sampler] =
-    &[&cgs::Cgs, &fcgs::Fcgs, &esca::Esca, &mh::Mh, &ezlda::Ezlda];
+pub static SAMPLERS: &[&dyn Sampler] = &[
+    &cgs::Cgs,
+    &fcgs::Fcgs,
+    &esca::Esca,
+    &mh::Mh,
+    &ezlda::Ezlda,
+    &mfm::Mfm,
+];

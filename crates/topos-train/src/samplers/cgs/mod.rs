@@ -5,7 +5,7 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuSampler, Determinism, Exactness, GpuKernelSpec, Sampler};
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler};
 
 /// The registry entry.
 pub struct Cgs;
@@ -58,8 +58,8 @@ impl Sampler for Cgs {
         // multiple of 4 (so that 2 and 4 threads get equal shares), at most 64.
         ((tokens / 250_000).clamp(1, 64) as usize).next_multiple_of(4)
     }
-    fn cpu(&self) -> &'static dyn CpuSampler {
-        &cpu::CgsCpu
+    fn cpu(&self) -> CpuImplementation {
+        CpuImplementation::Sweep(&cpu::CgsCpu)
     }
     fn gpu(&self) -> Option<GpuKernelSpec> {
         Some(gpu::KERNEL)

@@ -5,7 +5,7 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuSampler, Determinism, Exactness, GpuKernelSpec, Sampler};
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler};
 
 /// The registry entry.
 pub struct Esca;
@@ -46,10 +46,10 @@ impl Sampler for Esca {
         // The model does not depend on it: enough to keep every thread busy.
         (threads * 4).max(1)
     }
-    fn cpu(&self) -> &'static dyn CpuSampler {
-        &cpu::EscaCpu {
+    fn cpu(&self) -> CpuImplementation {
+        CpuImplementation::Sweep(&cpu::EscaCpu {
             own: cpu::OwnAssignment::Kept,
-        }
+        })
     }
     fn gpu(&self) -> Option<GpuKernelSpec> {
         Some(gpu::KERNEL)

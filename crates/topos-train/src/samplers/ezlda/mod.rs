@@ -13,7 +13,7 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuSampler, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
 
 /// The registry entry.
 pub struct Ezlda;
@@ -62,8 +62,8 @@ impl Sampler for Ezlda {
         // The model does not depend on it: enough to keep every thread busy.
         (threads * 4).max(1)
     }
-    fn cpu(&self) -> &'static dyn CpuSampler {
-        &cpu::EzldaCpu { skip: true }
+    fn cpu(&self) -> CpuImplementation {
+        CpuImplementation::Sweep(&cpu::EzldaCpu { skip: true })
     }
     fn gpu(&self) -> Option<GpuKernelSpec> {
         Some(gpu::KERNEL)

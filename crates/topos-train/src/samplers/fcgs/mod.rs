@@ -12,7 +12,7 @@
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuSampler, Determinism, Exactness, GpuKernelSpec, Sampler};
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler};
 use crate::samplers::esca::cpu::{EscaCpu, OwnAssignment};
 
 /// The registry entry.
@@ -55,10 +55,10 @@ impl Sampler for Fcgs {
         // The model does not depend on it: enough to keep every thread busy.
         (threads * 4).max(1)
     }
-    fn cpu(&self) -> &'static dyn CpuSampler {
-        &EscaCpu {
+    fn cpu(&self) -> CpuImplementation {
+        CpuImplementation::Sweep(&EscaCpu {
             own: OwnAssignment::Removed,
-        }
+        })
     }
     fn gpu(&self) -> Option<GpuKernelSpec> {
         Some(gpu::KERNEL)

@@ -18,7 +18,7 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuSampler, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
 
 /// Proposal pairs (one word proposal, one document proposal) per token and iteration on the GPU
 /// when the run does not set them (`--mh-steps`, [`crate::sampler::MhSteps`]). The thesis's
@@ -92,8 +92,8 @@ impl Sampler for Mh {
         // The model does not depend on it: enough to keep every thread busy.
         (threads * 4).max(1)
     }
-    fn cpu(&self) -> &'static dyn CpuSampler {
-        &cpu::MhCpu
+    fn cpu(&self) -> CpuImplementation {
+        CpuImplementation::Sweep(&cpu::MhCpu)
     }
     fn gpu(&self) -> Option<GpuKernelSpec> {
         Some(gpu::KERNEL)

@@ -1,0 +1,806 @@
+//! Mean-for-Mode estimation on the CPU (Tristan et al., Fig. 2, Alg. 1 and 3): an engine of its
+//! own, because its state is not the assignments.
+//!
+//! **State between iterations:** each document's non-zero topic counts (tpd) and each word's
+//! (wpt), as counters of the run's width ([`CounterWidth`]), and the topic totals n_k. No
+//! token's topic is kept: that is the 2 bytes a token the other samplers' state costs.
+//!
+//! **An iteration** (Fig. 2): every token draws z from the point estimates of the last
+//! iteration's counts, θ_m = E[θ_m | z] ∝ tpd[m] + α and φ_k = E[φ_k | z] = (wpt[k] + β) /
+//! (wt[k] + Vβ), so
+//!
+//! ```text
+//! p(z = k) ∝ (tpd[m][k] + α_k) · (wpt[k][v] + β) / (wt[k] + Vβ)
+//! ```
+//!
+//! (the token's own earlier draw is part of the counts: there is no assignment to remove). New
+//! counts start from zero and are only incremented (§4.1): the document's row in a per-thread
+//! scratch, the word's in one dense array of atomic 32-bit counts, whose sums do not depend on
+//! the order of the increments. The commit rounds them to counters ([`CounterWidth::round`],
+//! keyed by seed, iteration and cell), so the same seed gives the same model for any number of
+//! threads and partitions.
+//!
+//! **The draw** is §5's, with two forms of one distribution: while the counts are dense, the
+//! O(K) sum of Alg. 1; once they are sparse, the three buckets
+//!
+//! ```text
+//! S = Σ_k α_k β / (wt[k] + Vβ)       R_m = Σ_k tpd[m][k] β / (wt[k] + Vβ)
+//! Q_mv = Σ_k (tpd[m][k] + α_k) · wpt[k][v] / (wt[k] + Vβ)
+//! ```
+//!
+//! (S for every token, R_m over the document's non-zeros, Q_mv over the word's). Alg. 3 switches
+//! after a fixed D iterations; here the commit measures the mean work a token would do in the
+//! buckets (its word's non-zeros, and its share of its document's) and switches when that falls
+//! below K / [`SPARSE_WORK_FACTOR`] (on 20 Newsgroups at K = 100, from the first iteration on). Both forms draw from the same distribution, and the switch depends on
+//! the counts only, so it keeps the model a function of the seed.
+
+use super::counters::{CounterWidth, Registers};
+use crate::counts::WordTopics;
+use crate::engine::{Engine, EngineSetup, Start, TrainDocs};
+use crate::fixed_sum::FixedSum;
+use crate::transport::Transport;
+use crate::TrainError;
+use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, Ordering};
+use topos_model::{DocTopics, Hyperparameters};
+use topos_sampling::{CounterRng, Stream};
+
+/// A bucket entry costs about this many dense terms (an indirect load of the document's count
+/// against a multiply-add in a contiguous loop): the buckets are used once the mean number of
+/// entries a token visits is below K / this. Measured on 20 Newsgroups, one thread, in the
+/// first two iterations (the densest counts): dense 8.0M tokens/s against 6.6M for the buckets
+/// at K = 20, a tie at K = 100; after 20 iterations the buckets win at K = 100 (5.6M against
+/// 5.1M, two threads) and at K = 1,000 (2.8M against 1.1M).
+pub const SPARSE_WORK_FACTOR: f64 = 1.25;
+
+/// Counter keys of documents' cells are set apart from words' by this bit.
+const DOC_CELL: u64 = 1 << 63;
+
+/// Rows of counters: row `i` is `offsets[i]..offsets[i + 1]` of `topics` and `registers`,
+/// topics ascending.
+#[derive(Clone, Debug)]
+struct CounterRows {
+    offsets: Vec<u64>,
+    topics: Vec<u16>,
+    registers: Registers,
+}
+
+impl CounterRows {
+    fn new(width: CounterWidth) -> Self {
+        CounterRows {
+            offsets: vec![0],
+            topics: Vec::new(),
+            registers: Registers::new(width),
+        }
+    }
+    fn row(&self, i: usize) -> Range<usize> {
+        self.offsets[i] as usize..self.offsets[i + 1] as usize
+    }
+    fn nonzeros(&self) -> usize {
+        self.topics.len()
+    }
+    /// Appends `other`'s rows.
+    fn append(&mut self, other: &CounterRows) {
+        let base = *self.offsets.last().expect("offsets start at 0");
+        self.offsets
+            .extend(other.offsets[1..].iter().map(|o| o + base));
+        self.topics.extend_from_slice(&other.topics);
+        self.registers.extend(&other.registers);
+    }
+    /// Closes the row being pushed.
+    fn end_row(&mut self) {
+        self.offsets.push(self.topics.len() as u64);
+    }
+    /// Bytes they take.
+    fn bytes(&self) -> usize {
+        self.offsets.len() * 8 + self.topics.len() * 2 + self.registers.bytes()
+    }
+}
+
+/// The counts of one committed iteration.
+struct Counts {
+    docs: CounterRows,
+    words: CounterRows,
+    /// n_k: the sum of the words' estimates, exact (levels are integers).
+    totals: Vec<u64>,
+    /// Whether the next sweep draws from the buckets (else the dense sum).
+    sparse: bool,
+}
+
+/// The CPU engine of `mfm`.
+pub struct MfmEngine {
+    docs: TrainDocs,
+    num_words: usize,
+    hyper: Hyperparameters,
+    seed: u64,
+    width: CounterWidth,
+    pool: rayon::ThreadPool,
+    /// Document ranges sampled in parallel (the model does not depend on them).
+    ranges: Vec<Range<usize>>,
+    /// Tokens of each word in the corpus (what the choice of draw weighs words' rows by).
+    word_tokens: Vec<u64>,
+    iteration: u32,
+    counts: Counts,
+    /// The words' new counts while a sweep runs, V × K, zero between iterations.
+    word_scratch: Vec<AtomicU32>,
+    /// The documents' new rows of a sweep not yet committed.
+    sampled: Option<CounterRows>,
+}
+
+/// Opens the engine for a run ([`crate::sampler::CpuImplementation::Engine`]).
+pub fn open(setup: EngineSetup) -> Result<Box<dyn Engine>, TrainError> {
+    Ok(Box::new(MfmEngine::open(setup)?))
+}
+
+impl MfmEngine {
+    /// A fresh run: every token's topic uniform at random, keyed by (seed, token) as on every
+    /// device, counted and forgotten.
+    pub fn open(setup: EngineSetup) -> Result<Self, TrainError> {
+        let name = setup.sampler.name();
+        if let Start::Resume(_) = setup.start {
+            return Err(TrainError::Unsupported(format!(
+                "--algo {name} keeps no assignments, so it cannot resume a checkpoint"
+            )));
+        }
+        if setup.fixed_counts.is_some() {
+            return Err(TrainError::Unsupported(format!(
+                "--algo {name} cannot start from fixed counts (topos update, --seed-words) yet; use --algo cgs"
+            )));
+        }
+        crate::engine::exchange_with_one_worker(
+            name,
+            setup.transport.as_ref(),
+            "it keeps no assignments to share out",
+        )?;
+        let view = setup.docs.view();
+        if view.num_tokens() == 0 {
+            return Err(TrainError::EmptyCorpus);
+        }
+        let bound = view.max_word_id_bound();
+        if bound as usize > setup.num_words {
+            return Err(TrainError::WordOutOfRange {
+                found: bound - 1,
+                vocab: setup.num_words,
+            });
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(setup.threads)
+            .build()
+            .map_err(|e| TrainError::ThreadPool(setup.threads, e.to_string()))?;
+        let threads = pool.current_num_threads();
+        let parts = setup
+            .partitions
+            .unwrap_or_else(|| setup.sampler.default_partitions(view.num_tokens(), threads));
+        let ranges = crate::layout::balanced_ranges(view, parts.clamp(1, view.len().max(1)));
+        let k = setup.hyper.num_topics as usize;
+        let cells = setup.num_words.checked_mul(k).ok_or_else(|| {
+            TrainError::Unsupported("V × K does not fit this machine's addresses".into())
+        })?;
+        let word_tokens = crate::layout::word_counts(view.tokens(), setup.num_words);
+        let word_scratch: Vec<AtomicU32> = pool.install(|| {
+            (0..cells)
+                .into_par_iter()
+                .map(|_| AtomicU32::new(0))
+                .collect()
+        });
+        let mut engine = MfmEngine {
+            width: setup.settings.counters(),
+            docs: setup.docs,
+            num_words: setup.num_words,
+            hyper: setup.hyper,
+            seed: setup.seed,
+            pool,
+            ranges,
+            word_tokens,
+            iteration: 0,
+            counts: Counts {
+                docs: CounterRows::new(CounterWidth::Exact),
+                words: CounterRows::new(CounterWidth::Exact),
+                totals: Vec::new(),
+                sparse: false,
+            },
+            word_scratch,
+            sampled: None,
+        };
+        // The start's counters are rounded with iteration 0's keys, each sweep's with its own.
+        let docs = engine.pool.install(|| engine.sweep(Draw::Initial, 0));
+        engine.counts = engine.commit_counts(docs, 0);
+        Ok(engine)
+    }
+
+    /// Draws every token (the first iteration's uniform start, or the sweep of Fig. 2) in
+    /// parallel over the document ranges; returns the documents' new rows, rounded, and leaves
+    /// the words' new counts in the scratch.
+    fn sweep(&self, draw: Draw, iteration: u32) -> CounterRows {
+        let k = self.hyper.num_topics as usize;
+        let frozen = match draw {
+            Draw::Initial => None,
+            Draw::FromCounts => Some(Frozen::of(self)),
+        };
+        let parts: Vec<CounterRows> = self
+            .ranges
+            .par_iter()
+            .map(|r| {
+                let mut scratch = Scratch::new(k);
+                let mut out = CounterRows::new(self.width);
+                for d in r.clone() {
+                    self.sweep_doc(d, frozen.as_ref(), iteration, &mut scratch, &mut out);
+                }
+                out
+            })
+            .collect();
+        let mut rows = CounterRows::new(self.width);
+        for p in &parts {
+            rows.append(p);
+        }
+        rows
+    }
+
+    /// Draws the tokens of document `d` and pushes its new row to `out`.
+    fn sweep_doc(
+        &self,
+        d: usize,
+        frozen: Option<&Frozen>,
+        iteration: u32,
+        s: &mut Scratch,
+        out: &mut CounterRows,
+    ) {
+        let view = self.docs.view();
+        let k = self.hyper.num_topics as usize;
+        let first = view.offsets()[d];
+        let words = view.doc(d);
+        match frozen {
+            None => {
+                for (j, &v) in words.iter().enumerate() {
+                    let t = CounterRng::new(self.seed, Stream::Init, 0, first + j as u64)
+                        .below(k as u32) as usize;
+                    self.count(d, v, t, s);
+                }
+            }
+            Some(f) => {
+                // The document's estimates, and its bucket R_m.
+                let row = self.counts.docs.row(d);
+                s.doc_topics.clear();
+                s.r_cum.clear();
+                let mut r = 0.0;
+                for i in row {
+                    let t = self.counts.docs.topics[i] as usize;
+                    let a = self.counts.docs.registers.estimate(i) as f64;
+                    s.doc[t] = a;
+                    s.doc_topics.push(t as u16);
+                    r += a * self.hyper.beta * f.inv[t];
+                    s.r_cum.push(r);
+                }
+                for (j, &v) in words.iter().enumerate() {
+                    let u = CounterRng::new(self.seed, Stream::Train, iteration, first + j as u64)
+                        .next_f64();
+                    let t = if self.counts.sparse {
+                        f.draw_sparse(self, v, u, r, s)
+                    } else {
+                        f.draw_dense(self, v, u, s)
+                    };
+                    self.count(d, v, t, s);
+                }
+                for &t in &s.doc_topics {
+                    s.doc[t as usize] = 0.0;
+                }
+            }
+        }
+        // The new row, rounded to counters keyed by (document, topic).
+        s.touched.sort_unstable();
+        for &t in &s.touched {
+            let n = std::mem::take(&mut s.new_doc[t as usize]);
+            let cell = DOC_CELL | (d as u64 * k as u64 + u64::from(t));
+            out.topics.push(t);
+            out.registers.push(
+                self.width
+                    .round(u64::from(n), self.rounding(iteration, cell)),
+            );
+        }
+        s.touched.clear();
+        out.end_row();
+    }
+
+    /// Counts token (document `d`, word `v`) drawn to topic `t`.
+    #[inline]
+    fn count(&self, _d: usize, v: u32, t: usize, s: &mut Scratch) {
+        let k = self.hyper.num_topics as usize;
+        if s.new_doc[t] == 0 {
+            s.touched.push(t as u16);
+        }
+        s.new_doc[t] += 1;
+        self.word_scratch[v as usize * k + t].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The uniform number that rounds counter `cell` at `iteration` (none needed when exact).
+    #[inline]
+    fn rounding(&self, iteration: u32, cell: u64) -> f64 {
+        match self.width {
+            CounterWidth::Exact => 0.0,
+            _ => CounterRng::new(self.seed, Stream::Counters, iteration, cell).next_f64(),
+        }
+    }
+
+    /// The M-step: the words' new counts (clearing the scratch) and the documents' rows become
+    /// the counts, with their totals and the choice of the next draw.
+    fn commit_counts(&self, docs: CounterRows, iteration: u32) -> Counts {
+        let k = self.hyper.num_topics as usize;
+        let v = self.num_words;
+        let chunk = 1024usize;
+        let pieces: Vec<(CounterRows, Vec<u64>)> = self.pool.install(|| {
+            (0..v.div_ceil(chunk))
+                .into_par_iter()
+                .map(|c| {
+                    let mut rows = CounterRows::new(self.width);
+                    let mut totals = vec![0u64; k];
+                    for w in c * chunk..((c + 1) * chunk).min(v) {
+                        let cells = &self.word_scratch[w * k..(w + 1) * k];
+                        for (t, cell) in cells.iter().enumerate() {
+                            let n = cell.swap(0, Ordering::Relaxed);
+                            if n > 0 {
+                                let key = w as u64 * k as u64 + t as u64;
+                                let reg = self
+                                    .width
+                                    .round(u64::from(n), self.rounding(iteration, key));
+                                rows.topics.push(t as u16);
+                                rows.registers.push(reg);
+                                totals[t] += self.width.estimate(reg);
+                            }
+                        }
+                        rows.end_row();
+                    }
+                    (rows, totals)
+                })
+                .collect()
+        });
+        let mut words = CounterRows::new(self.width);
+        let mut totals = vec![0u64; k];
+        for (rows, t) in &pieces {
+            words.append(rows);
+            for (a, b) in totals.iter_mut().zip(t) {
+                *a += b;
+            }
+        }
+        // The work a token does in the buckets: its word's non-zeros (Q_mv), and its share of
+        // its document's (R_m, summed once a document).
+        let view = self.docs.view();
+        let word_work: u64 = (0..v)
+            .map(|w| self.word_tokens[w] * (words.offsets[w + 1] - words.offsets[w]))
+            .sum();
+        let doc_work = docs.nonzeros() as u64;
+        let mean = (word_work + doc_work) as f64 / view.num_tokens().max(1) as f64;
+        let sparse = match std::env::var("TOPOS_MFM_DRAW").as_deref() {
+            // For benchmarks of the rule.
+            Ok("dense") => false,
+            Ok("buckets") => true,
+            _ => mean * SPARSE_WORK_FACTOR < k as f64,
+        };
+        Counts {
+            docs,
+            words,
+            totals,
+            sparse,
+        }
+    }
+
+    /// Bytes of the counters kept between iterations (documents' and words' rows).
+    pub fn counter_bytes(&self) -> usize {
+        self.counts.docs.bytes() + self.counts.words.bytes()
+    }
+
+    /// Whether the next sweep draws from §5's buckets (else Alg. 1's dense sum).
+    pub fn draws_sparse(&self) -> bool {
+        self.counts.sparse
+    }
+}
+
+/// What a sweep draws from.
+#[derive(Clone, Copy)]
+enum Draw {
+    /// The uniform start.
+    Initial,
+    /// The last iteration's counts.
+    FromCounts,
+}
+
+/// What every token of a sweep reads, derived from the committed counts.
+struct Frozen {
+    /// 1 / (wt[k] + Vβ).
+    inv: Vec<f64>,
+    /// α_k.
+    alpha: Vec<f64>,
+    /// Prefix sums of α_k β / (wt[k] + Vβ): the bucket S is the last.
+    s_cum: Vec<f64>,
+    /// wpt[k][v] / (wt[k] + Vβ) for every non-zero of the words' rows.
+    word_weight: Vec<f64>,
+}
+
+impl Frozen {
+    fn of(e: &MfmEngine) -> Frozen {
+        let beta = e.hyper.beta;
+        let vb = e.num_words as f64 * beta;
+        let inv: Vec<f64> = e
+            .counts
+            .totals
+            .iter()
+            .map(|&n| 1.0 / (n as f64 + vb))
+            .collect();
+        let alpha = e.hyper.alpha.values().to_vec();
+        let mut s = 0.0;
+        let s_cum = inv
+            .iter()
+            .zip(&alpha)
+            .map(|(&i, &a)| {
+                s += a * beta * i;
+                s
+            })
+            .collect();
+        let w = &e.counts.words;
+        let word_weight = (0..w.nonzeros())
+            .into_par_iter()
+            .map(|i| w.registers.estimate(i) as f64 * inv[w.topics[i] as usize])
+            .collect();
+        Frozen {
+            inv,
+            alpha,
+            s_cum,
+            word_weight,
+        }
+    }
+
+    /// Alg. 1: the O(K) sum over every topic.
+    fn draw_dense(&self, e: &MfmEngine, v: u32, u: f64, s: &mut Scratch) -> usize {
+        let w = &e.counts.words;
+        let beta = e.hyper.beta;
+        let row = w.row(v as usize);
+        for i in row.clone() {
+            s.word[w.topics[i] as usize] = w.registers.estimate(i) as f64;
+        }
+        let mut total = 0.0;
+        for (t, c) in s.cum.iter_mut().enumerate() {
+            total += (s.doc[t] + self.alpha[t]) * (s.word[t] + beta) * self.inv[t];
+            *c = total;
+        }
+        for i in row {
+            s.word[w.topics[i] as usize] = 0.0;
+        }
+        let x = u * total;
+        s.cum.partition_point(|&c| c <= x).min(s.cum.len() - 1)
+    }
+
+    /// §5: the buckets Q_mv (the word's non-zeros), R_m (the document's, `r` its mass) and S.
+    fn draw_sparse(&self, e: &MfmEngine, v: u32, u: f64, r: f64, s: &mut Scratch) -> usize {
+        let w = &e.counts.words;
+        let row = w.row(v as usize);
+        s.q_cum.clear();
+        let mut q = 0.0;
+        for i in row.clone() {
+            let t = w.topics[i] as usize;
+            q += (s.doc[t] + self.alpha[t]) * self.word_weight[i];
+            s.q_cum.push(q);
+        }
+        let sum_s = *self.s_cum.last().expect("K ≥ 1");
+        let x = u * (q + r + sum_s);
+        if x < q {
+            let j = s.q_cum.partition_point(|&c| c <= x).min(s.q_cum.len() - 1);
+            return w.topics[row.start + j] as usize;
+        }
+        let x = x - q;
+        if x < r && !s.r_cum.is_empty() {
+            let j = s.r_cum.partition_point(|&c| c <= x).min(s.r_cum.len() - 1);
+            return s.doc_topics[j] as usize;
+        }
+        let x = (x - r).max(0.0);
+        self.s_cum
+            .partition_point(|&c| c <= x)
+            .min(self.s_cum.len() - 1)
+    }
+}
+
+/// One thread's working rows.
+struct Scratch {
+    /// The document's estimated counts by topic (zero outside its row).
+    doc: Vec<f64>,
+    /// Its topics, in row order, and the prefix sums of its bucket R_m.
+    doc_topics: Vec<u16>,
+    r_cum: Vec<f64>,
+    /// The word's estimated counts by topic during a dense draw (zero otherwise).
+    word: Vec<f64>,
+    /// Prefix sums of a dense draw and of a bucket Q_mv.
+    cum: Vec<f64>,
+    q_cum: Vec<f64>,
+    /// The document's new counts by topic, and the topics it touched.
+    new_doc: Vec<u32>,
+    touched: Vec<u16>,
+}
+
+impl Scratch {
+    fn new(k: usize) -> Self {
+        Scratch {
+            doc: vec![0.0; k],
+            doc_topics: Vec::new(),
+            r_cum: Vec::new(),
+            word: vec![0.0; k],
+            cum: vec![0.0; k],
+            q_cum: Vec::new(),
+            new_doc: vec![0; k],
+            touched: Vec::new(),
+        }
+    }
+}
+
+impl Engine for MfmEngine {
+    fn describe(&self) -> String {
+        let n = self.pool.current_num_threads();
+        format!(
+            "cpu ({n} thread{}), {} counters",
+            if n == 1 { "" } else { "s" },
+            self.width.name()
+        )
+    }
+    fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+    fn partitions(&self) -> usize {
+        self.ranges.len()
+    }
+    fn iteration(&self) -> u32 {
+        self.iteration
+    }
+    fn sample(&mut self) -> Result<(), TrainError> {
+        if self.sampled.is_some() {
+            return Err(TrainError::Unsupported(
+                "a sample without a commit after the last one".into(),
+            ));
+        }
+        let next = self.iteration + 1;
+        let rows = self.pool.install(|| self.sweep(Draw::FromCounts, next));
+        self.sampled = Some(rows);
+        Ok(())
+    }
+    fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
+        crate::engine::check_sampled(self.sampled.is_some())?;
+        crate::engine::exchange_with_one_worker("mfm", transport, "it keeps no assignments")
+    }
+    fn commit(&mut self) -> Result<(), TrainError> {
+        let Some(docs) = self.sampled.take() else {
+            return crate::engine::check_sampled(false);
+        };
+        self.counts = self.commit_counts(docs, self.iteration + 1);
+        self.iteration += 1;
+        Ok(())
+    }
+    /// (1/N) Σ_d Σ_{w ∈ d} log Σ_k θ_dk φ_kw with θ_d ∝ tpd[d] + α and φ_k = (wpt[k] + β) /
+    /// (wt[k] + Vβ), the estimates the sweep draws from, summed exactly in any order.
+    fn log_likelihood(&mut self) -> Result<f64, TrainError> {
+        let view = self.docs.view();
+        let beta = self.hyper.beta;
+        let c = &self.counts;
+        let vb = self.num_words as f64 * beta;
+        let inv: Vec<f64> = c.totals.iter().map(|&n| 1.0 / (n as f64 + vb)).collect();
+        let alpha = self.hyper.alpha.values();
+        let smooth: f64 = inv.iter().zip(alpha).map(|(&i, &a)| a * beta * i).sum();
+        let w = &c.words;
+        // Σ_k α_k φ_kw for every word.
+        let alpha_phi: Vec<f64> = self.pool.install(|| {
+            (0..self.num_words)
+                .into_par_iter()
+                .map(|v| {
+                    smooth
+                        + w.row(v)
+                            .map(|i| {
+                                let t = w.topics[i] as usize;
+                                alpha[t] * w.registers.estimate(i) as f64 * inv[t]
+                            })
+                            .sum::<f64>()
+                })
+                .collect()
+        });
+        let alpha_sum = self.hyper.alpha.sum();
+        let total: FixedSum = self.pool.install(|| {
+            self.ranges
+                .par_iter()
+                .map(|r| {
+                    let mut acc = FixedSum::default();
+                    for d in r.clone() {
+                        let row = c.docs.row(d);
+                        let n_d: u64 = row.clone().map(|i| c.docs.registers.estimate(i)).sum();
+                        for &v in view.doc(d) {
+                            let wrow = w.row(v as usize);
+                            let topics = &w.topics[wrow.clone()];
+                            let mut num = alpha_phi[v as usize];
+                            for i in row.clone() {
+                                let t = c.docs.topics[i];
+                                let b = match topics.binary_search(&t) {
+                                    Ok(j) => w.registers.estimate(wrow.start + j) as f64,
+                                    Err(_) => 0.0,
+                                };
+                                num += c.docs.registers.estimate(i) as f64
+                                    * (b + beta)
+                                    * inv[t as usize];
+                            }
+                            acc.add((num / (n_d as f64 + alpha_sum)).ln());
+                        }
+                    }
+                    acc
+                })
+                .sum()
+        });
+        Ok(total.value() / view.num_tokens().max(1) as f64)
+    }
+    fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
+        Ok(self.counts.totals.clone())
+    }
+    /// The counters' estimates, as counts (exact counters: the counts).
+    fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError> {
+        let w = &self.counts.words;
+        out.num_topics = self.hyper.num_topics;
+        out.offsets.clear();
+        out.topics.clear();
+        out.counts.clear();
+        out.totals.clear();
+        out.offsets.push(0);
+        for v in words {
+            for i in w.row(v as usize) {
+                out.topics.push(w.topics[i]);
+                out.counts
+                    .push(w.registers.estimate(i).min(u64::from(u32::MAX)) as u32);
+            }
+            out.offsets.push(out.topics.len() as u64);
+        }
+        Ok(())
+    }
+    fn assignments(&mut self, _start: u64, _out: &mut [u16]) -> Result<(), TrainError> {
+        Err(TrainError::Unsupported(
+            "--algo mfm keeps no assignments (that is its memory saving)".into(),
+        ))
+    }
+    fn doc_topic_rows(
+        &mut self,
+        docs: Range<usize>,
+        out: &mut DocTopics,
+    ) -> Result<bool, TrainError> {
+        let c = &self.counts.docs;
+        out.num_topics = self.hyper.num_topics;
+        out.offsets.clear();
+        out.topics.clear();
+        out.counts.clear();
+        out.offsets.push(0);
+        for d in docs {
+            for i in c.row(d) {
+                out.topics.push(c.topics[i]);
+                out.counts
+                    .push(c.registers.estimate(i).min(u64::from(u32::MAX)) as u32);
+            }
+            out.offsets.push(out.topics.len() as u64);
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::DeviceOptions;
+    use crate::sampler::SamplerSettings;
+    use crate::synthetic::{generate, SyntheticSpec, TopicShape};
+    use std::sync::Arc;
+
+    fn engine(width: CounterWidth, threads: usize, iterations: u32) -> MfmEngine {
+        let spec = SyntheticSpec {
+            num_docs: 60,
+            num_words: 40,
+            num_topics: 5,
+            mean_doc_len: 30,
+            alpha: topos_model::Alpha::symmetric(5, 0.2),
+            shape: TopicShape::Dirichlet { beta: 0.1 },
+            seed: 4,
+        };
+        let corpus = generate(&spec);
+        let mut e = MfmEngine::open(EngineSetup {
+            docs: TrainDocs::from(corpus.docs),
+            num_words: 40,
+            sampler: &super::super::Mfm,
+            settings: SamplerSettings {
+                counters: Some(width),
+                ..Default::default()
+            },
+            hyper: Hyperparameters::new(5, Some(0.3), Some(0.05)).unwrap(),
+            seed: 11,
+            threads,
+            partitions: None,
+            start: Start::Fresh,
+            device: DeviceOptions::default(),
+            transport: Arc::new(crate::transport::Local),
+            fixed_counts: None,
+        })
+        .unwrap();
+        for _ in 0..iterations {
+            e.iterate(&crate::transport::Local).unwrap();
+        }
+        e
+    }
+
+    /// Both forms of the draw are inverse-CDF draws of p(z = k) ∝ (tpd + α)(wpt + β) /
+    /// (wt + Vβ): over a fine grid of uniform numbers each topic's share must be p_k (computed
+    /// here from the formula) within the grid's resolution, for every word of a document.
+    #[test]
+    fn dense_and_bucket_draws_follow_the_mean_for_mode_conditional() {
+        for width in CounterWidth::ALL {
+            let e = engine(width, 1, 3);
+            let f = e.pool.install(|| Frozen::of(&e));
+            let k = 5usize;
+            let (beta, vb) = (0.05, 40.0 * 0.05);
+            let d = 7;
+            let mut s = Scratch::new(k);
+            let mut r = 0.0;
+            for i in e.counts.docs.row(d) {
+                let t = e.counts.docs.topics[i] as usize;
+                s.doc[t] = e.counts.docs.registers.estimate(i) as f64;
+                s.doc_topics.push(t as u16);
+                r += s.doc[t] * beta * f.inv[t];
+                s.r_cum.push(r);
+            }
+            for v in 0..40u32 {
+                let mut b = vec![0.0; k];
+                for i in e.counts.words.row(v as usize) {
+                    b[e.counts.words.topics[i] as usize] =
+                        e.counts.words.registers.estimate(i) as f64;
+                }
+                let p: Vec<f64> = (0..k)
+                    .map(|t| (s.doc[t] + 0.3) * (b[t] + beta) / (e.counts.totals[t] as f64 + vb))
+                    .collect();
+                let z: f64 = p.iter().sum();
+                let grid = 20_000;
+                let mut dense = vec![0usize; k];
+                let mut sparse = vec![0usize; k];
+                for g in 0..grid {
+                    let u = (g as f64 + 0.5) / grid as f64;
+                    dense[f.draw_dense(&e, v, u, &mut s)] += 1;
+                    sparse[f.draw_sparse(&e, v, u, r, &mut s)] += 1;
+                }
+                for t in 0..k {
+                    let want = p[t] / z;
+                    for (form, got) in [("dense", dense[t]), ("buckets", sparse[t])] {
+                        let share = got as f64 / grid as f64;
+                        assert!(
+                            // Each of the (at most three) pieces a topic owns is off by
+                            // at most one grid point.
+                            (share - want).abs() <= 3.0 / grid as f64 + 1e-9,
+                            "{width:?} {form}: word {v} topic {t}: {share} against {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The counts are what the model says: every document's row sums (exact counters) to its
+    /// length, the words' rows to the totals, and the totals to the tokens.
+    #[test]
+    fn exact_counts_add_up() {
+        let mut e = engine(CounterWidth::Exact, 2, 4);
+        let docs = e.docs.clone();
+        let view = docs.view();
+        for d in 0..view.len() {
+            let n: u64 = e
+                .counts
+                .docs
+                .row(d)
+                .map(|i| e.counts.docs.registers.estimate(i))
+                .sum();
+            assert_eq!(n, view.doc(d).len() as u64);
+        }
+        let totals = e.topic_totals().unwrap();
+        assert_eq!(totals.iter().sum::<u64>(), view.num_tokens());
+        let mut rows = WordTopics::default();
+        e.word_topics(0..40, &mut rows).unwrap();
+        let mut by_topic = vec![0u64; 5];
+        for (&t, &c) in rows.topics.iter().zip(&rows.counts) {
+            by_topic[t as usize] += u64::from(c);
+        }
+        assert_eq!(by_topic, totals);
+        assert!(e.assignments(0, &mut [0u16; 4]).is_err());
+    }
+}

@@ -1,0 +1,86 @@
+//! Mean-for-Mode estimation (Tristan, Tassarotti & Steele, "Efficient training of LDA on a GPU
+//! by Mean-for-Mode estimation", ICML 2015): an uncollapsed sampler whose θ and φ are the means
+//! of their conditionals given the last iteration's counts (§2, Fig. 2), so no token's topic is
+//! kept between iterations, with counts that are only incremented and so may be approximate
+//! (§4.1), drawn densely or from the S / R_m / Q_mv buckets (§5, Alg. 3).
+//!
+//! Its draw, p(z = k) ∝ (tpd[m][k] + α_k)(wpt[k][v] + β)/(wt[k] + Vβ) with the counts of the
+//! last iteration, is ESCA's (SaberLDA Eq. 1): the token's own earlier draw stays in the counts,
+//! because there is no stored assignment to take out. So its model trails `cgs` where `esca`'s
+//! does (short documents); what it buys is memory: no per-token state.
+
+pub mod counters;
+pub mod cpu;
+
+use crate::memory::RunShape;
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
+
+/// The registry entry.
+pub struct Mfm;
+
+impl Sampler for Mfm {
+    fn name(&self) -> &'static str {
+        "mfm"
+    }
+    fn summary(&self) -> &'static str {
+        "Mean-for-Mode estimation: every token drawn from the means of θ and φ given the last iteration's counts; no assignments kept; counters of 32, 8 or 4 bits (--counters)"
+    }
+    fn when_to_use(&self) -> &'static str {
+        "when the 2 B a token of the other samplers' assignments matter more than the model: its draw is esca's (own assignment included), so on short documents it trails cgs as esca does; no checkpoints, learned priors, fixed counts or several workers; CPU only for now"
+    }
+    fn reference(&self) -> &'static str {
+        "Tristan, Tassarotti & Steele (ICML 2015) §2 Fig. 2, §3 Alg. 1, §4.1 (approximate counters), §5 Alg. 3 (S / R_m / Q_mv buckets)"
+    }
+    fn exactness(&self) -> Exactness {
+        Exactness::Approximate
+    }
+    fn determinism(&self) -> Determinism {
+        Determinism::AnyThreadsAnyPartitions
+    }
+    fn supports_private(&self) -> bool {
+        false
+    }
+    fn keeps_assignments(&self) -> bool {
+        false
+    }
+    fn state(&self) -> &'static str {
+        "no assignments: each document's and each word's non-zero counts, as counters of 32, 8 or 4 bits beside a 2-byte topic"
+    }
+    fn state_bytes_per_token(&self) -> u64 {
+        0
+    }
+    fn cpu_memory(&self, shape: &RunShape) -> Vec<(&'static str, u64)> {
+        let nnz_doc = shape.tokens.min(shape.docs.saturating_mul(shape.topics));
+        vec![
+            (
+                "words' new counts while sampling (4 B × V × K)",
+                4 * shape.words * shape.topics,
+            ),
+            (
+                "document rows, kept and new (at most 2 × 6 B a non-zero)",
+                12 * nnz_doc + 16 * (shape.docs + 1),
+            ),
+            (
+                "word rows and their weights (at most 14 B a non-zero)",
+                14 * shape.word_topic_nonzeros() + 8 * (shape.words + 1),
+            ),
+            (
+                "per-thread rows (about 36 B × K)",
+                shape.threads.max(1) * shape.topics * 36,
+            ),
+        ]
+    }
+    fn default_partitions(&self, _tokens: u64, threads: usize) -> usize {
+        // The model does not depend on it: enough to keep every thread busy.
+        (threads * 4).max(1)
+    }
+    fn cpu(&self) -> CpuImplementation {
+        CpuImplementation::Engine(cpu::open)
+    }
+    fn gpu(&self) -> Option<GpuKernelSpec> {
+        None
+    }
+    fn settings(&self) -> &'static [Setting] {
+        &[Setting::Counters]
+    }
+}
