@@ -164,7 +164,8 @@ const PINNED_MH: u64 = 0x3978675eca4d1ae7;
 const PINNED_FCGS: u64 = 0x27f3ef5617490b83;
 /// Pinned when `ezlda` was added (2026-11-26).
 const PINNED_EZLDA: u64 = 0xce1e4b756459c204;
-/// Pinned when `mfm` was added (2026-11-26), with each counter width.
-const PINNED_MFM: u64 = 0x59d5439454615f7d;
-const PINNED_MFM_APPROX8: u64 = 0xc56b0791386b9d4d;
+/// Pinned when `mfm` was added (2026-11-26), with each counter width; re-pinned the same day
+/// when the document-side split of its draw was added (another u → topic map, same law).
+const PINNED_MFM: u64 = 0xa9d817d9ba00c169;
+const PINNED_MFM_APPROX8: u64 = 0x22a98154b4094501;
 const PINNED_MFM_APPROX4: u64 = 0xadb35d9e83f961d1;

@@ -31,8 +31,11 @@
 //! (S for every token, R_m over the document's non-zeros, Q_mv over the word's). Alg. 3 switches
 //! after a fixed D iterations; here the commit measures the mean work a token would do in the
 //! buckets (its word's non-zeros, and its share of its document's) and switches when that falls
-//! below K / [`SPARSE_WORK_FACTOR`] (on 20 Newsgroups at K = 100, from the first iteration on). Both forms draw from the same distribution, and the switch depends on
-//! the counts only, so it keeps the model a function of the seed.
+//! below K / [`SPARSE_WORK_FACTOR`] (on 20 Newsgroups at K = 100, from the first iteration on).
+//! In the sparse form each token takes §5's split or the document-side one
+//! ([`Frozen::draw_doc_side`]), whichever visits fewer entries. Every form draws from the same
+//! distribution, and each choice depends on the counts only, so the model stays a function of
+//! the seed.
 
 use super::counters::{CounterWidth, Registers};
 use crate::counts::WordTopics;
@@ -98,9 +101,30 @@ impl CounterRows {
     }
 }
 
+/// The documents' rows, in the pieces the sweep's document ranges wrote (no copy into one).
+struct DocRows {
+    parts: Vec<CounterRows>,
+    /// The first document of each piece.
+    starts: Vec<usize>,
+}
+
+impl DocRows {
+    /// The piece holding document `d`, and `d`'s row in it.
+    fn locate(&self, d: usize) -> (&CounterRows, usize) {
+        let p = self.starts.partition_point(|&s| s <= d) - 1;
+        (&self.parts[p], d - self.starts[p])
+    }
+    fn nonzeros(&self) -> usize {
+        self.parts.iter().map(CounterRows::nonzeros).sum()
+    }
+    fn bytes(&self) -> usize {
+        self.parts.iter().map(CounterRows::bytes).sum()
+    }
+}
+
 /// The counts of one committed iteration.
 struct Counts {
-    docs: CounterRows,
+    docs: DocRows,
     words: CounterRows,
     /// n_k: the sum of the words' estimates, exact (levels are integers).
     totals: Vec<u64>,
@@ -125,7 +149,7 @@ pub struct MfmEngine {
     /// The words' new counts while a sweep runs, V × K, zero between iterations.
     word_scratch: Vec<AtomicU32>,
     /// The documents' new rows of a sweep not yet committed.
-    sampled: Option<CounterRows>,
+    sampled: Option<DocRows>,
 }
 
 /// Opens the engine for a run ([`crate::sampler::CpuImplementation::Engine`]).
@@ -195,7 +219,10 @@ impl MfmEngine {
             word_tokens,
             iteration: 0,
             counts: Counts {
-                docs: CounterRows::new(CounterWidth::Exact),
+                docs: DocRows {
+                    parts: Vec::new(),
+                    starts: Vec::new(),
+                },
                 words: CounterRows::new(CounterWidth::Exact),
                 totals: Vec::new(),
                 sparse: false,
@@ -212,7 +239,7 @@ impl MfmEngine {
     /// Draws every token (the first iteration's uniform start, or the sweep of Fig. 2) in
     /// parallel over the document ranges; returns the documents' new rows, rounded, and leaves
     /// the words' new counts in the scratch.
-    fn sweep(&self, draw: Draw, iteration: u32) -> CounterRows {
+    fn sweep(&self, draw: Draw, iteration: u32) -> DocRows {
         let k = self.hyper.num_topics as usize;
         let frozen = match draw {
             Draw::Initial => None,
@@ -230,11 +257,10 @@ impl MfmEngine {
                 out
             })
             .collect();
-        let mut rows = CounterRows::new(self.width);
-        for p in &parts {
-            rows.append(p);
+        DocRows {
+            parts,
+            starts: self.ranges.iter().map(|r| r.start).collect(),
         }
-        rows
     }
 
     /// Draws the tokens of document `d` and pushes its new row to `out`.
@@ -260,13 +286,13 @@ impl MfmEngine {
             }
             Some(f) => {
                 // The document's estimates, and its bucket R_m.
-                let row = self.counts.docs.row(d);
+                let (rows, local) = self.counts.docs.locate(d);
                 s.doc_topics.clear();
                 s.r_cum.clear();
                 let mut r = 0.0;
-                for i in row {
-                    let t = self.counts.docs.topics[i] as usize;
-                    let a = self.counts.docs.registers.estimate(i) as f64;
+                for i in rows.row(local) {
+                    let t = rows.topics[i] as usize;
+                    let a = rows.registers.estimate(i) as f64;
                     s.doc[t] = a;
                     s.doc_topics.push(t as u16);
                     r += a * self.hyper.beta * f.inv[t];
@@ -324,7 +350,7 @@ impl MfmEngine {
 
     /// The M-step: the words' new counts (clearing the scratch) and the documents' rows become
     /// the counts, with their totals and the choice of the next draw.
-    fn commit_counts(&self, docs: CounterRows, iteration: u32) -> Counts {
+    fn commit_counts(&self, docs: DocRows, iteration: u32) -> Counts {
         let k = self.hyper.num_topics as usize;
         let v = self.num_words;
         let chunk = 1024usize;
@@ -335,10 +361,18 @@ impl MfmEngine {
                     let mut rows = CounterRows::new(self.width);
                     let mut totals = vec![0u64; k];
                     for w in c * chunk..((c + 1) * chunk).min(v) {
+                        // A word's new counts sum to its tokens: stop once they are all found.
+                        let mut left = self.word_tokens[w];
                         let cells = &self.word_scratch[w * k..(w + 1) * k];
                         for (t, cell) in cells.iter().enumerate() {
-                            let n = cell.swap(0, Ordering::Relaxed);
+                            if left == 0 {
+                                break;
+                            }
+                            // A plain load (no locked swap): the sweep is over.
+                            let n = cell.load(Ordering::Relaxed);
                             if n > 0 {
+                                cell.store(0, Ordering::Relaxed);
+                                left -= u64::from(n);
                                 let key = w as u64 * k as u64 + t as u64;
                                 let reg = self
                                     .width
@@ -414,6 +448,9 @@ struct Frozen {
     s_cum: Vec<f64>,
     /// wpt[k][v] / (wt[k] + Vβ) for every non-zero of the words' rows.
     word_weight: Vec<f64>,
+    /// Prefix sums, within each word's row, of α_k wpt[k][v] / (wt[k] + Vβ): the bucket P_v of
+    /// the document-side split is the last of the row's.
+    word_prior_cum: Vec<f64>,
 }
 
 impl Frozen {
@@ -437,15 +474,21 @@ impl Frozen {
             })
             .collect();
         let w = &e.counts.words;
-        let word_weight = (0..w.nonzeros())
+        let word_weight: Vec<f64> = (0..w.nonzeros())
             .into_par_iter()
             .map(|i| w.registers.estimate(i) as f64 * inv[w.topics[i] as usize])
             .collect();
+        let word_prior: Vec<f64> = (0..w.nonzeros())
+            .into_par_iter()
+            .map(|i| alpha[w.topics[i] as usize] * word_weight[i])
+            .collect();
+        let word_prior_cum = row_prefix_sums(&w.offsets, &word_prior, 1 << 16);
         Frozen {
             inv,
             alpha,
             s_cum,
             word_weight,
+            word_prior_cum,
         }
     }
 
@@ -469,8 +512,68 @@ impl Frozen {
         s.cum.partition_point(|&c| c <= x).min(s.cum.len() - 1)
     }
 
-    /// §5: the buckets Q_mv (the word's non-zeros), R_m (the document's, `r` its mass) and S.
+    /// The cheaper of the two sparse splits for this token: §5's, whose work is the word's
+    /// non-zeros, or the document-side split, whose work is the document's non-zeros times a
+    /// binary search in the word's row (short documents at large K).
     fn draw_sparse(&self, e: &MfmEngine, v: u32, u: f64, r: f64, s: &mut Scratch) -> usize {
+        let nnz_v = e.counts.words.row(v as usize).len();
+        let lookups = s.doc_topics.len() * (usize::BITS - nnz_v.leading_zeros()) as usize;
+        if lookups + s.doc_topics.len() < nnz_v {
+            self.draw_doc_side(e, v, u, s)
+        } else {
+            self.draw_word_side(e, v, u, r, s)
+        }
+    }
+
+    /// The document-side split of the same mass (as SaberLDA splits ESCA's, §2.3):
+    ///
+    /// ```text
+    /// (tpd[m][k] + α_k)(wpt[k][v] + β)/(wt[k] + Vβ)
+    ///   = tpd[m][k] (wpt[k][v] + β)/(wt[k] + Vβ)    D_mv, over the document's non-zeros
+    ///   + α_k wpt[k][v]/(wt[k] + Vβ)                 P_v, over the word's, summed once a sweep
+    ///   + α_k β/(wt[k] + Vβ)                         S
+    /// ```
+    fn draw_doc_side(&self, e: &MfmEngine, v: u32, u: f64, s: &mut Scratch) -> usize {
+        let w = &e.counts.words;
+        let row = w.row(v as usize);
+        let topics = &w.topics[row.clone()];
+        let beta = e.hyper.beta;
+        s.q_cum.clear();
+        let mut d = 0.0;
+        for &t in &s.doc_topics {
+            let b = match topics.binary_search(&t) {
+                Ok(j) => w.registers.estimate(row.start + j) as f64,
+                Err(_) => 0.0,
+            };
+            let k = t as usize;
+            d += s.doc[k] * (b + beta) * self.inv[k];
+            s.q_cum.push(d);
+        }
+        let prior = if row.is_empty() {
+            0.0
+        } else {
+            self.word_prior_cum[row.end - 1]
+        };
+        let sum_s = *self.s_cum.last().expect("K ≥ 1");
+        let x = u * (d + prior + sum_s);
+        if x < d {
+            let j = s.q_cum.partition_point(|&c| c <= x).min(s.q_cum.len() - 1);
+            return s.doc_topics[j] as usize;
+        }
+        let x = x - d;
+        if x < prior {
+            let cum = &self.word_prior_cum[row.clone()];
+            let j = cum.partition_point(|&c| c <= x).min(cum.len() - 1);
+            return topics[j] as usize;
+        }
+        let x = (x - prior).max(0.0);
+        self.s_cum
+            .partition_point(|&c| c <= x)
+            .min(self.s_cum.len() - 1)
+    }
+
+    /// §5: the buckets Q_mv (the word's non-zeros), R_m (the document's, `r` its mass) and S.
+    fn draw_word_side(&self, e: &MfmEngine, v: u32, u: f64, r: f64, s: &mut Scratch) -> usize {
         let w = &e.counts.words;
         let row = w.row(v as usize);
         s.q_cum.clear();
@@ -496,6 +599,31 @@ impl Frozen {
             .partition_point(|&c| c <= x)
             .min(self.s_cum.len() - 1)
     }
+}
+
+/// Prefix sums of `values` restarting at every row of `offsets` (CSR), in parallel over chunks
+/// of `chunk` entries; a row that starts before a chunk carries its sum into it, so the result is
+/// the sequential one bit for bit.
+fn row_prefix_sums(offsets: &[u64], values: &[f64], chunk: usize) -> Vec<f64> {
+    let mut out = vec![0.0; values.len()];
+    out.par_chunks_mut(chunk).enumerate().for_each(|(c, out)| {
+        let first = c * chunk;
+        let mut row = offsets.partition_point(|&o| o as usize <= first) - 1;
+        let mut acc = 0.0;
+        for &x in &values[offsets[row] as usize..first] {
+            acc += x;
+        }
+        for (j, y) in out.iter_mut().enumerate() {
+            let i = first + j;
+            while offsets[row + 1] as usize <= i {
+                row += 1;
+                acc = 0.0;
+            }
+            acc += values[i];
+            *y = acc;
+        }
+    });
+    out
 }
 
 /// One thread's working rows.
@@ -604,19 +732,20 @@ impl Engine for MfmEngine {
                 .map(|r| {
                     let mut acc = FixedSum::default();
                     for d in r.clone() {
-                        let row = c.docs.row(d);
-                        let n_d: u64 = row.clone().map(|i| c.docs.registers.estimate(i)).sum();
+                        let (rows, local) = c.docs.locate(d);
+                        let row = rows.row(local);
+                        let n_d: u64 = row.clone().map(|i| rows.registers.estimate(i)).sum();
                         for &v in view.doc(d) {
                             let wrow = w.row(v as usize);
                             let topics = &w.topics[wrow.clone()];
                             let mut num = alpha_phi[v as usize];
                             for i in row.clone() {
-                                let t = c.docs.topics[i];
+                                let t = rows.topics[i];
                                 let b = match topics.binary_search(&t) {
                                     Ok(j) => w.registers.estimate(wrow.start + j) as f64,
                                     Err(_) => 0.0,
                                 };
-                                num += c.docs.registers.estimate(i) as f64
+                                num += rows.registers.estimate(i) as f64
                                     * (b + beta)
                                     * inv[t as usize];
                             }
@@ -661,14 +790,14 @@ impl Engine for MfmEngine {
         docs: Range<usize>,
         out: &mut DocTopics,
     ) -> Result<bool, TrainError> {
-        let c = &self.counts.docs;
         out.num_topics = self.hyper.num_topics;
         out.offsets.clear();
         out.topics.clear();
         out.counts.clear();
         out.offsets.push(0);
         for d in docs {
-            for i in c.row(d) {
+            let (c, local) = self.counts.docs.locate(d);
+            for i in c.row(local) {
                 out.topics.push(c.topics[i]);
                 out.counts
                     .push(c.registers.estimate(i).min(u64::from(u32::MAX)) as u32);
@@ -722,11 +851,11 @@ mod tests {
         e
     }
 
-    /// Both forms of the draw are inverse-CDF draws of p(z = k) ∝ (tpd + α)(wpt + β) /
+    /// All three forms of the draw are inverse-CDF draws of p(z = k) ∝ (tpd + α)(wpt + β) /
     /// (wt + Vβ): over a fine grid of uniform numbers each topic's share must be p_k (computed
     /// here from the formula) within the grid's resolution, for every word of a document.
     #[test]
-    fn dense_and_bucket_draws_follow_the_mean_for_mode_conditional() {
+    fn dense_and_both_bucket_draws_follow_the_mean_for_mode_conditional() {
         for width in CounterWidth::ALL {
             let e = engine(width, 1, 3);
             let f = e.pool.install(|| Frozen::of(&e));
@@ -735,9 +864,10 @@ mod tests {
             let d = 7;
             let mut s = Scratch::new(k);
             let mut r = 0.0;
-            for i in e.counts.docs.row(d) {
-                let t = e.counts.docs.topics[i] as usize;
-                s.doc[t] = e.counts.docs.registers.estimate(i) as f64;
+            let (rows, local) = e.counts.docs.locate(d);
+            for i in rows.row(local) {
+                let t = rows.topics[i] as usize;
+                s.doc[t] = rows.registers.estimate(i) as f64;
                 s.doc_topics.push(t as u16);
                 r += s.doc[t] * beta * f.inv[t];
                 s.r_cum.push(r);
@@ -754,15 +884,21 @@ mod tests {
                 let z: f64 = p.iter().sum();
                 let grid = 20_000;
                 let mut dense = vec![0usize; k];
-                let mut sparse = vec![0usize; k];
+                let mut word_side = vec![0usize; k];
+                let mut doc_side = vec![0usize; k];
                 for g in 0..grid {
                     let u = (g as f64 + 0.5) / grid as f64;
                     dense[f.draw_dense(&e, v, u, &mut s)] += 1;
-                    sparse[f.draw_sparse(&e, v, u, r, &mut s)] += 1;
+                    word_side[f.draw_word_side(&e, v, u, r, &mut s)] += 1;
+                    doc_side[f.draw_doc_side(&e, v, u, &mut s)] += 1;
                 }
                 for t in 0..k {
                     let want = p[t] / z;
-                    for (form, got) in [("dense", dense[t]), ("buckets", sparse[t])] {
+                    for (form, got) in [
+                        ("dense", dense[t]),
+                        ("word-side buckets", word_side[t]),
+                        ("document-side buckets", doc_side[t]),
+                    ] {
                         let share = got as f64 / grid as f64;
                         assert!(
                             // Each of the (at most three) pieces a topic owns is off by
@@ -776,6 +912,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn row_prefix_sums_match_the_sequential_sums_for_any_chunk() {
+        let offsets = [0u64, 3, 3, 4, 9, 10];
+        let values: Vec<f64> = (0..10).map(|i| 0.1 * (i * i) as f64 + 1.0).collect();
+        let mut want = Vec::new();
+        for r in offsets.windows(2) {
+            let mut acc = 0.0;
+            for &x in &values[r[0] as usize..r[1] as usize] {
+                acc += x;
+                want.push(acc);
+            }
+        }
+        for chunk in 1..12 {
+            assert_eq!(
+                row_prefix_sums(&offsets, &values, chunk),
+                want,
+                "chunk {chunk}"
+            );
+        }
+    }
+
     /// The counts are what the model says: every document's row sums (exact counters) to its
     /// length, the words' rows to the totals, and the totals to the tokens.
     #[test]
@@ -784,12 +941,8 @@ mod tests {
         let docs = e.docs.clone();
         let view = docs.view();
         for d in 0..view.len() {
-            let n: u64 = e
-                .counts
-                .docs
-                .row(d)
-                .map(|i| e.counts.docs.registers.estimate(i))
-                .sum();
+            let (rows, local) = e.counts.docs.locate(d);
+            let n: u64 = rows.row(local).map(|i| rows.registers.estimate(i)).sum();
             assert_eq!(n, view.doc(d).len() as u64);
         }
         let totals = e.topic_totals().unwrap();
