@@ -440,14 +440,14 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["cgs", "fcgs", "esca", "mh", "ezlda"]);
+    assert_eq!(names, ["cgs", "fcgs", "esca", "mh", "ezlda", "mfm"]);
     let defaults: Vec<bool> = v["samplers"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["default"].as_bool().unwrap())
         .collect();
-    assert_eq!(defaults, [true, false, false, false, false]);
+    assert_eq!(defaults, [true, false, false, false, false, false]);
     assert_eq!(v["samplers"][0]["exactness"], "exact");
     assert_eq!(v["samplers"][1]["exactness"], "exact");
     assert_eq!(
@@ -474,6 +474,13 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         v["samplers"][2]["determinism"],
         "any-threads-any-partitions"
     );
+    // mfm: approximate, deterministic, CPU only, no state per token.
+    let mfm = &v["samplers"][5];
+    assert_eq!(mfm["exactness"], "approximate");
+    assert_eq!(mfm["determinism"], "any-threads-any-partitions");
+    assert_eq!(mfm["devices"], serde_json::json!(["cpu"]));
+    assert_eq!(mfm["state_bytes_per_token"], 0);
+    assert_eq!(mfm["private_training"], false);
     assert_eq!(v["devices"][1]["name"], "cpu");
     assert!(v["devices"][1]["unavailable"].is_null());
     assert_eq!(v["transports"][0]["name"], "local");
@@ -508,7 +515,7 @@ fn the_memory_estimate_bounds_the_measured_peak_of_cpu_runs() {
         "-q",
     ]);
     for k in ["20", "400", "4000"] {
-        for algo in ["cgs", "esca"] {
+        for algo in ["cgs", "esca", "mfm"] {
             let out = dir.path().join("m.tmod");
             let v = json(&[
                 "train",

@@ -446,8 +446,6 @@ struct Frozen {
     alpha: Vec<f64>,
     /// Prefix sums of α_k β / (wt[k] + Vβ): the bucket S is the last.
     s_cum: Vec<f64>,
-    /// wpt[k][v] / (wt[k] + Vβ) for every non-zero of the words' rows.
-    word_weight: Vec<f64>,
     /// Prefix sums, within each word's row, of α_k wpt[k][v] / (wt[k] + Vβ): the bucket P_v of
     /// the document-side split is the last of the row's.
     word_prior_cum: Vec<f64>,
@@ -474,20 +472,17 @@ impl Frozen {
             })
             .collect();
         let w = &e.counts.words;
-        let word_weight: Vec<f64> = (0..w.nonzeros())
-            .into_par_iter()
-            .map(|i| w.registers.estimate(i) as f64 * inv[w.topics[i] as usize])
-            .collect();
-        let word_prior: Vec<f64> = (0..w.nonzeros())
-            .into_par_iter()
-            .map(|i| alpha[w.topics[i] as usize] * word_weight[i])
-            .collect();
-        let word_prior_cum = row_prefix_sums(&w.offsets, &word_prior, 1 << 16);
+        // α_k wpt[k][v] / (wt[k] + Vβ) of non-zero i, computed where it is summed (no array
+        // of it: 8 bytes a non-zero of the words' rows is what this sweep adds).
+        let prior = |i: usize| {
+            let t = w.topics[i] as usize;
+            alpha[t] * (w.registers.estimate(i) as f64 * inv[t])
+        };
+        let word_prior_cum = row_prefix_sums(&w.offsets, w.nonzeros(), prior, 1 << 16);
         Frozen {
             inv,
             alpha,
             s_cum,
-            word_weight,
             word_prior_cum,
         }
     }
@@ -580,7 +575,7 @@ impl Frozen {
         let mut q = 0.0;
         for i in row.clone() {
             let t = w.topics[i] as usize;
-            q += (s.doc[t] + self.alpha[t]) * self.word_weight[i];
+            q += (s.doc[t] + self.alpha[t]) * (w.registers.estimate(i) as f64 * self.inv[t]);
             s.q_cum.push(q);
         }
         let sum_s = *self.s_cum.last().expect("K ≥ 1");
@@ -601,17 +596,22 @@ impl Frozen {
     }
 }
 
-/// Prefix sums of `values` restarting at every row of `offsets` (CSR), in parallel over chunks
-/// of `chunk` entries; a row that starts before a chunk carries its sum into it, so the result is
-/// the sequential one bit for bit.
-fn row_prefix_sums(offsets: &[u64], values: &[f64], chunk: usize) -> Vec<f64> {
-    let mut out = vec![0.0; values.len()];
+/// Prefix sums of the `len` values `value(i)` restarting at every row of `offsets` (CSR), in
+/// parallel over chunks of `chunk` entries; a row that starts before a chunk carries its sum into
+/// it, so the result is the sequential one bit for bit.
+fn row_prefix_sums(
+    offsets: &[u64],
+    len: usize,
+    value: impl Fn(usize) -> f64 + Sync,
+    chunk: usize,
+) -> Vec<f64> {
+    let mut out = vec![0.0; len];
     out.par_chunks_mut(chunk).enumerate().for_each(|(c, out)| {
         let first = c * chunk;
         let mut row = offsets.partition_point(|&o| o as usize <= first) - 1;
         let mut acc = 0.0;
-        for &x in &values[offsets[row] as usize..first] {
-            acc += x;
+        for i in offsets[row] as usize..first {
+            acc += value(i);
         }
         for (j, y) in out.iter_mut().enumerate() {
             let i = first + j;
@@ -619,7 +619,7 @@ fn row_prefix_sums(offsets: &[u64], values: &[f64], chunk: usize) -> Vec<f64> {
                 row += 1;
                 acc = 0.0;
             }
-            acc += values[i];
+            acc += value(i);
             *y = acc;
         }
     });
@@ -926,7 +926,7 @@ mod tests {
         }
         for chunk in 1..12 {
             assert_eq!(
-                row_prefix_sums(&offsets, &values, chunk),
+                row_prefix_sums(&offsets, values.len(), |i| values[i], chunk),
                 want,
                 "chunk {chunk}"
             );
