@@ -608,14 +608,17 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
     let with = |extra: &[&'static str]| -> Vec<&str> {
         base.iter().copied().chain(extra.iter().copied()).collect()
     };
-    let summary = json(&with(&[
-        "--epsilon",
-        "50",
-        "--l2-clip",
-        "4",
-        "--releases",
-        "3",
-    ]));
+    let at_epsilon_50 = || {
+        json(&with(&[
+            "--epsilon",
+            "50",
+            "--l2-clip",
+            "4",
+            "--releases",
+            "3",
+        ]))
+    };
+    let summary = at_epsilon_50();
     let g = &summary["privacy"];
     assert_eq!(g["mechanism"], "discrete-gaussian", "{g}");
     assert_eq!(g["epsilon"], 50.0);
@@ -666,14 +669,7 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
             break;
         }
         std::fs::remove_file(&out).unwrap();
-        json(&with(&[
-            "--epsilon",
-            "50",
-            "--l2-clip",
-            "4",
-            "--releases",
-            "3",
-        ]));
+        at_epsilon_50();
         themes = themes_of_top_words();
     }
     assert!(themes.len() >= 2, "{themes:?}");

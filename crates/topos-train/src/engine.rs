@@ -114,6 +114,35 @@ pub struct EngineSetup {
     pub fixed_counts: Option<Arc<WordTopics>>,
 }
 
+impl EngineSetup {
+    /// A fresh run of `sampler` on `docs` with everything else at its default: the sampler's
+    /// default settings and partitions, one worker, no fixed counts, the device's own options
+    /// (tests and tools that open an engine without a [`crate::Run`]).
+    pub fn fresh(
+        docs: TrainDocs,
+        num_words: usize,
+        sampler: &'static dyn Sampler,
+        hyper: Hyperparameters,
+        seed: u64,
+        threads: usize,
+    ) -> Self {
+        EngineSetup {
+            docs,
+            num_words,
+            sampler,
+            settings: Default::default(),
+            hyper,
+            seed,
+            threads,
+            partitions: None,
+            start: Start::Fresh,
+            device: DeviceOptions::default(),
+            transport: Arc::new(crate::transport::Local),
+            fixed_counts: None,
+        }
+    }
+}
+
 /// One device's side of a run.
 pub trait Engine: Send {
     /// Where the run executes, for people ("cpu (16 threads)", "cuda:0 (NVIDIA H100 80GB HBM3)").

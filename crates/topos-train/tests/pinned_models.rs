@@ -54,19 +54,10 @@ fn mfm_checksum(width: CounterWidth, threads: usize, iterations: u32) -> u64 {
         counters: Some(width),
         ..Default::default()
     };
+    let docs = TrainDocs::from(corpus.docs);
     let mut e = open(topos_train::EngineSetup {
-        docs: TrainDocs::from(corpus.docs),
-        num_words: spec.num_words,
-        sampler: &Mfm,
         settings,
-        hyper: hyper.clone(),
-        seed: 99,
-        threads,
-        partitions: None,
-        start: topos_train::Start::Fresh,
-        device: Default::default(),
-        transport: std::sync::Arc::new(topos_train::transport::Local),
-        fixed_counts: None,
+        ..topos_train::EngineSetup::fresh(docs, spec.num_words, &Mfm, hyper.clone(), 99, threads)
     })
     .unwrap();
     for _ in 0..iterations {

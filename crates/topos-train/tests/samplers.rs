@@ -897,21 +897,12 @@ fn mfm_run(
         CpuImplementation::Engine(open) => open,
         CpuImplementation::Sweep(_) => unreachable!("mfm opens an engine of its own"),
     })(EngineSetup {
-        docs,
-        num_words: v,
-        sampler: MFM,
         settings: topos_train::SamplerSettings {
             counters: Some(width),
             ..Default::default()
         },
-        hyper: opts.hyper,
-        seed,
-        threads,
         partitions,
-        start: Start::Fresh,
-        device: Default::default(),
-        transport: std::sync::Arc::new(topos_train::transport::Local),
-        fixed_counts: None,
+        ..EngineSetup::fresh(docs, v, MFM, opts.hyper, seed, threads)
     })
     .unwrap();
     for _ in 0..iters {

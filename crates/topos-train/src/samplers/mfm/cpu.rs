@@ -811,10 +811,8 @@ impl Engine for MfmEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::DeviceOptions;
     use crate::sampler::SamplerSettings;
     use crate::synthetic::{generate, SyntheticSpec, TopicShape};
-    use std::sync::Arc;
 
     fn engine(width: CounterWidth, threads: usize, iterations: u32) -> MfmEngine {
         let spec = SyntheticSpec {
@@ -827,22 +825,14 @@ mod tests {
             seed: 4,
         };
         let corpus = generate(&spec);
+        let hyper = Hyperparameters::new(5, Some(0.3), Some(0.05)).unwrap();
+        let docs = TrainDocs::from(corpus.docs);
         let mut e = MfmEngine::open(EngineSetup {
-            docs: TrainDocs::from(corpus.docs),
-            num_words: 40,
-            sampler: &super::super::Mfm,
             settings: SamplerSettings {
                 counters: Some(width),
                 ..Default::default()
             },
-            hyper: Hyperparameters::new(5, Some(0.3), Some(0.05)).unwrap(),
-            seed: 11,
-            threads,
-            partitions: None,
-            start: Start::Fresh,
-            device: DeviceOptions::default(),
-            transport: Arc::new(crate::transport::Local),
-            fixed_counts: None,
+            ..EngineSetup::fresh(docs, 40, &super::super::Mfm, hyper, 11, threads)
         })
         .unwrap();
         for _ in 0..iterations {
