@@ -25,6 +25,17 @@ pub struct WordTopics {
 }
 
 impl WordTopics {
+    /// No rows yet, of `num_topics` topics, totals empty (what an engine's
+    /// [`crate::Engine::word_topics`] appends rows to).
+    pub fn clear_rows(&mut self, num_topics: u32) {
+        self.num_topics = num_topics;
+        self.offsets.clear();
+        self.topics.clear();
+        self.counts.clear();
+        self.totals.clear();
+        self.offsets.push(0);
+    }
+
     /// Number of words.
     pub fn num_words(&self) -> usize {
         self.offsets.len() - 1

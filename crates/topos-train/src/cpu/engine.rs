@@ -633,12 +633,7 @@ impl Engine for Trainer {
 
 /// Copies rows `words` of `b` into `out` (cleared first; totals left empty).
 pub fn copy_rows(b: &WordTopics, words: Range<u32>, out: &mut WordTopics) {
-    out.num_topics = b.num_topics;
-    out.offsets.clear();
-    out.topics.clear();
-    out.counts.clear();
-    out.totals.clear();
-    out.offsets.push(0);
+    out.clear_rows(b.num_topics);
     for v in words {
         let (t, c) = b.row(v);
         out.topics.extend_from_slice(t);

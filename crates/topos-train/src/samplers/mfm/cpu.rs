@@ -54,7 +54,8 @@ use topos_sampling::{CounterRng, Stream};
 /// entries a token visits is below K / this. Measured on 20 Newsgroups, one thread, in the
 /// first two iterations (the densest counts): dense 8.0M tokens/s against 6.6M for the buckets
 /// at K = 20, a tie at K = 100; after 20 iterations the buckets win at K = 100 (5.6M against
-/// 5.1M, two threads) and at K = 1,000 (2.8M against 1.1M).
+/// 5.1M, two threads) and at K = 1,000 (2.8M against 1.1M). Commands: BENCHMARKS.md,
+/// "Mean-for-Mode (`mfm`) on the CPU" (`TOPOS_MFM_DRAW=dense|buckets` forces a form).
 pub const SPARSE_WORK_FACTOR: f64 = 1.25;
 
 /// Counter keys of documents' cells are set apart from words' by this bit.
@@ -95,10 +96,6 @@ impl CounterRows {
     fn end_row(&mut self) {
         self.offsets.push(self.topics.len() as u64);
     }
-    /// Bytes they take.
-    fn bytes(&self) -> usize {
-        self.offsets.len() * 8 + self.topics.len() * 2 + self.registers.bytes()
-    }
 }
 
 /// The documents' rows, in the pieces the sweep's document ranges wrote (no copy into one).
@@ -116,9 +113,6 @@ impl DocRows {
     }
     fn nonzeros(&self) -> usize {
         self.parts.iter().map(CounterRows::nonzeros).sum()
-    }
-    fn bytes(&self) -> usize {
-        self.parts.iter().map(CounterRows::bytes).sum()
     }
 }
 
@@ -243,7 +237,7 @@ impl MfmEngine {
         let k = self.hyper.num_topics as usize;
         let frozen = match draw {
             Draw::Initial => None,
-            Draw::FromCounts => Some(Frozen::of(self)),
+            Draw::FromCounts => Some(Frozen::of(self, self.counts.sparse)),
         };
         let parts: Vec<CounterRows> = self
             .ranges
@@ -281,7 +275,7 @@ impl MfmEngine {
                 for (j, &v) in words.iter().enumerate() {
                     let t = CounterRng::new(self.seed, Stream::Init, 0, first + j as u64)
                         .below(k as u32) as usize;
-                    self.count(d, v, t, s);
+                    self.count(v, t, s);
                 }
             }
             Some(f) => {
@@ -306,7 +300,7 @@ impl MfmEngine {
                     } else {
                         f.draw_dense(self, v, u, s)
                     };
-                    self.count(d, v, t, s);
+                    self.count(v, t, s);
                 }
                 for &t in &s.doc_topics {
                     s.doc[t as usize] = 0.0;
@@ -328,9 +322,9 @@ impl MfmEngine {
         out.end_row();
     }
 
-    /// Counts token (document `d`, word `v`) drawn to topic `t`.
+    /// Counts a token of word `v` drawn to topic `t` (its document's row is the scratch's).
     #[inline]
-    fn count(&self, _d: usize, v: u32, t: usize, s: &mut Scratch) {
+    fn count(&self, v: u32, t: usize, s: &mut Scratch) {
         let k = self.hyper.num_topics as usize;
         if s.new_doc[t] == 0 {
             s.touched.push(t as u16);
@@ -417,16 +411,6 @@ impl MfmEngine {
             sparse,
         }
     }
-
-    /// Bytes of the counters kept between iterations (documents' and words' rows).
-    pub fn counter_bytes(&self) -> usize {
-        self.counts.docs.bytes() + self.counts.words.bytes()
-    }
-
-    /// Whether the next sweep draws from §5's buckets (else Alg. 1's dense sum).
-    pub fn draws_sparse(&self) -> bool {
-        self.counts.sparse
-    }
 }
 
 /// What a sweep draws from.
@@ -452,7 +436,8 @@ struct Frozen {
 }
 
 impl Frozen {
-    fn of(e: &MfmEngine) -> Frozen {
+    /// What a sweep reads; `buckets`: it draws from the sparse forms (else the dense sum).
+    fn of(e: &MfmEngine, buckets: bool) -> Frozen {
         let beta = e.hyper.beta;
         let vb = e.num_words as f64 * beta;
         let inv: Vec<f64> = e
@@ -478,7 +463,12 @@ impl Frozen {
             let t = w.topics[i] as usize;
             alpha[t] * (w.registers.estimate(i) as f64 * inv[t])
         };
-        let word_prior_cum = row_prefix_sums(&w.offsets, w.nonzeros(), prior, 1 << 16);
+        // Only the document-side split reads them, and only the buckets take it.
+        let word_prior_cum = if buckets {
+            row_prefix_sums(&w.offsets, w.nonzeros(), prior, 1 << 16)
+        } else {
+            Vec::new()
+        };
         Frozen {
             inv,
             alpha,
@@ -764,12 +754,7 @@ impl Engine for MfmEngine {
     /// The counters' estimates, as counts (exact counters: the counts).
     fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError> {
         let w = &self.counts.words;
-        out.num_topics = self.hyper.num_topics;
-        out.offsets.clear();
-        out.topics.clear();
-        out.counts.clear();
-        out.totals.clear();
-        out.offsets.push(0);
+        out.clear_rows(self.hyper.num_topics);
         for v in words {
             for i in w.row(v as usize) {
                 out.topics.push(w.topics[i]);
@@ -848,7 +833,7 @@ mod tests {
     fn dense_and_both_bucket_draws_follow_the_mean_for_mode_conditional() {
         for width in CounterWidth::ALL {
             let e = engine(width, 1, 3);
-            let f = e.pool.install(|| Frozen::of(&e));
+            let f = e.pool.install(|| Frozen::of(&e, true));
             let k = 5usize;
             let (beta, vb) = (0.05, 40.0 * 0.05);
             let d = 7;
