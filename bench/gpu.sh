@@ -20,6 +20,8 @@
 #                                           per-instruction source view too)
 #                    bench/gpu.sh memory     device memory of whole runs (nvidia-smi) under
 #                                           --gpu-memory budgets, PubMed-shaped K = 32,768
+#                    bench/gpu.sh mfm       Mean-for-Mode beside cgs and esca: speed, device
+#                                           memory, held-out LL (CORPUS, K, ITERS, RUNS)
 #                    bench/gpu.sh tune [K...]    40-iteration A/B of compile-time shapes (TUNE) and
 #                                           kernel switches (DEFINES)
 #
@@ -244,6 +246,42 @@ print(f"{name}\t{s['tokens_per_second']/1e6:.0f}M tok/s\ttrain {s['train_ll'] or
       f"device peak {(peak - idle) / 1024:.2f} GiB ({(peak - idle) * 1048576 / 1e9:.2f} GB; nvidia-smi {peak} MiB, idle {idle})\t"
       f"{p['copies']} cop{'y' if p['copies'] == 'one' else 'ies'}: {p['summary']}\tmodel crc32 {crc:08x}")
 PY
+  done
+fi
+
+if [ "$mode" = mfm ]; then
+  # Mean-for-Mode on the GPU (issue 17 part 3) beside cgs and esca in the same call: tokens/s,
+  # whole-process wall (/usr/bin/time), peak device memory (nvidia-smi every 100 ms, less the
+  # idle figure: the CUDA context included), the plan's device bytes, held-out LL at the end.
+  # CORPUS (default nyt), K (default 1000), ITERS (default 100), RUNS (default: cgs esca
+  # mfm:exact mfm:approx8 mfm:approx4).
+  corpus=${CORPUS:-nyt}
+  shaped_corpus "$corpus"
+  idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+  for k in ${K:-1000}; do
+    for run in ${RUNS:-cgs esca mfm:exact mfm:approx8 mfm:approx4}; do
+      algo=${run%%:*}; extra=()
+      [ "$algo" = mfm ] && extra=(--counters "${run#*:}")
+      name=$corpus-${run/:/-}-$k
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$WORK/$name.smi" &
+      smi=$!
+      /usr/bin/time -f "%e %M" -o "$WORK/$name.time" \
+        topos train "/tmp/$corpus.tcorp" -k "$k" --iters "${ITERS:-100}" --algo "$algo" "${extra[@]}" \
+        --device cuda -o "/tmp/$name.tmod" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" \
+        || { kill $smi; echo "FAILED: $name"; tail -5 "$WORK/$name.err"; continue; }
+      kill $smi; wait $smi 2>/dev/null || true
+      peak=$(sort -n "$WORK/$name.smi" | tail -1)
+      python3 - "$WORK/$name.json" "$name" "$peak" "$idle" "$WORK/$name.time" <<'PY' | tee -a "$table"
+import json, sys
+s = json.load(open(sys.argv[1])); name, peak, idle = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+wall, rss = open(sys.argv[5]).read().split()[-2:]
+p = s.get("gpu_plan") or {}
+dev = (peak - idle) * 1048576
+print(f"{name}\t{s['tokens_per_second']/1e6:.0f}M tok/s\tloop {s['seconds']:.2f} s\twall {float(wall):.1f} s\t"
+      f"host peak {int(rss)/1048576:.2f} GiB\tdevice peak {dev/1e9:.2f} GB ({dev/s['train_tokens']:.1f} B/token)\t"
+      f"heldout {s['heldout_ll'] or float('nan'):.4f}\ttrain {s['train_ll'] or float('nan'):.4f}\t{p.get('summary', '')}")
+PY
+    done
   done
 fi
 

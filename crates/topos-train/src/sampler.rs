@@ -100,7 +100,7 @@ pub trait Sampler: Sync {
         true
     }
     /// The GPU implementation, if it has one.
-    fn gpu(&self) -> Option<GpuKernelSpec>;
+    fn gpu(&self) -> Option<GpuImplementation>;
     /// The run settings it takes ([`SamplerSettings`]; `topos train --ezlda-g`, `--mh-steps`):
     /// none by default. A setting given for a sampler that does not list it is refused.
     fn settings(&self) -> &'static [Setting] {
@@ -123,6 +123,32 @@ impl CpuImplementation {
         match self {
             CpuImplementation::Sweep(s) => Some(s),
             CpuImplementation::Engine(_) => None,
+        }
+    }
+}
+
+/// How a sampler runs on a GPU.
+#[derive(Clone, Copy)]
+pub enum GpuImplementation {
+    /// What the shared GPU engine's sampling kernel does for it (`cuda/`).
+    Kernel(GpuKernelSpec),
+    /// An engine of its own, opened on GPU `ordinal` by this function (`mfm`, whose state is
+    /// not the assignments the shared engine is built around).
+    Engine(OpenGpuEngine),
+}
+
+/// Opens a sampler's own GPU engine on GPU `ordinal` (`None`: the default one).
+pub type OpenGpuEngine = fn(
+    Option<usize>,
+    crate::engine::EngineSetup,
+) -> Result<Box<dyn crate::Engine>, crate::TrainError>;
+
+impl GpuImplementation {
+    /// The kernel spec, for a sampler the shared GPU engine runs.
+    pub fn kernel(self) -> Option<GpuKernelSpec> {
+        match self {
+            GpuImplementation::Kernel(k) => Some(k),
+            GpuImplementation::Engine(_) => None,
         }
     }
 }

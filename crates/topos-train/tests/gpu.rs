@@ -1020,3 +1020,181 @@ fn gpu_engines_sharing_the_documents_train_one_engines_model() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// mfm: an engine of its own on the GPU (samplers/mfm/gpu.rs).
+
+/// An `mfm` engine on the GPU (`gpu`) or the CPU, `iters` iterations in.
+fn mfm_engine(
+    docs: &TrainDocs,
+    v: usize,
+    width: topos_train::sampler::CounterWidth,
+    seed: u64,
+    on_gpu: bool,
+    partition_tokens: Option<u64>,
+    iters: u32,
+) -> Box<dyn Engine> {
+    use topos_train::sampler::{CpuImplementation, GpuImplementation};
+    let mfm: &'static dyn Sampler = &topos_train::samplers::mfm::Mfm;
+    let setup = EngineSetup {
+        settings: topos_train::SamplerSettings {
+            counters: Some(width),
+            ..Default::default()
+        },
+        device: DeviceOptions {
+            partition_tokens,
+            ..Default::default()
+        },
+        ..EngineSetup::fresh(docs.clone(), v, mfm, hyper(8), seed, 4)
+    };
+    let mut e = if on_gpu {
+        match mfm.gpu() {
+            Some(GpuImplementation::Engine(open)) => open(None, setup).unwrap(),
+            _ => unreachable!("mfm opens an engine of its own on the GPU"),
+        }
+    } else {
+        match mfm.cpu() {
+            CpuImplementation::Engine(open) => open(setup).unwrap(),
+            CpuImplementation::Sweep(_) => unreachable!("mfm opens an engine of its own"),
+        }
+    };
+    for _ in 0..iters {
+        e.iterate(&Local).unwrap();
+    }
+    e
+}
+
+fn mfm_state(
+    e: &mut dyn Engine,
+    v: usize,
+    docs: usize,
+) -> (topos_train::counts::WordTopics, topos_model::DocTopics) {
+    let mut d = topos_model::DocTopics {
+        num_topics: 0,
+        offsets: Vec::new(),
+        topics: Vec::new(),
+        counts: Vec::new(),
+    };
+    assert!(e.doc_topic_rows(0..docs, &mut d).unwrap());
+    (read_all_rows(e, v).unwrap(), d)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_mfm_starts_with_the_cpus_counts_for_every_counter_width() {
+    use topos_train::sampler::CounterWidth;
+    let s = spec(4, 600);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    for width in CounterWidth::ALL {
+        // The start draws and rounds with the CPU's keys: the same counts, bit for bit.
+        let mut g = mfm_engine(&docs, s.num_words, width, 17, true, None, 0);
+        let mut c = mfm_engine(&docs, s.num_words, width, 17, false, None, 0);
+        let (gw, gd) = mfm_state(g.as_mut(), s.num_words, s.num_docs);
+        let (cw, cd) = mfm_state(c.as_mut(), s.num_words, s.num_docs);
+        assert_eq!(
+            (&gw.offsets, &gw.topics, &gw.counts),
+            (&cw.offsets, &cw.topics, &cw.counts),
+            "{width:?}"
+        );
+        assert_eq!(gw.totals, cw.totals, "{width:?}");
+        assert_eq!(
+            (&gd.offsets, &gd.topics, &gd.counts),
+            (&cd.offsets, &cd.topics, &cd.counts),
+            "{width:?}"
+        );
+        // The same formula for the likelihood, summed in another order.
+        let (gl, cl) = (g.log_likelihood().unwrap(), c.log_likelihood().unwrap());
+        eprintln!("mfm {width:?} start: LL gpu {gl:.6} cpu {cl:.6}");
+        assert!((gl - cl).abs() < 1e-5, "{width:?}: gpu {gl} cpu {cl}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_mfm_recovers_known_topics_and_trains_as_the_cpu_does() {
+    use topos_train::sampler::CounterWidth;
+    let s = spec(3, 400);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    for width in CounterWidth::ALL {
+        // Best of three chains, as the CPU test (mfm_recovers_known_topics_with_every_counter_width).
+        let best = |on_gpu: bool| {
+            (17..20)
+                .map(|seed| mfm_engine(&docs, s.num_words, width, seed, on_gpu, None, 150))
+                .map(|mut e| (e.log_likelihood().unwrap(), e))
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .expect("chains")
+        };
+        let (ll, mut g) = best(true);
+        let (cpu_ll, _) = best(false);
+        let rows = read_all_rows(g.as_mut(), s.num_words).unwrap();
+        let after = recovery(&corpus.topics, &rows, 0.01);
+        eprintln!(
+            "gpu mfm {width:?}: JS mean {:.4} worst {:.4}; LL gpu {ll:.4} cpu {cpu_ll:.4}",
+            after.mean, after.worst
+        );
+        if width == CounterWidth::Approx4 {
+            assert!(after.mean < 0.06, "{:?}", after.per_topic);
+            assert!(
+                after.worst < topos_train::synthetic::Recovery::WORST_BOUND,
+                "{:?}",
+                after.per_topic
+            );
+        } else {
+            after.assert_recovered(&format!("gpu mfm {width:?}"));
+        }
+        // The same distribution drawn another way: the same quality.
+        assert!(
+            (ll - cpu_ll).abs() < 0.02,
+            "{width:?}: gpu {ll} cpu {cpu_ll}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_mfm_gives_the_same_model_for_any_chunking_and_run() {
+    use topos_train::sampler::CounterWidth;
+    let s = spec(5, 900);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    let tokens = docs.view().num_tokens();
+    for width in CounterWidth::ALL {
+        let (w1, d1) = mfm_state(
+            mfm_engine(&docs, s.num_words, width, 17, true, None, 6).as_mut(),
+            s.num_words,
+            s.num_docs,
+        );
+        for parts in [1, 3, 7] {
+            let mut e = mfm_engine(
+                &docs,
+                s.num_words,
+                width,
+                17,
+                true,
+                Some(tokens.div_ceil(parts)),
+                6,
+            );
+            assert_eq!(e.partitions() as u64, parts);
+            let (w, d) = mfm_state(e.as_mut(), s.num_words, s.num_docs);
+            assert_eq!(
+                (&w.topics, &w.counts, &w.totals),
+                (&w1.topics, &w1.counts, &w1.totals),
+                "{width:?} {parts}"
+            );
+            assert_eq!(
+                (&d.topics, &d.counts),
+                (&d1.topics, &d1.counts),
+                "{width:?} {parts}"
+            );
+        }
+        // Another seed, another model (the test can fail).
+        let (w2, _) = mfm_state(
+            mfm_engine(&docs, s.num_words, width, 18, true, None, 6).as_mut(),
+            s.num_words,
+            s.num_docs,
+        );
+        assert_ne!(w2.counts, w1.counts);
+    }
+}

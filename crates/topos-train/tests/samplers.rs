@@ -684,7 +684,7 @@ macro_rules! ezlda_variant {
             fn cpu(&self) -> CpuImplementation {
                 CpuImplementation::Sweep($cpu)
             }
-            fn gpu(&self) -> Option<topos_train::sampler::GpuKernelSpec> {
+            fn gpu(&self) -> Option<topos_train::sampler::GpuImplementation> {
                 None
             }
         }

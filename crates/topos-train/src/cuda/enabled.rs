@@ -68,6 +68,9 @@ impl Device for Cuda {
         ordinal: Option<usize>,
         setup: EngineSetup,
     ) -> Result<Box<dyn Engine>, TrainError> {
+        if let Some(crate::sampler::GpuImplementation::Engine(open)) = setup.sampler.gpu() {
+            return open(ordinal, setup);
+        }
         Ok(Box::new(
             CudaEngine::open(ordinal, setup).map_err(to_train)?,
         ))
@@ -118,12 +121,16 @@ impl CudaEngine {
                 "an asymmetric alpha (learned by --optimize-priors) runs on the CPU only for now; use --device cpu".into(),
             ));
         };
-        let kernel = setup.sampler.gpu().ok_or_else(|| {
-            GpuError::Unsupported(format!(
-                "the {} sampler has no GPU implementation; use --device cpu",
-                setup.sampler.name()
-            ))
-        })?;
+        let kernel = setup
+            .sampler
+            .gpu()
+            .and_then(|g| g.kernel())
+            .ok_or_else(|| {
+                GpuError::Unsupported(format!(
+                    "the {} sampler has no kernel in the shared GPU engine; use --device cpu",
+                    setup.sampler.name()
+                ))
+            })?;
         let mut clock = engine::Clock::new();
         let workers = setup.transport.workers();
         // Several processes: each takes an equal share of the tokens (the GPU samplers read

@@ -42,7 +42,10 @@ pub(crate) fn settings_refusal(
     sampler: &dyn crate::Sampler,
     settings: &crate::sampler::SamplerSettings,
 ) -> Option<String> {
-    let three_branch = sampler.gpu().is_some_and(|k| k.three_branch);
+    let three_branch = sampler
+        .gpu()
+        .and_then(|g| g.kernel())
+        .is_some_and(|k| k.three_branch);
     let g = settings.ezlda_g();
     (three_branch && g != crate::sampler::EzldaDepth::DEFAULT).then(|| {
         format!(

@@ -5,7 +5,7 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler};
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler};
 
 /// The registry entry.
 pub struct Cgs;
@@ -61,7 +61,7 @@ impl Sampler for Cgs {
     fn cpu(&self) -> CpuImplementation {
         CpuImplementation::Sweep(&cpu::CgsCpu)
     }
-    fn gpu(&self) -> Option<GpuKernelSpec> {
-        Some(gpu::KERNEL)
+    fn gpu(&self) -> Option<GpuImplementation> {
+        Some(GpuImplementation::Kernel(gpu::KERNEL))
     }
 }

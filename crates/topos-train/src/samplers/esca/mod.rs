@@ -5,7 +5,7 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler};
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler};
 
 /// The registry entry.
 pub struct Esca;
@@ -51,7 +51,7 @@ impl Sampler for Esca {
             own: cpu::OwnAssignment::Kept,
         })
     }
-    fn gpu(&self) -> Option<GpuKernelSpec> {
-        Some(gpu::KERNEL)
+    fn gpu(&self) -> Option<GpuImplementation> {
+        Some(GpuImplementation::Kernel(gpu::KERNEL))
     }
 }

@@ -13,7 +13,9 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
+use crate::sampler::{
+    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, Setting,
+};
 
 /// The registry entry.
 pub struct Ezlda;
@@ -65,8 +67,8 @@ impl Sampler for Ezlda {
     fn cpu(&self) -> CpuImplementation {
         CpuImplementation::Sweep(&cpu::EzldaCpu { skip: true })
     }
-    fn gpu(&self) -> Option<GpuKernelSpec> {
-        Some(gpu::KERNEL)
+    fn gpu(&self) -> Option<GpuImplementation> {
+        Some(GpuImplementation::Kernel(gpu::KERNEL))
     }
     fn settings(&self) -> &'static [Setting] {
         // g decides only which tokens may skip building their document branch, never a draw:

@@ -12,7 +12,7 @@
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler};
+use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler};
 use crate::samplers::esca::cpu::{EscaCpu, OwnAssignment};
 
 /// The registry entry.
@@ -60,7 +60,7 @@ impl Sampler for Fcgs {
             own: OwnAssignment::Removed,
         })
     }
-    fn gpu(&self) -> Option<GpuKernelSpec> {
-        Some(gpu::KERNEL)
+    fn gpu(&self) -> Option<GpuImplementation> {
+        Some(GpuImplementation::Kernel(gpu::KERNEL))
     }
 }

@@ -11,9 +11,12 @@
 
 pub mod counters;
 pub mod cpu;
+pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
+use crate::sampler::{
+    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, Setting,
+};
 
 /// The registry entry.
 pub struct Mfm;
@@ -77,8 +80,8 @@ impl Sampler for Mfm {
     fn cpu(&self) -> CpuImplementation {
         CpuImplementation::Engine(cpu::open)
     }
-    fn gpu(&self) -> Option<GpuKernelSpec> {
-        None
+    fn gpu(&self) -> Option<GpuImplementation> {
+        Some(GpuImplementation::Engine(gpu::open))
     }
     fn settings(&self) -> &'static [Setting] {
         &[Setting::Counters]

@@ -18,7 +18,9 @@ pub mod cpu;
 pub mod gpu;
 
 use crate::memory::RunShape;
-use crate::sampler::{CpuImplementation, Determinism, Exactness, GpuKernelSpec, Sampler, Setting};
+use crate::sampler::{
+    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, Setting,
+};
 
 /// Proposal pairs (one word proposal, one document proposal) per token and iteration on the GPU
 /// when the run does not set them (`--mh-steps`, [`crate::sampler::MhSteps`]). The thesis's
@@ -95,8 +97,8 @@ impl Sampler for Mh {
     fn cpu(&self) -> CpuImplementation {
         CpuImplementation::Sweep(&cpu::MhCpu)
     }
-    fn gpu(&self) -> Option<GpuKernelSpec> {
-        Some(gpu::KERNEL)
+    fn gpu(&self) -> Option<GpuImplementation> {
+        Some(GpuImplementation::Kernel(gpu::KERNEL))
     }
     fn settings(&self) -> &'static [Setting] {
         &[Setting::MhSteps]

@@ -1,0 +1,326 @@
+// Mean-for-Mode estimation on the GPU (Tristan, Tassarotti & Steele, ICML 2015), compiled at run
+// time by NVRTC (samplers/mfm/gpu.rs). Its state is not the assignments, so it does not share the
+// word-major PDOW layout of kernels.cu: like the paper's Algorithm 1 ("for each document, we
+// launch a separate thread that samples topics for every word in that document"), documents are
+// taken whole, here by one warp each, a lane per token (the tokens of a document are independent
+// given the frozen counts, Fig. 2).
+//
+// Layout (resident):
+//   words[g]                 word of token g, corpus order (4 B a token: the only per-token array)
+//   doc_off[d]               first token of document d (D + 1 entries)
+//   row_off[d], row_len[d]   document d's row: entries row_off[d] .. row_off[d] + row_len[d] of
+//                            rows, topic << 16 | register, topics increasing; room for
+//                            min(len_d, K) entries, so never more than a token's 4 B
+//   B[v * K + k]             word v's register of topic k (the last iteration's), REG_T wide
+//   Bn[v * K + k]            the sweep's exact new counts (u32, atomics), zero between iterations
+//   totals[k]                n_k, the sum of the words' estimates (integers: exact, order-free)
+//   levels[x]                the count register x stands for (approximate widths)
+//
+// Every number a draw or a rounding uses is keyed as on the CPU (topos-sampling's CounterRng:
+// Philox4x32-10 on (index, iteration, stream)), and every sum that decides a draw is taken in an
+// order fixed by the data, so the model depends on the seed only: not on the grid, the number of
+// warps or the order blocks run in.
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+typedef unsigned long long u64;
+
+#define FULL 0xffffffffu
+#define STREAM_INIT 1u
+#define STREAM_TRAIN 2u
+#define STREAM_COUNTERS 6u
+// Counter keys of documents' cells are set apart from words' by this bit (cpu.rs DOC_CELL).
+#define DOC_CELL (1ull << 63)
+
+// Register width: 1 byte for the approximate widths (approx4 keeps its 16 levels in a byte too),
+// 4 for exact counts. APPROX: whether registers index `levels`.
+#ifndef REG_BYTES
+#define REG_BYTES 4
+#endif
+#if REG_BYTES == 1
+typedef u8 REG_T;
+#else
+typedef u32 REG_T;
+#endif
+#ifndef APPROX
+#define APPROX 0
+#endif
+// Distinct topics of a document ranked in shared memory (its new row written in topic order
+// without a K-long scan); a document with more scans its K-entry histogram.
+#ifndef TOUCHED_CAP
+#define TOUCHED_CAP 512
+#endif
+#define WARPS 8
+
+__device__ __forceinline__ uint4 philox(uint4 c, u32 k0, u32 k1) {
+#pragma unroll
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+        u32 hi0 = __umulhi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        u32 hi1 = __umulhi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = make_uint4(hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0);
+    }
+    return c;
+}
+
+// CounterRng::new(seed, stream, iteration, index).next_f64(): 27 + 26 bits of the first block.
+__device__ __forceinline__ double unit_f64(u64 index, u32 iteration, u32 stream, u32 seed_lo, u32 seed_hi) {
+    uint4 b = philox(make_uint4((u32)index, (u32)(index >> 32), iteration, stream << 24), seed_lo, seed_hi);
+    u64 hi = (u64)(b.x >> 5), lo = (u64)(b.y >> 6);
+    return (double)((hi << 26) | lo) * (1.0 / 9007199254740992.0);
+}
+
+// CounterRng::new(seed, Init, 0, index).below(K): the uniform start, as every engine draws it.
+__device__ __forceinline__ u32 initial_topic(u64 index, u32 K, u32 seed_lo, u32 seed_hi) {
+    u32 threshold = (0u - K) % K;
+    for (u32 block = 0;; block++) {
+        uint4 b = philox(make_uint4((u32)index, (u32)(index >> 32), 0u, (STREAM_INIT << 24) | block), seed_lo, seed_hi);
+        u32 w[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            u64 m = (u64)w[j] * (u64)K;
+            if ((u32)m >= threshold) return (u32)(m >> 32);
+        }
+    }
+}
+
+// The count a register stands for.
+__device__ __forceinline__ u64 estimate(u32 reg, const u64* __restrict__ levels) {
+#if APPROX
+    return levels[reg];
+#else
+    return reg;
+#endif
+}
+
+// CounterWidth::round: the register keeping count n, one of the two levels around it, up with
+// probability (n - L(x)) / (L(x + 1) - L(x)) for the uniform number keyed by (iteration, cell).
+__device__ u32 round_count(u64 n, u64 cell, u32 iteration, const u64* __restrict__ levels, u32 top,
+                           u32 seed_lo, u32 seed_hi) {
+#if APPROX
+    if (n >= levels[top]) return top;
+    u32 lo = 0, hi = top;  // levels[lo] <= n < levels[hi]
+    while (hi - lo > 1) {
+        u32 mid = (lo + hi) >> 1;
+        if (levels[mid] <= n) lo = mid; else hi = mid;
+    }
+    u64 a = levels[lo], b = levels[lo + 1];
+    double up = (double)(n - a) / (double)(b - a);
+    double u = unit_f64(cell, iteration, STREAM_COUNTERS, seed_lo, seed_hi);
+    return u < up ? lo + 1 : lo;
+#else
+    return n > 0xffffffffull ? 0xffffffffu : (u32)n;
+#endif
+}
+
+// inv[k] = 1 / (n_k + V beta) and the inclusive prefix sums of alpha beta inv[k] (the bucket S is
+// the last), in topic order by one thread: K additions, the same bits every time.
+extern "C" __global__ void mfm_normalizers(const u64* __restrict__ totals, u32 K, double v_beta, double alpha,
+                                           double beta, double* __restrict__ inv, double* __restrict__ s_cum) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    double s = 0.0;
+    for (u32 k = 0; k < K; k++) {
+        double i = 1.0 / ((double)totals[k] + v_beta);
+        inv[k] = i;
+        s += alpha * beta * i;
+        s_cum[k] = s;
+    }
+}
+
+// P_v = alpha sum_k B_vk inv[k], the word's share of the smoothing, one block per word in a fixed
+// tree order.
+#define PRIOR_THREADS 256
+extern "C" __global__ void __launch_bounds__(PRIOR_THREADS) mfm_word_prior(
+    const REG_T* __restrict__ B, const u64* __restrict__ levels, const double* __restrict__ inv, u32 V, u32 K,
+    double alpha, double* __restrict__ prior) {
+    __shared__ double part[PRIOR_THREADS];
+    for (u32 v = blockIdx.x; v < V; v += gridDim.x) {
+        const REG_T* row = B + (u64)v * K;
+        double s = 0.0;
+        for (u32 k = threadIdx.x; k < K; k += PRIOR_THREADS) {
+            u32 r = row[k];
+            if (r) s += (double)estimate(r, levels) * inv[k];
+        }
+        part[threadIdx.x] = s;
+        __syncthreads();
+        for (u32 o = PRIOR_THREADS / 2; o > 0; o >>= 1) {
+            if (threadIdx.x < o) part[threadIdx.x] += part[threadIdx.x + o];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) prior[v] = alpha * part[0];
+        __syncthreads();
+    }
+}
+
+#define MODE_START 0u
+#define MODE_DRAW 1u
+#define MODE_LOGLIK 2u
+// Log-likelihood terms are rounded to 2^-24 and summed as integers: order-free.
+#define LL_SCALE 16777216.0
+
+// One sweep of Fig. 2 over documents doc_begin .. doc_end (a chunk: the model does not depend on
+// the chunks), a warp per document (grid-stride), a lane per token:
+//   MODE_START: each token's topic uniform (the start, iteration 0's keys), counted;
+//   MODE_DRAW: each token drawn from p(z = k) ∝ (tpd[m][k] + alpha)(wpt[k][v] + beta)/(wt[k] + V beta)
+//     with the last iteration's counts (the document's row as it was when the warp began it), and
+//     counted: Bn by atomics (exact), the document's new row in the warp's K-entry histogram,
+//     rounded to registers and written over the old row once every token of it is drawn;
+//   MODE_LOGLIK: nothing drawn or written: each token's log of that mass over n_d + K alpha,
+//     the training log-likelihood of the current counts (the CPU engine's formula).
+// The draw splits the mass as SaberLDA splits ESCA's (cpu.rs draw_doc_side):
+//   D_mv = sum over the document's non-zeros of tpd[m][k] (wpt[k][v] + beta) inv[k]
+//   P_v  = alpha sum_k wpt[k][v] inv[k]   (mfm_word_prior)        S = alpha beta sum_k inv[k]
+extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
+    u32 mode, const u32* __restrict__ words, const u64* __restrict__ doc_off, u64 doc_begin, u64 doc_end,
+    const u64* __restrict__ row_off, u32* __restrict__ row_len, u32* __restrict__ rows,
+    const REG_T* __restrict__ B, u32* __restrict__ Bn, const u64* __restrict__ levels, u32 top,
+    const double* __restrict__ inv, const double* __restrict__ s_cum, const double* __restrict__ prior,
+    u32* __restrict__ hist, u32 K, double alpha, double beta, u32 seed_lo, u32 seed_hi, u32 iteration,
+    unsigned long long* __restrict__ ll_sum) {
+    __shared__ u16 touched_all[WARPS][TOUCHED_CAP];
+    __shared__ u32 touched_n_all[WARPS];
+    const u32 lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    u16* touched = touched_all[wib];
+    u32* h = hist + (u64)(blockIdx.x * WARPS + wib) * K;
+    const u64 warps = (u64)gridDim.x * WARPS;
+    const double s_total = s_cum[K - 1];
+    long long ll_acc = 0;
+    for (u64 d = doc_begin + (u64)blockIdx.x * WARPS + wib; d < doc_end; d += warps) {
+        const u64 first = doc_off[d], len = doc_off[d + 1] - first;
+        const u64 roff = row_off[d];
+        const u32 r = mode == MODE_START ? 0u : row_len[d];
+        if (lane == 0) touched_n_all[wib] = 0;
+        // n_d, for the log-likelihood.
+        double n_d = 0.0;
+        if (mode == MODE_LOGLIK) {
+            for (u32 i = lane; i < r; i += 32) n_d += (double)estimate(rows[roff + i] & 0xffffu, levels);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) n_d += __shfl_xor_sync(FULL, n_d, o);
+        }
+        __syncwarp();
+        for (u64 j = lane; j < len; j += 32) {
+            const u64 g = first + j;
+            const u32 v = words[g];
+            const REG_T* wrow = B + (u64)v * K;
+            u32 t;
+            if (mode == MODE_START) {
+                t = initial_topic(g, K, seed_lo, seed_hi);
+            } else {
+                double dm = 0.0;
+                for (u32 i = 0; i < r; i++) {
+                    u32 e = rows[roff + i], k = e >> 16;
+                    dm += (double)estimate(e & 0xffffu, levels) * ((double)estimate(wrow[k], levels) + beta) * inv[k];
+                }
+                const double p = prior[v];
+                if (mode == MODE_LOGLIK) {
+                    double x = (dm + p + s_total) / (n_d + (double)K * alpha);
+                    ll_acc += __double2ll_rn(log(x) * LL_SCALE);
+                    continue;
+                }
+                double x = unit_f64(g, iteration, STREAM_TRAIN, seed_lo, seed_hi) * (dm + p + s_total);
+                if (x < dm) {
+                    // The document's bucket, walked again in the same order.
+                    double acc = 0.0;
+                    t = r > 0 ? (rows[roff + r - 1] >> 16) : 0u;
+                    for (u32 i = 0; i < r; i++) {
+                        u32 e = rows[roff + i], k = e >> 16;
+                        acc += (double)estimate(e & 0xffffu, levels) * ((double)estimate(wrow[k], levels) + beta) * inv[k];
+                        if (acc > x) { t = k; break; }
+                    }
+                } else if (x < dm + p) {
+                    // The word's share of the smoothing: its non-zero topics in order. P_v was
+                    // summed in another order; a draw past this sum takes the last non-zero.
+                    x -= dm;
+                    double acc = 0.0;
+                    t = K;
+                    u32 last = 0;
+                    for (u32 k = 0; k < K; k++) {
+                        u32 reg = wrow[k];
+                        if (!reg) continue;
+                        last = k;
+                        acc += alpha * (double)estimate(reg, levels) * inv[k];
+                        if (acc > x) { t = k; break; }
+                    }
+                    if (t == K) t = last;
+                } else {
+                    // S: the first k whose prefix sum passes x.
+                    x -= dm + p;
+                    u32 lo = 0, hi = K - 1;
+                    while (lo < hi) {
+                        u32 mid = (lo + hi) >> 1;
+                        if (s_cum[mid] > x) hi = mid; else lo = mid + 1;
+                    }
+                    t = lo;
+                }
+            }
+            atomicAdd(&Bn[(u64)v * K + t], 1u);
+            if (atomicAdd(&h[t], 1u) == 0u) {
+                u32 at = atomicAdd(&touched_n_all[wib], 1u);
+                if (at < TOUCHED_CAP) touched[at] = (u16)t;
+            }
+        }
+        if (mode == MODE_LOGLIK) continue;
+        // Every lane is done reading the old row and counting: write the new one over it.
+        __syncwarp();
+        const u32 distinct = touched_n_all[wib];
+        if (distinct <= TOUCHED_CAP) {
+            // Each distinct topic's place is the number of smaller ones.
+            for (u32 i = lane; i < distinct; i += 32) {
+                u32 k = touched[i], rank = 0;
+                for (u32 q = 0; q < distinct; q++) rank += touched[q] < k;
+                u32 n = h[k];
+                h[k] = 0;
+                u32 reg = round_count(n, DOC_CELL | (d * (u64)K + k), iteration, levels, top, seed_lo, seed_hi);
+                rows[roff + rank] = (k << 16) | reg;
+            }
+        } else {
+            u32 base = 0;
+            for (u32 k0 = 0; k0 < K; k0 += 32) {
+                u32 k = k0 + lane;
+                u32 n = k < K ? h[k] : 0u;
+                u32 mask = __ballot_sync(FULL, n != 0u);
+                if (n) {
+                    h[k] = 0;
+                    u32 at = base + __popc(mask & ((1u << lane) - 1u));
+                    u32 reg = round_count(n, DOC_CELL | (d * (u64)K + k), iteration, levels, top, seed_lo, seed_hi);
+                    rows[roff + at] = (k << 16) | reg;
+                }
+                base += __popc(mask);
+            }
+        }
+        if (lane == 0) row_len[d] = distinct;
+        __syncwarp();
+    }
+    if (mode == MODE_LOGLIK) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) ll_acc += __shfl_xor_sync(FULL, ll_acc, o);
+        if (lane == 0) atomicAdd(ll_sum, (unsigned long long)ll_acc);
+    }
+}
+
+// The M-step for the words: each new count rounded to a register (keyed by (iteration, cell)),
+// the next sweep's B, Bn cleared, and n_k += the estimates (integers, so the atomics' order does
+// not matter). A thread per topic of a slice of words: rows are read along K, coalesced.
+#define COMMIT_THREADS 256
+extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) mfm_commit_words(
+    u32* __restrict__ Bn, REG_T* __restrict__ B, u32 V, u32 K, u32 words_per_slice,
+    const u64* __restrict__ levels, u32 top, u32 seed_lo, u32 seed_hi, u32 iteration,
+    unsigned long long* __restrict__ totals) {
+    u32 k = blockIdx.x * COMMIT_THREADS + threadIdx.x;
+    if (k >= K) return;
+    u32 v0 = blockIdx.y * words_per_slice, v1 = min(V, v0 + words_per_slice);
+    u64 sum = 0;
+    for (u32 v = v0; v < v1; v++) {
+        u64 c = (u64)v * K + k;
+        u32 n = Bn[c];
+        u32 reg = 0;
+        if (n) {
+            Bn[c] = 0;
+            reg = round_count(n, c, iteration, levels, top, seed_lo, seed_hi);
+            sum += estimate(reg, levels);
+        }
+        B[c] = (REG_T)reg;
+    }
+    if (sum) atomicAdd(&totals[k], sum);
+}

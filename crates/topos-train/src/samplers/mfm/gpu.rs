@@ -1,0 +1,711 @@
+//! Mean-for-Mode estimation on the GPU: an engine of its own (its state is not the assignments,
+//! so it shares neither the PDOW layout nor the sampling tree of `cuda/`), kernels in `gpu.cu`.
+//!
+//! What the device holds (resident; a corpus that does not fit is refused, nothing streamed):
+//! each token's word (4 B: the only per-token array, where the other GPU samplers keep 14 B:
+//! document, position, topic and a row entry), each document's row of non-zero counts (at most
+//! min(len, K) entries of 4 B, and its offsets), the words' registers B (V × K at the counters'
+//! width: 1 byte for approx8 and approx4, 4 exact), the sweep's exact new counts Bn (V × K × 4 B,
+//! atomics, rounded by the commit as on the CPU) and one K-entry histogram per resident warp.
+//!
+//! The start and every rounding use the CPU engine's keys, so a fresh GPU engine holds exactly
+//! the CPU's counts (tested); the draws then split the same distribution another way (document
+//! side, word prior, smoothing; the CPU's dense sum or §5 buckets), so later models are the same
+//! in distribution, not in bits. Same seed, same model on any GPU: every draw reads a sum taken in
+//! an order the data fixes, and every count is an integer sum.
+
+use crate::engine::{Engine, EngineSetup};
+use crate::TrainError;
+
+/// Opens `mfm` on GPU `ordinal` ([`crate::sampler::GpuImplementation::Engine`]).
+pub fn open(ordinal: Option<usize>, setup: EngineSetup) -> Result<Box<dyn Engine>, TrainError> {
+    #[cfg(feature = "cuda")]
+    {
+        Ok(Box::new(enabled::MfmGpuEngine::open(ordinal, setup)?))
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (ordinal, setup);
+        Err(TrainError::Unsupported(
+            "this build of topos has no GPU support (built without the `cuda` feature); use --device cpu".into(),
+        ))
+    }
+}
+
+/// Device bytes of a resident `mfm` run, by item (what [`open`] checks against free memory).
+pub fn device_bytes(
+    tokens: u64,
+    docs: u64,
+    row_entries: u64,
+    words: u64,
+    topics: u64,
+    register_bytes: u64,
+    warps: u64,
+) -> Vec<(&'static str, u64)> {
+    vec![
+        ("each token's word (4 B/token)", 4 * tokens),
+        (
+            "documents' rows (4 B an entry, at most min(len, K) a document)",
+            4 * row_entries,
+        ),
+        (
+            "documents' offsets and row lengths (20 B/document)",
+            20 * (docs + 1),
+        ),
+        ("words' registers (V × K)", register_bytes * words * topics),
+        ("words' new counts (4 B × V × K)", 4 * words * topics),
+        ("words' prior mass (8 B/word)", 8 * words),
+        (
+            "per-warp histograms of new document counts",
+            4 * warps * topics,
+        ),
+        ("topic totals and normalizers", 24 * topics),
+    ]
+}
+
+#[cfg(feature = "cuda")]
+mod enabled {
+    use super::super::counters::CounterWidth;
+    use crate::counts::WordTopics;
+    use crate::engine::{Engine, EngineSetup, Start};
+    use crate::transport::Transport;
+    use crate::TrainError;
+    use std::ops::Range;
+    use std::sync::Arc;
+    use topos_cuda::cudarc::driver::{
+        CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    };
+    use topos_cuda::device::{self, DeviceInfo};
+    use topos_cuda::{Check, GpuError};
+    use topos_model::{DocTopics, Hyperparameters};
+
+    const SOURCE: &str = include_str!("gpu.cu");
+    /// Warps of a sweep block (`WARPS` in gpu.cu).
+    const WARPS: u32 = 8;
+    const COMMIT_THREADS: u32 = 256;
+    const PRIOR_THREADS: u32 = 256;
+    const MODE_START: u32 = 0;
+    const MODE_DRAW: u32 = 1;
+    const MODE_LOGLIK: u32 = 2;
+    const LL_SCALE: f64 = 16_777_216.0;
+    /// Bytes kept free for the context, the module and the allocator.
+    const RESERVE_BYTES: u64 = 512 << 20;
+
+    fn dev(e: GpuError) -> TrainError {
+        TrainError::Device(e.to_string())
+    }
+
+    struct Kernels {
+        normalizers: CudaFunction,
+        word_prior: CudaFunction,
+        sweep: CudaFunction,
+        commit_words: CudaFunction,
+    }
+
+    /// The `mfm` engine on one GPU.
+    pub struct MfmGpuEngine {
+        _ctx: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        kernels: Kernels,
+        info: DeviceInfo,
+        hyper: Hyperparameters,
+        alpha: f64,
+        width: CounterWidth,
+        seed: u64,
+        num_words: u32,
+        tokens: u64,
+        /// Document ranges swept one launch after another (`DeviceOptions::partition_tokens`;
+        /// one by default): the model does not depend on them.
+        chunks: Vec<Range<usize>>,
+        iteration: u32,
+        threads: usize,
+        sampled: bool,
+        blocks: u32,
+        words: CudaSlice<u32>,
+        doc_off: CudaSlice<u64>,
+        row_off: CudaSlice<u64>,
+        row_off_host: Vec<u64>,
+        row_len: CudaSlice<u32>,
+        rows: CudaSlice<u32>,
+        /// Registers, 1 or 4 bytes each (`u8` slices reinterpreted by the kernels).
+        b: CudaSlice<u8>,
+        bn: CudaSlice<u32>,
+        levels: CudaSlice<u64>,
+        levels_host: Vec<u64>,
+        top: u32,
+        totals: CudaSlice<u64>,
+        inv: CudaSlice<f64>,
+        s_cum: CudaSlice<f64>,
+        prior: CudaSlice<f64>,
+        hist: CudaSlice<u32>,
+        ll: CudaSlice<u64>,
+        device_bytes: u64,
+    }
+
+    impl MfmGpuEngine {
+        pub fn open(ordinal: Option<usize>, setup: EngineSetup) -> Result<Self, TrainError> {
+            let name = setup.sampler.name();
+            if let Start::Resume(_) = setup.start {
+                return Err(TrainError::Unsupported(format!(
+                    "--algo {name} keeps no assignments, so it cannot resume a checkpoint"
+                )));
+            }
+            if setup.fixed_counts.is_some() {
+                return Err(TrainError::Unsupported(format!(
+                    "--algo {name} cannot start from fixed counts (topos update, --seed-words) yet; use --algo cgs"
+                )));
+            }
+            crate::engine::exchange_with_one_worker(
+                name,
+                setup.transport.as_ref(),
+                "it keeps no assignments to share out",
+            )?;
+            let Some(alpha) = setup.hyper.alpha.symmetric_value() else {
+                return Err(TrainError::Unsupported(
+                    "an asymmetric alpha runs on the CPU only for now; use --device cpu".into(),
+                ));
+            };
+            let view = setup.docs.view();
+            if view.num_tokens() == 0 {
+                return Err(TrainError::EmptyCorpus);
+            }
+            let bound = view.max_word_id_bound();
+            if bound as usize > setup.num_words {
+                return Err(TrainError::WordOutOfRange {
+                    found: bound - 1,
+                    vocab: setup.num_words,
+                });
+            }
+            let k = setup.hyper.num_topics;
+            let width = setup.settings.counters();
+            let longest = (0..view.len())
+                .map(|d| view.doc(d).len() as u64)
+                .max()
+                .unwrap_or(0);
+            // A row entry keeps its register in 16 bits; exact counts of a longer document
+            // would not fit.
+            if width == CounterWidth::Exact && longest > u64::from(u16::MAX) {
+                return Err(TrainError::Unsupported(format!(
+                    "--algo mfm on the GPU keeps exact document counts in 16 bits, and a document has {longest} tokens; use --counters approx8, or --device cpu"
+                )));
+            }
+            let ctx = device::open(ordinal).map_err(dev)?;
+            let info = device::info(&ctx).map_err(dev)?;
+            let stream = ctx
+                .new_stream()
+                .check(|| "creating a CUDA stream".into())
+                .map_err(dev)?;
+            let (major, minor) = ctx
+                .compute_capability()
+                .check(|| "reading the compute capability".into())
+                .map_err(dev)?;
+            let reg_bytes: u64 = if width == CounterWidth::Exact { 4 } else { 1 };
+            let blocks = info.multiprocessors.max(1) * 8;
+            let warps = u64::from(blocks * WARPS);
+            // Rows: room for min(len, K) entries a document.
+            let mut row_off_host = Vec::with_capacity(view.len() + 1);
+            row_off_host.push(0u64);
+            for d in 0..view.len() {
+                let room = (view.doc(d).len() as u64).min(u64::from(k));
+                row_off_host.push(row_off_host[d] + room);
+            }
+            let row_entries = *row_off_host.last().expect("one offset");
+            let (v, kk) = (setup.num_words as u64, u64::from(k));
+            let items = super::device_bytes(
+                view.num_tokens(),
+                view.len() as u64,
+                row_entries,
+                v,
+                kk,
+                reg_bytes,
+                warps,
+            );
+            let need: u64 = items.iter().map(|(_, b)| b).sum();
+            let budget = setup
+                .device
+                .memory_budget
+                .map_or(info.free_bytes, |b| b.min(info.free_bytes));
+            if need + RESERVE_BYTES > budget {
+                return Err(TrainError::Unsupported(format!(
+                    "--algo mfm on the GPU keeps the corpus resident and needs {:.2} GB of device memory ({}), {:.2} GB is available; use --device cpu, fewer topics or --counters approx8",
+                    need as f64 / 1e9,
+                    items
+                        .iter()
+                        .map(|(what, b)| format!("{what}: {:.2} GB", *b as f64 / 1e9))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    budget.saturating_sub(RESERVE_BYTES) as f64 / 1e9
+                )));
+            }
+            if setup.device.force_streaming {
+                return Err(TrainError::Unsupported(
+                    "--algo mfm on the GPU keeps the corpus resident; it does not stream".into(),
+                ));
+            }
+            let parts = setup.device.partition_tokens.map_or(1, |p| {
+                view.num_tokens()
+                    .div_ceil(p.max(1))
+                    .clamp(1, view.len() as u64) as usize
+            });
+            let chunks = crate::layout::balanced_ranges(view, parts);
+            let kernels = compile(&ctx, width, major, minor).map_err(dev)?;
+            let alloc = |what: &str| format!("allocating {what}");
+            let up = |what: &'static str| move || format!("copying {what} to the device");
+            let g = |e: GpuError| dev(e);
+            let words = stream
+                .clone_htod(view.tokens())
+                .check(up("the tokens"))
+                .map_err(g)?;
+            let doc_off = stream
+                .clone_htod(view.offsets())
+                .check(up("the document offsets"))
+                .map_err(g)?;
+            let row_off = stream
+                .clone_htod(&row_off_host)
+                .check(up("the row offsets"))
+                .map_err(g)?;
+            let row_len = stream
+                .alloc_zeros::<u32>(view.len().max(1))
+                .check(|| alloc("the row lengths"))
+                .map_err(g)?;
+            let rows = stream
+                .alloc_zeros::<u32>(row_entries.max(1) as usize)
+                .check(|| alloc("the documents' rows"))
+                .map_err(g)?;
+            let cells = (v * kk).max(1) as usize;
+            let b = stream
+                .alloc_zeros::<u8>(cells * reg_bytes as usize)
+                .check(|| alloc("the words' registers"))
+                .map_err(g)?;
+            let bn = stream
+                .alloc_zeros::<u32>(cells)
+                .check(|| alloc("the words' new counts"))
+                .map_err(g)?;
+            let levels_host: Vec<u64> = width.levels().map_or_else(|| vec![0], <[u64]>::to_vec);
+            let top = (levels_host.len() - 1) as u32;
+            let levels = stream
+                .clone_htod(&levels_host)
+                .check(up("the counter levels"))
+                .map_err(g)?;
+            let kz = k as usize;
+            let totals = stream
+                .alloc_zeros::<u64>(kz)
+                .check(|| alloc("the topic totals"))
+                .map_err(g)?;
+            let inv = stream
+                .alloc_zeros::<f64>(kz)
+                .check(|| alloc("the normalizers"))
+                .map_err(g)?;
+            let s_cum = stream
+                .alloc_zeros::<f64>(kz)
+                .check(|| alloc("the smoothing sums"))
+                .map_err(g)?;
+            let prior = stream
+                .alloc_zeros::<f64>(setup.num_words.max(1))
+                .check(|| alloc("the words' prior mass"))
+                .map_err(g)?;
+            let hist = stream
+                .alloc_zeros::<u32>((warps * kk) as usize)
+                .check(|| alloc("the warps' histograms"))
+                .map_err(g)?;
+            let ll = stream
+                .alloc_zeros::<u64>(1)
+                .check(|| alloc("the log-likelihood sum"))
+                .map_err(g)?;
+            let mut engine = MfmGpuEngine {
+                _ctx: ctx,
+                stream,
+                kernels,
+                info,
+                hyper: setup.hyper,
+                alpha,
+                width,
+                seed: setup.seed,
+                num_words: setup.num_words as u32,
+                tokens: view.num_tokens(),
+                chunks,
+                iteration: 0,
+                threads: setup.threads,
+                sampled: false,
+                blocks,
+                words,
+                doc_off,
+                row_off,
+                row_off_host,
+                row_len,
+                rows,
+                b,
+                bn,
+                levels,
+                levels_host,
+                top,
+                totals,
+                inv,
+                s_cum,
+                prior,
+                hist,
+                ll,
+                device_bytes: need,
+            };
+            // The start: uniform topics, counted and rounded with iteration 0's keys.
+            engine.sweep(MODE_START, 0).map_err(dev)?;
+            engine.commit_counts(0).map_err(dev)?;
+            Ok(engine)
+        }
+
+        fn seed_parts(&self) -> (u32, u32) {
+            (self.seed as u32, (self.seed >> 32) as u32)
+        }
+
+        /// `mfm_sweep` over every document, a launch a chunk.
+        fn sweep(&mut self, mode: u32, iteration: u32) -> Result<(), GpuError> {
+            for c in self.chunks.clone() {
+                self.sweep_chunk(mode, iteration, c.start as u64, c.end as u64)?;
+            }
+            Ok(())
+        }
+
+        fn sweep_chunk(
+            &mut self,
+            mode: u32,
+            iteration: u32,
+            begin: u64,
+            end: u64,
+        ) -> Result<(), GpuError> {
+            let (lo, hi) = self.seed_parts();
+            let k = self.hyper.num_topics;
+            let beta = self.hyper.beta;
+            let cfg = LaunchConfig {
+                grid_dim: (self.blocks, 1, 1),
+                block_dim: (WARPS * 32, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: argument types and order match mfm_sweep's signature; the registers are
+            // REG_BYTES wide as compiled.
+            unsafe {
+                self.stream
+                    .launch_builder(&self.kernels.sweep)
+                    .arg(&mode)
+                    .arg(&self.words)
+                    .arg(&self.doc_off)
+                    .arg(&begin)
+                    .arg(&end)
+                    .arg(&self.row_off)
+                    .arg(&mut self.row_len)
+                    .arg(&mut self.rows)
+                    .arg(&self.b)
+                    .arg(&mut self.bn)
+                    .arg(&self.levels)
+                    .arg(&self.top)
+                    .arg(&self.inv)
+                    .arg(&self.s_cum)
+                    .arg(&self.prior)
+                    .arg(&mut self.hist)
+                    .arg(&k)
+                    .arg(&self.alpha)
+                    .arg(&beta)
+                    .arg(&lo)
+                    .arg(&hi)
+                    .arg(&iteration)
+                    .arg(&mut self.ll)
+                    .launch(cfg)
+            }
+            .check(|| "launching mfm_sweep".into())?;
+            Ok(())
+        }
+
+        /// The M-step: the words' new counts rounded into B, the totals, the normalizers and the
+        /// words' prior mass the next sweep reads.
+        fn commit_counts(&mut self, iteration: u32) -> Result<(), GpuError> {
+            let (lo, hi) = self.seed_parts();
+            let (v, k) = (self.num_words, self.hyper.num_topics);
+            self.stream
+                .memset_zeros(&mut self.totals)
+                .check(|| "clearing the topic totals".into())?;
+            let col_blocks = k.div_ceil(COMMIT_THREADS);
+            let slices = (self.info.multiprocessors.max(1) * 16 / col_blocks).clamp(1, v.max(1));
+            let per_slice = v.div_ceil(slices).max(1);
+            let cfg = LaunchConfig {
+                grid_dim: (col_blocks, v.div_ceil(per_slice).max(1), 1),
+                block_dim: (COMMIT_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: as in `sweep`.
+            unsafe {
+                self.stream
+                    .launch_builder(&self.kernels.commit_words)
+                    .arg(&mut self.bn)
+                    .arg(&mut self.b)
+                    .arg(&v)
+                    .arg(&k)
+                    .arg(&per_slice)
+                    .arg(&self.levels)
+                    .arg(&self.top)
+                    .arg(&lo)
+                    .arg(&hi)
+                    .arg(&iteration)
+                    .arg(&mut self.totals)
+                    .launch(cfg)
+            }
+            .check(|| "launching mfm_commit_words".into())?;
+            let v_beta = f64::from(v) * self.hyper.beta;
+            let beta = self.hyper.beta;
+            // SAFETY: as in `sweep`.
+            unsafe {
+                self.stream
+                    .launch_builder(&self.kernels.normalizers)
+                    .arg(&self.totals)
+                    .arg(&k)
+                    .arg(&v_beta)
+                    .arg(&self.alpha)
+                    .arg(&beta)
+                    .arg(&mut self.inv)
+                    .arg(&mut self.s_cum)
+                    .launch(LaunchConfig {
+                        grid_dim: (1, 1, 1),
+                        block_dim: (1, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+            }
+            .check(|| "launching mfm_normalizers".into())?;
+            let blocks = v.clamp(1, self.info.multiprocessors.max(1) * 32);
+            // SAFETY: as in `sweep`.
+            unsafe {
+                self.stream
+                    .launch_builder(&self.kernels.word_prior)
+                    .arg(&self.b)
+                    .arg(&self.levels)
+                    .arg(&self.inv)
+                    .arg(&v)
+                    .arg(&k)
+                    .arg(&self.alpha)
+                    .arg(&mut self.prior)
+                    .launch(LaunchConfig {
+                        grid_dim: (blocks, 1, 1),
+                        block_dim: (PRIOR_THREADS, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+            }
+            .check(|| "launching mfm_word_prior".into())?;
+            self.stream
+                .synchronize()
+                .check(|| "waiting for the commit".into())
+        }
+
+        /// The words' registers of rows `words`, as counts.
+        fn word_rows(&self, words: Range<u32>) -> Result<Vec<u64>, GpuError> {
+            let k = u64::from(self.hyper.num_topics);
+            let reg = if self.width == CounterWidth::Exact {
+                4
+            } else {
+                1
+            };
+            let (a, b) = (
+                (u64::from(words.start) * k * reg) as usize,
+                (u64::from(words.end) * k * reg) as usize,
+            );
+            let mut bytes = vec![0u8; b - a];
+            self.stream
+                .memcpy_dtoh(&self.b.slice(a..b), &mut bytes)
+                .check(|| "reading the word-topic counts".into())?;
+            self.stream
+                .synchronize()
+                .check(|| "reading the word-topic counts".into())?;
+            Ok(if reg == 4 {
+                bytes
+                    .chunks_exact(4)
+                    .map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+                    .collect()
+            } else {
+                bytes
+                    .iter()
+                    .map(|&r| self.levels_host[r as usize])
+                    .collect()
+            })
+        }
+    }
+
+    fn compile(
+        ctx: &Arc<CudaContext>,
+        width: CounterWidth,
+        major: i32,
+        minor: i32,
+    ) -> Result<Kernels, GpuError> {
+        let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+        let options = vec![
+            "--std=c++17".to_string(),
+            "-default-device".to_string(),
+            format!(
+                "-DREG_BYTES={}",
+                if width == CounterWidth::Exact { 4 } else { 1 }
+            ),
+            format!("-DAPPROX={}", u32::from(width != CounterWidth::Exact)),
+        ];
+        let ptx = topos_cuda::compile::compile_cached(SOURCE, options, arch)?.0;
+        let module = ctx
+            .load_module(ptx)
+            .check(|| "loading the mfm kernels".into())?;
+        let f = |name: &str| {
+            module
+                .load_function(name)
+                .check(|| format!("finding kernel {name}"))
+        };
+        Ok(Kernels {
+            normalizers: f("mfm_normalizers")?,
+            word_prior: f("mfm_word_prior")?,
+            sweep: f("mfm_sweep")?,
+            commit_words: f("mfm_commit_words")?,
+        })
+    }
+
+    impl Engine for MfmGpuEngine {
+        fn describe(&self) -> String {
+            format!(
+                "cuda:{} ({}), {} counters",
+                self.info.ordinal,
+                self.info.name,
+                self.width.name()
+            )
+        }
+        fn threads(&self) -> usize {
+            self.threads
+        }
+        fn partitions(&self) -> usize {
+            self.chunks.len()
+        }
+        fn iteration(&self) -> u32 {
+            self.iteration
+        }
+        fn setting_defaults(&self) -> crate::sampler::SettingDefaults {
+            crate::sampler::SettingDefaults::Gpu
+        }
+        fn plan(&self) -> Option<serde_json::Value> {
+            Some(serde_json::json!({
+                "mode": "resident",
+                "device_bytes": self.device_bytes,
+                "bytes_per_token": self.device_bytes as f64 / self.tokens.max(1) as f64,
+                "summary": format!(
+                    "mfm resident on the GPU: {:.2} GB ({:.1} B/token; each token keeps only its word)",
+                    self.device_bytes as f64 / 1e9,
+                    self.device_bytes as f64 / self.tokens.max(1) as f64
+                ),
+            }))
+        }
+        fn sample(&mut self) -> Result<(), TrainError> {
+            if self.sampled {
+                return Err(TrainError::Unsupported(
+                    "a sample without a commit after the last one".into(),
+                ));
+            }
+            self.sweep(MODE_DRAW, self.iteration + 1).map_err(dev)?;
+            self.sampled = true;
+            Ok(())
+        }
+        fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
+            crate::engine::check_sampled(self.sampled)?;
+            crate::engine::exchange_with_one_worker("mfm", transport, "it keeps no assignments")
+        }
+        fn commit(&mut self) -> Result<(), TrainError> {
+            crate::engine::check_sampled(self.sampled)?;
+            self.commit_counts(self.iteration + 1).map_err(dev)?;
+            self.iteration += 1;
+            self.sampled = false;
+            Ok(())
+        }
+        /// The CPU engine's formula, (1/N) Σ log Σ_k θ_dk φ_kw, each token's term rounded to
+        /// 2⁻²⁴ and summed as an integer.
+        fn log_likelihood(&mut self) -> Result<f64, TrainError> {
+            self.stream
+                .memset_zeros(&mut self.ll)
+                .check(|| "clearing the log-likelihood".into())
+                .map_err(dev)?;
+            self.sweep(MODE_LOGLIK, self.iteration).map_err(dev)?;
+            let sum = self
+                .stream
+                .clone_dtoh(&self.ll)
+                .check(|| "reading the log-likelihood".into())
+                .map_err(dev)?;
+            Ok(sum[0] as i64 as f64 / LL_SCALE / self.tokens.max(1) as f64)
+        }
+        fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
+            self.stream
+                .clone_dtoh(&self.totals)
+                .check(|| "reading the topic totals".into())
+                .map_err(dev)
+        }
+        fn word_topics(
+            &mut self,
+            words: Range<u32>,
+            out: &mut WordTopics,
+        ) -> Result<(), TrainError> {
+            let k = self.hyper.num_topics as usize;
+            let counts = self.word_rows(words).map_err(dev)?;
+            out.clear_rows(self.hyper.num_topics);
+            for row in counts.chunks_exact(k.max(1)) {
+                for (t, &n) in row.iter().enumerate() {
+                    if n > 0 {
+                        out.topics.push(t as u16);
+                        out.counts.push(n.min(u64::from(u32::MAX)) as u32);
+                    }
+                }
+                out.offsets.push(out.topics.len() as u64);
+            }
+            Ok(())
+        }
+        fn assignments(&mut self, _start: u64, _out: &mut [u16]) -> Result<(), TrainError> {
+            Err(TrainError::Unsupported(
+                "--algo mfm keeps no assignments (that is its memory saving)".into(),
+            ))
+        }
+        fn doc_topic_rows(
+            &mut self,
+            docs: Range<usize>,
+            out: &mut DocTopics,
+        ) -> Result<bool, TrainError> {
+            out.num_topics = self.hyper.num_topics;
+            out.offsets.clear();
+            out.topics.clear();
+            out.counts.clear();
+            out.offsets.push(0);
+            if docs.is_empty() {
+                return Ok(true);
+            }
+            let read = |what: &'static str| move || format!("reading {what}");
+            let mut lens = vec![0u32; docs.len()];
+            self.stream
+                .memcpy_dtoh(&self.row_len.slice(docs.clone()), &mut lens)
+                .check(read("the documents' row lengths"))
+                .map_err(dev)?;
+            let (a, b) = (
+                self.row_off_host[docs.start] as usize,
+                self.row_off_host[docs.end] as usize,
+            );
+            let mut entries = vec![0u32; b - a];
+            if b > a {
+                self.stream
+                    .memcpy_dtoh(&self.rows.slice(a..b), &mut entries)
+                    .check(read("the documents' rows"))
+                    .map_err(dev)?;
+            }
+            self.stream
+                .synchronize()
+                .check(read("the documents' rows"))
+                .map_err(dev)?;
+            for (i, d) in docs.enumerate() {
+                let start = self.row_off_host[d] as usize - a;
+                for &e in &entries[start..start + lens[i] as usize] {
+                    out.topics.push((e >> 16) as u16);
+                    let reg = e & 0xffff;
+                    let n = if self.width == CounterWidth::Exact {
+                        u64::from(reg)
+                    } else {
+                        self.levels_host[reg as usize]
+                    };
+                    out.counts.push(n.min(u64::from(u32::MAX)) as u32);
+                }
+                out.offsets.push(out.topics.len() as u64);
+            }
+            Ok(true)
+        }
+    }
+}
