@@ -474,11 +474,12 @@ fn algos_lists_every_registered_sampler_device_and_transport() {
         v["samplers"][2]["determinism"],
         "any-threads-any-partitions"
     );
-    // mfm: approximate, deterministic, CPU only, no state per token.
+    // mfm: approximate, deterministic, on the CPU and (an engine of its own) the GPU, no state
+    // per token.
     let mfm = &v["samplers"][5];
     assert_eq!(mfm["exactness"], "approximate");
     assert_eq!(mfm["determinism"], "any-threads-any-partitions");
-    assert_eq!(mfm["devices"], serde_json::json!(["cpu"]));
+    assert_eq!(mfm["devices"], v["samplers"][1]["devices"]);
     assert_eq!(mfm["state_bytes_per_token"], 0);
     assert_eq!(mfm["private_training"], false);
     assert_eq!(v["devices"][1]["name"], "cpu");

@@ -153,6 +153,25 @@ extern "C" __global__ void __launch_bounds__(PRIOR_THREADS) mfm_word_prior(
     }
 }
 
+// Entry i of a document row: its topic k and the factor tpd[m][k] inv[k], from the stage or from
+// the row itself (the same product either way).
+#ifndef STAGE
+#define STAGE 256
+#endif
+#define LEVELS_MAX 256
+__device__ __forceinline__ void row_factor(bool staged, const u16* stage_t, const double* stage_a,
+                                           const u32* __restrict__ rows, u64 roff, u32 i,
+                                           const double* __restrict__ inv, const u64* lv, u32& k, double& a) {
+    if (staged) {
+        k = stage_t[i];
+        a = stage_a[i];
+    } else {
+        u32 e = rows[roff + i];
+        k = e >> 16;
+        a = (double)estimate(e & 0xffffu, lv) * inv[k];
+    }
+}
+
 #define MODE_START 0u
 #define MODE_DRAW 1u
 #define MODE_LOGLIK 2u
@@ -180,8 +199,17 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     unsigned long long* __restrict__ ll_sum) {
     __shared__ u16 touched_all[WARPS][TOUCHED_CAP];
     __shared__ u32 touched_n_all[WARPS];
+    // A document row of at most STAGE entries is staged once, as each entry's topic and its
+    // word-independent factor tpd[m][k] inv[k], for every token of the document to read.
+    __shared__ u16 stage_t_all[WARPS][STAGE];
+    __shared__ double stage_a_all[WARPS][STAGE];
+    __shared__ u64 lv[LEVELS_MAX];
+    for (u32 i = threadIdx.x; i <= top && i < LEVELS_MAX; i += blockDim.x) lv[i] = levels[i];
+    __syncthreads();
     const u32 lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
     u16* touched = touched_all[wib];
+    u16* stage_t = stage_t_all[wib];
+    double* stage_a = stage_a_all[wib];
     u32* h = hist + (u64)(blockIdx.x * WARPS + wib) * K;
     const u64 warps = (u64)gridDim.x * WARPS;
     const double s_total = s_cum[K - 1];
@@ -191,10 +219,18 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
         const u64 roff = row_off[d];
         const u32 r = mode == MODE_START ? 0u : row_len[d];
         if (lane == 0) touched_n_all[wib] = 0;
+        const bool staged = r <= STAGE;
+        if (staged) {
+            for (u32 i = lane; i < r; i += 32) {
+                u32 e = rows[roff + i], k = e >> 16;
+                stage_t[i] = (u16)k;
+                stage_a[i] = (double)estimate(e & 0xffffu, lv) * inv[k];
+            }
+        }
         // n_d, for the log-likelihood.
         double n_d = 0.0;
         if (mode == MODE_LOGLIK) {
-            for (u32 i = lane; i < r; i += 32) n_d += (double)estimate(rows[roff + i] & 0xffffu, levels);
+            for (u32 i = lane; i < r; i += 32) n_d += (double)estimate(rows[roff + i] & 0xffffu, lv);
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) n_d += __shfl_xor_sync(FULL, n_d, o);
         }
@@ -209,8 +245,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
             } else {
                 double dm = 0.0;
                 for (u32 i = 0; i < r; i++) {
-                    u32 e = rows[roff + i], k = e >> 16;
-                    dm += (double)estimate(e & 0xffffu, levels) * ((double)estimate(wrow[k], levels) + beta) * inv[k];
+                    u32 k;
+                    double a;
+                    row_factor(staged, stage_t, stage_a, rows, roff, i, inv, lv, k, a);
+                    dm += a * ((double)estimate(wrow[k], lv) + beta);
                 }
                 const double p = prior[v];
                 if (mode == MODE_LOGLIK) {
@@ -224,8 +262,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                     double acc = 0.0;
                     t = r > 0 ? (rows[roff + r - 1] >> 16) : 0u;
                     for (u32 i = 0; i < r; i++) {
-                        u32 e = rows[roff + i], k = e >> 16;
-                        acc += (double)estimate(e & 0xffffu, levels) * ((double)estimate(wrow[k], levels) + beta) * inv[k];
+                        u32 k;
+                        double a;
+                        row_factor(staged, stage_t, stage_a, rows, roff, i, inv, lv, k, a);
+                        acc += a * ((double)estimate(wrow[k], lv) + beta);
                         if (acc > x) { t = k; break; }
                     }
                 } else if (x < dm + p) {
@@ -239,7 +279,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                         u32 reg = wrow[k];
                         if (!reg) continue;
                         last = k;
-                        acc += alpha * (double)estimate(reg, levels) * inv[k];
+                        acc += alpha * (double)estimate(reg, lv) * inv[k];
                         if (acc > x) { t = k; break; }
                     }
                     if (t == K) t = last;
@@ -271,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                 for (u32 q = 0; q < distinct; q++) rank += touched[q] < k;
                 u32 n = h[k];
                 h[k] = 0;
-                u32 reg = round_count(n, DOC_CELL | (d * (u64)K + k), iteration, levels, top, seed_lo, seed_hi);
+                u32 reg = round_count(n, DOC_CELL | (d * (u64)K + k), iteration, lv, top, seed_lo, seed_hi);
                 rows[roff + rank] = (k << 16) | reg;
             }
         } else {
@@ -283,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                 if (n) {
                     h[k] = 0;
                     u32 at = base + __popc(mask & ((1u << lane) - 1u));
-                    u32 reg = round_count(n, DOC_CELL | (d * (u64)K + k), iteration, levels, top, seed_lo, seed_hi);
+                    u32 reg = round_count(n, DOC_CELL | (d * (u64)K + k), iteration, lv, top, seed_lo, seed_hi);
                     rows[roff + at] = (k << 16) | reg;
                 }
                 base += __popc(mask);
