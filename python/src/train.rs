@@ -117,7 +117,7 @@ fn doc_theta(a: &DocTopics, hyper: &Hyperparameters) -> Array2<f64> {
 #[pyo3(signature = (corpus, k, iters, *, algo=None, seed=1, threads=0, alpha=None, beta=0.01,
     partitions=None, device="auto", eval_every=10, heldout_every=None, output=None, log=None,
     doc_topics=false, callback=None, info=None, optimize_priors=None, optimize_burn_in=50,
-    ezlda_g=None, mh_steps=None, counters=None))]
+    **settings))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn train<'py>(
     py: Python<'py>,
@@ -140,9 +140,7 @@ pub fn train<'py>(
     info: Option<Bound<'py, PyAny>>,
     optimize_priors: Option<u32>,
     optimize_burn_in: u32,
-    ezlda_g: Option<i64>,
-    mh_steps: Option<i64>,
-    counters: Option<&str>,
+    settings: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(PyModel, String, Option<Bound<'py, PyArray2<f64>>>)> {
     // Everything `topos train` refuses before a run starts is refused here, with its words.
     let device: DeviceChoice = device.parse().map_err(value_error)?;
@@ -164,29 +162,16 @@ pub fn train<'py>(
         Some(a) => topos_train::sampler_named(a).map_err(to_py)?,
         None => topos_train::sampler::default_sampler(),
     };
-    // The CLI's per-sampler settings and their refusals, in Python's words.
+    // The CLI's per-sampler settings and their refusals, in Python's words: each registered
+    // setting is a keyword (`topos_train::Setting::keyword`), its value a number or a name.
     let py_words = |e: topos_train::sampler::SettingError| {
-        value_error(
-            e.0.replace("--ezlda-g", "ezlda_g")
-                .replace("--mh-steps", "mh_steps")
-                .replace("--counters", "counters")
-                .replace("--algo ", "algo="),
-        )
+        let mut text = e.0;
+        for s in topos_train::Setting::all() {
+            text = text.replace(s.flag, s.keyword);
+        }
+        value_error(text.replace("--algo ", "algo="))
     };
-    let settings = topos_train::SamplerSettings {
-        ezlda_g: ezlda_g
-            .map(|g| g.to_string().parse::<topos_train::EzldaDepth>())
-            .transpose()
-            .map_err(py_words)?,
-        mh_steps: mh_steps
-            .map(|n| n.to_string().parse::<topos_train::MhSteps>())
-            .transpose()
-            .map_err(py_words)?,
-        counters: counters
-            .map(str::parse::<topos_train::sampler::CounterWidth>)
-            .transpose()
-            .map_err(py_words)?,
-    };
+    let settings = sampler_settings(settings, py_words)?;
     settings.check_for(sampler).map_err(py_words)?;
     let hyper = Hyperparameters::new(k, alpha, Some(beta)).map_err(to_py)?;
     if partitions == Some(0) {
@@ -316,4 +301,50 @@ pub fn train<'py>(
     let json =
         serde_json::to_string(&summary).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     Ok((PyModel::new(model), json, theta.map(|t| t.into_pyarray(py))))
+}
+
+/// The per-sampler settings passed to `train` as keywords (`mh_steps=8`, `counters="approx8"`):
+/// an unknown keyword is a `TypeError` naming the known ones, a bad value a `ValueError`.
+fn sampler_settings(
+    given: Option<&Bound<'_, PyDict>>,
+    py_words: impl Fn(topos_train::sampler::SettingError) -> PyErr,
+) -> PyResult<topos_train::SamplerSettings> {
+    let mut out = topos_train::SamplerSettings::default();
+    let Some(given) = given else {
+        return Ok(out);
+    };
+    for (key, value) in given.iter() {
+        let key: String = key.extract()?;
+        let Some(setting) = topos_train::Setting::from_keyword(&key) else {
+            let known: Vec<&str> = topos_train::Setting::all()
+                .iter()
+                .map(|s| s.keyword)
+                .collect();
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "train() got an unexpected keyword argument {key:?}; the sampler settings are {}",
+                known.join(", ")
+            )));
+        };
+        if value.is_none() {
+            continue;
+        }
+        let parsed = match value.extract::<i64>() {
+            Ok(n) if !value.is_instance_of::<pyo3::types::PyBool>() => {
+                setting.parse(&n.to_string())
+            }
+            _ => match value.extract::<String>() {
+                Ok(text) => setting.parse(&text),
+                Err(_) => Err(topos_train::sampler::SettingError(format!(
+                    "{} must be {}, got {}",
+                    setting.flag,
+                    setting.choices().replace('|', ", "),
+                    value.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))),
+            },
+        };
+        parsed
+            .and_then(|v| out.set(setting, v))
+            .map_err(&py_words)?;
+    }
+    Ok(out)
 }

@@ -386,3 +386,10 @@ def test_sampler_settings_like_the_cli(demo_corpus):
         topos.train(demo_corpus, k=10, iters=1, mh_steps=2, device="cpu")
     with pytest.raises(ValueError, match="ezlda_g must be a whole number from 1 to 16"):
         topos.train(demo_corpus, k=10, iters=1, algo="ezlda", ezlda_g=0, device="cpu")
+    # The keywords are the registry's: an unknown one names those there are; a value is a
+    # number or a name, as on the command line.
+    with pytest.raises(TypeError, match="unexpected keyword argument 'mh_step'.*mh_steps"):
+        topos.train(demo_corpus, k=10, iters=1, algo="mh", mh_step=2, device="cpu")
+    with pytest.raises(ValueError, match="mh_steps must be a whole number from 1 to 64"):
+        topos.train(demo_corpus, k=10, iters=1, algo="mh", mh_steps=2.5, device="cpu")
+    assert model_bytes(algo="mh", mh_steps="2") == model_bytes(algo="mh", mh_steps=2)

@@ -357,9 +357,7 @@ def train(
     verbose: bool = False,
     optimize_priors: Optional[int] = None,
     optimize_burn_in: int = 50,
-    ezlda_g: Optional[int] = None,
-    mh_steps: Optional[int] = None,
-    counters: Optional[str] = None,
+    **settings: Union[int, str, None],
 ) -> Model:
     """Trains an LDA model of ``k`` topics for ``iters`` iterations: ``topos train`` with the
     same arguments (and defaults), giving the same model file for the same corpus and seed.
@@ -375,14 +373,17 @@ def train(
     (``model.summary["algorithm"]`` names the choice). ``device``: ``auto`` (a GPU when one is usable), ``cpu``, ``cuda``,
     ``cuda:N`` or ``cuda:all``. ``optimize_priors=N`` learns an asymmetric α and a symmetric β
     every N iterations after ``optimize_burn_in`` (``topos train --optimize-priors``; CPU only
-    for now): the model's ``alpha`` is then one value per topic. ``ezlda_g`` (``algo="ezlda"``
-    only, 1 to 16, default 2): the bound depth g of ``topos train --ezlda-g``, a speed knob (the
-    same model for every g; the GPU kernel implements g = 2). ``mh_steps`` (``algo="mh"`` only,
-    1 to 64, default 4): proposal pairs per token and iteration (``--mh-steps``), which change
-    the model and are recorded in it. ``counters`` (``algo="mfm"`` only): ``"exact"`` (the
-    default), ``"approx8"`` or ``"approx4"``, the width of Mean-for-Mode's counts
-    (``--counters``), recorded in the model. Given for another sampler, each raises
-    ``ValueError``.
+    for now): the model's ``alpha`` is then one value per topic.
+
+    Sampler settings are keywords, one per ``topos train`` flag that a sampler declares (the
+    flag's name with ``_``: ``topos algos`` lists them): ``ezlda_g`` (``algo="ezlda"`` only, 1 to
+    16, default 2): the bound depth g of ``--ezlda-g``, a speed knob (the same model for every
+    g; the GPU kernel implements g = 2). ``mh_steps`` (``algo="mh"`` only, 1 to 64, default 4 on
+    the GPU, 2 on the CPU): proposal pairs per token and iteration (``--mh-steps``), which
+    change the model and are recorded in it. ``counters`` (``algo="mfm"`` only): ``"exact"``
+    (the default), ``"approx8"`` or ``"approx4"``, the width of Mean-for-Mode's counts
+    (``--counters``), recorded in the model. A setting given for another sampler, or a bad
+    value, raises ``ValueError``; an unknown keyword ``TypeError``.
     """
     if not isinstance(corpus, Corpus):
         raise ValueError(f"corpus must be a topos.Corpus, got {type(corpus).__name__}")
@@ -410,9 +411,7 @@ def train(
         info=info,
         optimize_priors=None if optimize_priors is None else int(optimize_priors),
         optimize_burn_in=int(optimize_burn_in),
-        ezlda_g=None if ezlda_g is None else int(ezlda_g),
-        mh_steps=None if mh_steps is None else int(mh_steps),
-        counters=counters,
+        **settings,
     )
     return Model(inner, json.loads(summary))
 

@@ -132,9 +132,7 @@ def train(
     info: Optional[Callable[[str], Any]] = None,
     optimize_priors: Optional[int] = None,
     optimize_burn_in: int = 50,
-    ezlda_g: Optional[int] = None,
-    mh_steps: Optional[int] = None,
-    counters: Optional[str] = None,
+    **settings: Union[int, str, None],
 ) -> Tuple[Model, str, Optional[np.ndarray]]: ...
 def knn(
     indptr: np.ndarray,

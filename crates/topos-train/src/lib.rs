@@ -37,6 +37,7 @@ pub mod run;
 pub mod sampler;
 pub mod samplers;
 pub mod seeds;
+pub mod settings;
 pub mod shard;
 pub mod synthetic;
 pub mod transport;

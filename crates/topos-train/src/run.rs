@@ -834,7 +834,7 @@ impl Run {
             docs: docs.clone(),
             num_words: corpus.vocab().len(),
             sampler,
-            settings: config.sampler_settings,
+            settings: config.sampler_settings.clone(),
             hyper: h.clone(),
             seed,
             threads,

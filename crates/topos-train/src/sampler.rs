@@ -9,7 +9,6 @@
 use crate::counts::WordTopics;
 use crate::layout::Partition;
 pub use crate::samplers::mfm::counters::CounterWidth;
-use std::collections::BTreeMap;
 use topos_corpus::Docs;
 use topos_model::DocTopics;
 
@@ -103,7 +102,7 @@ pub trait Sampler: Sync {
     fn gpu(&self) -> Option<GpuImplementation>;
     /// The run settings it takes ([`SamplerSettings`]; `topos train --ezlda-g`, `--mh-steps`):
     /// none by default. A setting given for a sampler that does not list it is refused.
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> &'static [&'static Setting] {
         &[]
     }
 }
@@ -168,7 +167,7 @@ pub struct SweepInput<'a> {
     /// The iteration being sampled (1 for the first): keys the random numbers.
     pub iteration: u32,
     /// The run's per-sampler settings (each sampler reads its own).
-    pub settings: SamplerSettings,
+    pub settings: &'a SamplerSettings,
 }
 
 /// A sampler on the CPU (`samplers/NAME/cpu.rs`).
@@ -229,367 +228,9 @@ impl SweepCounters {
     }
 }
 
-/// A per-sampler setting of a run: one variant per knob, its flag, bounds and default. A sampler
-/// lists those it takes ([`Sampler::settings`]); [`SamplerSettings`] holds the values a run asks
-/// for, and the CPU sweep reads them from [`SweepInput::settings`]. Adding one: a variant here,
-/// a field of [`SamplerSettings`] with its validated type, its flag in `topos train`, and the
-/// sampler's `settings()` (CONTRIBUTING.md, "Add a sampler").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Setting {
-    /// ezLDA's bound depth g ([`EzldaDepth`]).
-    EzldaG,
-    /// mhLDA's proposal pairs per token and iteration ([`MhSteps`]).
-    MhSteps,
-    /// Mean-for-Mode's counter width in bits ([`CounterWidth`]: 32 exact, 8 or 4).
-    Counters,
-}
-
-impl Setting {
-    /// Every setting.
-    pub const ALL: [Setting; 3] = [Setting::EzldaG, Setting::MhSteps, Setting::Counters];
-
-    /// The name checkpoints and model files record it under.
-    pub fn key(self) -> &'static str {
-        match self {
-            Setting::EzldaG => "ezlda_g",
-            Setting::MhSteps => "mh_steps",
-            Setting::Counters => "counter_bits",
-        }
-    }
-    /// The `topos train` flag.
-    pub fn flag(self) -> &'static str {
-        match self {
-            Setting::EzldaG => "--ezlda-g",
-            Setting::MhSteps => "--mh-steps",
-            Setting::Counters => "--counters",
-        }
-    }
-    /// What it does, for `topos algos` and `--help`.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Setting::EzldaG => "depth g of the bound S_est (thesis Eq. 1.10): the g most popular topics of each word are looked up in the document, so larger g skips more document branches at more cost per token; a speed knob only, the model is the same for every g (CPU; the GPU kernel implements g = 2)",
-            Setting::MhSteps => "Metropolis-Hastings proposal pairs (one word, one document proposal) per token and iteration (default 4 on the GPU, 2 on the CPU, whose sweep refreshes the documents' counts between its word-proposal and document-proposal phases); more mix better per iteration and cost more; changes the model, so the model and checkpoints record it when given",
-            Setting::Counters => "how wide each of Mean-for-Mode's counts is kept: exact (32 bits), approx8 or approx4 (Morris's geometric scale, each count rounded without bias when the sweep ends, Tristan et al. §4.1); the model records it",
-        }
-    }
-    /// Its value when not given, the paper's (the GPU's, where the CPU's differs:
-    /// [`Setting::default_on`]).
-    pub fn default_value(self) -> u32 {
-        match self {
-            Setting::EzldaG => u32::from(EzldaDepth::DEFAULT.0),
-            Setting::MhSteps => MhSteps::DEFAULT.0,
-            Setting::Counters => CounterWidth::Exact.bits(),
-        }
-    }
-    /// Its smallest and largest values.
-    pub fn range(self) -> (u32, u32) {
-        match self {
-            Setting::EzldaG => (1, u32::from(EzldaDepth::MAX)),
-            Setting::MhSteps => (1, MhSteps::MAX),
-            Setting::Counters => (4, 32),
-        }
-    }
-    /// Its value when not given, on a device that takes `defaults`.
-    pub fn default_on(self, defaults: SettingDefaults) -> u32 {
-        match (self, defaults) {
-            (Setting::MhSteps, SettingDefaults::Cpu) => MhSteps::CPU_DEFAULT.0,
-            _ => self.default_value(),
-        }
-    }
-    /// Whether its value when not given depends on the device (`--mh-steps`: 4 on the GPU,
-    /// [`MhSteps::CPU_DEFAULT`] on the CPU): then a value given is recorded even when it equals
-    /// [`Setting::default_value`], so that a record never depends on the device it is read on.
-    pub fn default_depends_on_device(self) -> bool {
-        SettingDefaults::ALL
-            .iter()
-            .any(|&d| self.default_on(d) != self.default_value())
-    }
-    /// Whether the model depends on it (then checkpoints and models record it).
-    pub fn changes_model(self) -> bool {
-        match self {
-            Setting::EzldaG => false,
-            Setting::MhSteps | Setting::Counters => true,
-        }
-    }
-    /// A value of it for people: `approx8` for `--counters`, the number otherwise.
-    pub fn show(self, value: u32) -> String {
-        match (self, CounterWidth::from_bits(value)) {
-            (Setting::Counters, Some(w)) => w.name().to_string(),
-            _ => value.to_string(),
-        }
-    }
-    /// The values it takes, for people: `1..64`, or `exact|approx8|approx4`.
-    pub fn choices(self) -> String {
-        match self {
-            Setting::Counters => CounterWidth::ALL.map(|w| w.name()).join("|"),
-            _ => {
-                let (lo, hi) = self.range();
-                format!("{lo}..{hi}")
-            }
-        }
-    }
-    /// The value `settings` asks for, if it sets this one.
-    pub fn given(self, settings: &SamplerSettings) -> Option<u32> {
-        match self {
-            Setting::EzldaG => settings.ezlda_g.map(|g| u32::from(g.0)),
-            Setting::MhSteps => settings.mh_steps.map(|s| s.0),
-            Setting::Counters => settings.counters.map(CounterWidth::bits),
-        }
-    }
-    /// The value `settings` runs with (the default when not given).
-    pub fn value(self, settings: &SamplerSettings) -> u32 {
-        self.given(settings).unwrap_or_else(|| self.default_value())
-    }
-    /// Its value in a run on a device that takes `defaults` for settings left out.
-    pub fn value_on(self, settings: &SamplerSettings, defaults: SettingDefaults) -> u32 {
-        self.given(settings)
-            .unwrap_or_else(|| self.default_on(defaults))
-    }
-    /// The setting recorded as `key`.
-    pub fn from_key(key: &str) -> Option<Setting> {
-        Setting::ALL.into_iter().find(|s| s.key() == key)
-    }
-    /// Sets it to `value` in `settings`, checked.
-    pub fn set(self, settings: &mut SamplerSettings, value: u32) -> Result<(), SettingError> {
-        match self {
-            Setting::EzldaG => settings.ezlda_g = Some(EzldaDepth::new(value)?),
-            Setting::MhSteps => settings.mh_steps = Some(MhSteps::new(value)?),
-            Setting::Counters => {
-                settings.counters = Some(CounterWidth::from_bits(value).ok_or_else(|| {
-                    SettingError(format!(
-                        "--counters must be {}, got {value} bits",
-                        Setting::Counters.choices().replace('|', ", ")
-                    ))
-                })?)
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Whose defaults the sampler settings a run leaves out take, where they differ between devices
-/// ([`Setting::default_on`]; `--mh-steps` is 2 on the CPU, whose sweep refreshes the documents'
-/// counts between its two proposal phases, and 4 on the GPU). Each engine says which its device
-/// takes ([`crate::Engine::setting_defaults`]); a device with defaults of its own is a variant
-/// here and an arm in [`Setting::default_on`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SettingDefaults {
-    Cpu,
-    Gpu,
-}
-
-impl SettingDefaults {
-    /// Every kind of defaults.
-    pub const ALL: [SettingDefaults; 2] = [SettingDefaults::Cpu, SettingDefaults::Gpu];
-}
-
-/// Why a sampler setting was refused (one line that names the flag).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SettingError(pub String);
-
-fn out_of_range(setting: Setting, value: impl std::fmt::Display) -> SettingError {
-    let (lo, hi) = setting.range();
-    SettingError(format!(
-        "{} must be a whole number from {lo} to {hi}, got {value}",
-        setting.flag()
-    ))
-}
-
-/// ezLDA's bound depth g of Eq. (1.10), 1 to [`EzldaDepth::MAX`]: per word, the bound reads
-/// the document's counts at the g most popular topics K₁…K_g and bounds the rest by a_{g+1}
-/// (`samplers/ezlda/cpu.rs`). The thesis uses 2 ("significantly better than g = 1 with similar
-/// overhead", §1.3.2), the default. The maximum, 16: every token pays g binary searches in its
-/// document's row before it may skip building that row, and ezLDA is chosen for documents
-/// averaging under 20 tokens (`--algo auto`), whose rows hold fewer than 20 topics, so beyond
-/// 16 the bound costs about what it saves; it also keeps the per-word top list (sorted by
-/// insertion, O(g) per topic of the word's row) small.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(transparent)]
-pub struct EzldaDepth(u8);
-
-impl EzldaDepth {
-    /// The thesis's g.
-    pub const DEFAULT: EzldaDepth = EzldaDepth(2);
-    /// The largest g accepted (see the type's documentation).
-    pub const MAX: u8 = 16;
-
-    /// g, checked.
-    pub fn new(g: u32) -> Result<Self, SettingError> {
-        if (1..=u32::from(Self::MAX)).contains(&g) {
-            Ok(Self(g as u8))
-        } else {
-            Err(out_of_range(Setting::EzldaG, g))
-        }
-    }
-    /// g.
-    pub const fn get(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl std::str::FromStr for EzldaDepth {
-    type Err = SettingError;
-    fn from_str(s: &str) -> Result<Self, SettingError> {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|_| out_of_range(Setting::EzldaG, format!("{s:?}")))
-            .and_then(Self::new)
-    }
-}
-
-/// mhLDA's proposal pairs per token and iteration, 1 to [`MhSteps::MAX`]. The thesis draws one
-/// pair (§2.2.2, Figure 2.1). The default depends on the device: 4 on the GPU, which reached a
-/// given held-out value soonest against counts frozen for the whole iteration; 2 on the CPU
-/// ([`MhSteps::CPU_DEFAULT`]), whose sweep runs the document proposals in a word phase and the
-/// word proposals in a document phase with the documents' counts refreshed between them
-/// (WarpLDA's two phases, `samplers/mh/cpu.rs`), so each pair mixes more (`samplers/mh/mod.rs`).
-/// The maximum, 64: on the GPU each pair costs two O(1) draws and up to two lookups of the
-/// document's row, so 64 pairs cost about 16 times the default's sweep (8 pairs already took
-/// 2.4 times 4's time for 0.02 nats/token); a chain that needs more should use an exact
-/// sampler (`fcgs`, `ezlda`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(transparent)]
-pub struct MhSteps(u32);
-
-impl MhSteps {
-    /// The default (see the type's documentation).
-    pub const DEFAULT: MhSteps = MhSteps(4);
-    /// The default of the CPU sweep (see the type's documentation).
-    pub const CPU_DEFAULT: MhSteps = MhSteps(2);
-    /// The largest number of pairs accepted.
-    pub const MAX: u32 = 64;
-
-    /// The number of pairs, checked.
-    pub fn new(steps: u32) -> Result<Self, SettingError> {
-        if (1..=Self::MAX).contains(&steps) {
-            Ok(Self(steps))
-        } else {
-            Err(out_of_range(Setting::MhSteps, steps))
-        }
-    }
-    /// The number of pairs.
-    pub const fn get(self) -> u32 {
-        self.0
-    }
-}
-
-impl std::str::FromStr for MhSteps {
-    type Err = SettingError;
-    fn from_str(s: &str) -> Result<Self, SettingError> {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|_| out_of_range(Setting::MhSteps, format!("{s:?}")))
-            .and_then(Self::new)
-    }
-}
-
-/// The per-sampler settings of a run ([`Setting`]): what was asked for, `None` for a setting
-/// left at its default. Each value is valid by construction; whether the run's sampler takes
-/// it is [`SamplerSettings::check_for`]'s question.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SamplerSettings {
-    /// `ezlda`'s bound depth g (`None`: [`EzldaDepth::DEFAULT`]).
-    pub ezlda_g: Option<EzldaDepth>,
-    /// `mh`'s proposal pairs per token (`None`: [`MhSteps::DEFAULT`] on the GPU,
-    /// [`MhSteps::CPU_DEFAULT`] on the CPU).
-    pub mh_steps: Option<MhSteps>,
-    /// `mfm`'s counter width (`None`: exact).
-    pub counters: Option<CounterWidth>,
-}
-
-impl SamplerSettings {
-    /// The bound depth ezlda runs with.
-    pub fn ezlda_g(&self) -> EzldaDepth {
-        self.ezlda_g.unwrap_or(EzldaDepth::DEFAULT)
-    }
-    /// The counter width mfm runs with.
-    pub fn counters(&self) -> CounterWidth {
-        self.counters.unwrap_or(CounterWidth::Exact)
-    }
-    /// The proposal pairs mh runs with on the GPU.
-    pub fn mh_steps(&self) -> MhSteps {
-        self.mh_steps.unwrap_or(MhSteps::DEFAULT)
-    }
-    /// The proposal pairs mh runs with on the CPU.
-    pub fn mh_steps_cpu(&self) -> MhSteps {
-        self.mh_steps.unwrap_or(MhSteps::CPU_DEFAULT)
-    }
-
-    /// Refuses a setting given for a sampler that does not take it, naming those that do.
-    pub fn check_for(&self, sampler: &dyn Sampler) -> Result<(), SettingError> {
-        for setting in Setting::ALL {
-            if setting.given(self).is_some() && !sampler.settings().contains(&setting) {
-                let takers: Vec<&str> = crate::samplers::SAMPLERS
-                    .iter()
-                    .filter(|s| s.settings().contains(&setting))
-                    .map(|s| s.name())
-                    .collect();
-                return Err(SettingError(format!(
-                    "{} applies to --algo {} only, and this run uses {}; leave {} out or choose --algo {}",
-                    setting.flag(),
-                    takers.join(" or "),
-                    sampler.name(),
-                    setting.flag(),
-                    takers.join(" or --algo ")
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// What a checkpoint and the model record of a run of `sampler`: the settings it takes that
-    /// change its model, where they differ from their defaults (or are given at all, for a
-    /// setting whose default depends on the device), by key. Empty for a run at the defaults,
-    /// so its files are byte for byte those of a build without settings.
-    pub fn recorded(&self, sampler: &dyn Sampler) -> BTreeMap<String, u32> {
-        sampler
-            .settings()
-            .iter()
-            .filter(|s| {
-                s.changes_model()
-                    && s.given(self)
-                        .is_some_and(|v| v != s.default_value() || s.default_depends_on_device())
-            })
-            .map(|s| (s.key().to_string(), s.value(self)))
-            .collect()
-    }
-
-    /// People's words for a record of [`SamplerSettings::recorded`]: "--mh-steps 8", or the
-    /// given text when it is empty.
-    pub fn describe_recorded(recorded: &BTreeMap<String, u32>, empty: &str) -> String {
-        if recorded.is_empty() {
-            return empty.to_string();
-        }
-        recorded
-            .iter()
-            .map(|(k, v)| match Setting::from_key(k) {
-                Some(s) => format!("{} {}", s.flag(), s.show(*v)),
-                None => format!("{k} = {v}"),
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// The settings a record of [`SamplerSettings::recorded`] describes (a checkpoint's): a
-    /// name this build does not know, or a value out of range, is refused.
-    pub fn from_recorded(
-        recorded: &BTreeMap<String, u32>,
-    ) -> Result<SamplerSettings, SettingError> {
-        let mut s = SamplerSettings::default();
-        for (k, v) in recorded {
-            let setting = Setting::from_key(k).ok_or_else(|| {
-                SettingError(format!(
-                    "unknown sampler setting {k:?} (written by a newer topos?)"
-                ))
-            })?;
-            setting.set(&mut s, *v)?;
-        }
-        Ok(s)
-    }
-}
+pub use crate::samplers::ezlda::EzldaDepth;
+pub use crate::samplers::mh::MhSteps;
+pub use crate::settings::{SamplerSettings, Setting, SettingDefaults, SettingError, SettingValues};
 
 /// Why a sampler name was refused.
 #[derive(Debug, thiserror::Error)]
@@ -725,6 +366,8 @@ pub struct SamplerInfo {
 pub struct SettingInfo {
     /// The `topos train` flag.
     pub flag: &'static str,
+    /// The Python keyword of `topos.train`.
+    pub keyword: &'static str,
     /// The name model files and checkpoints record it under.
     pub key: &'static str,
     /// The default (on the GPU where it depends on the device).
@@ -744,10 +387,11 @@ pub struct SettingInfo {
 
 impl SettingInfo {
     /// The entry of `s`.
-    pub fn of(s: Setting) -> Self {
+    pub fn of(s: &Setting) -> Self {
         let (min, max) = s.range();
         SettingInfo {
             flag: s.flag(),
+            keyword: s.keyword,
             key: s.key(),
             default: s.default_value(),
             cpu_default: s.default_on(SettingDefaults::Cpu),
@@ -781,7 +425,7 @@ impl SamplerInfo {
             devices,
             state: s.state(),
             state_bytes_per_token: s.state_bytes_per_token(),
-            settings: s.settings().iter().map(|&x| SettingInfo::of(x)).collect(),
+            settings: s.settings().iter().map(|x| SettingInfo::of(x)).collect(),
         }
     }
 }
@@ -817,117 +461,5 @@ mod auto_tests {
         assert_eq!(pick(false, cpu, 1000, 8.0), "ezlda");
         assert_eq!(pick(false, DeviceChoice::Auto, 1000, 8.0), "fcgs");
         assert_eq!(pick(false, DeviceChoice::Auto, 50, 8.0), "cgs");
-    }
-}
-
-#[cfg(test)]
-mod settings_tests {
-    use super::*;
-
-    #[test]
-    fn bad_values_are_refused_in_one_line_naming_the_flag() {
-        assert_eq!(EzldaDepth::new(1).unwrap().get(), 1);
-        assert_eq!(EzldaDepth::new(16).unwrap().get(), 16);
-        assert_eq!("3".parse::<EzldaDepth>().unwrap().get(), 3);
-        for bad in ["0", "17", "-1", "two", ""] {
-            let e = bad.parse::<EzldaDepth>().unwrap_err().to_string();
-            assert!(
-                e.starts_with("--ezlda-g must be a whole number from 1 to 16, got"),
-                "{e}"
-            );
-            assert!(!e.contains('\n'));
-        }
-        assert_eq!(MhSteps::new(64).unwrap().get(), 64);
-        let e = "0".parse::<MhSteps>().unwrap_err().to_string();
-        assert_eq!(e, "--mh-steps must be a whole number from 1 to 64, got 0");
-        assert!(MhSteps::new(65).is_err());
-        // The defaults are what the samplers ran with before they could be set.
-        assert_eq!(SamplerSettings::default().ezlda_g().get(), 2);
-        assert_eq!(SamplerSettings::default().mh_steps().get(), 4);
-        assert_eq!(SamplerSettings::default().mh_steps_cpu().get(), 2);
-        assert_eq!(crate::samplers::mh::MH_STEPS, 4);
-    }
-
-    #[test]
-    fn a_setting_is_refused_for_a_sampler_that_does_not_take_it() {
-        let named = |n: &str| sampler_named(n).unwrap();
-        let mh = SamplerSettings {
-            mh_steps: Some(MhSteps::new(8).unwrap()),
-            ..SamplerSettings::default()
-        };
-        let g = SamplerSettings {
-            ezlda_g: Some(EzldaDepth::new(3).unwrap()),
-            ..SamplerSettings::default()
-        };
-        assert!(mh.check_for(named("mh")).is_ok());
-        assert!(g.check_for(named("ezlda")).is_ok());
-        assert!(SamplerSettings::default().check_for(named("cgs")).is_ok());
-        let e = mh.check_for(named("cgs")).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "--mh-steps applies to --algo mh only, and this run uses cgs; leave --mh-steps out or choose --algo mh"
-        );
-        let e = g.check_for(named("mh")).unwrap_err().to_string();
-        assert!(
-            e.starts_with("--ezlda-g applies to --algo ezlda only"),
-            "{e}"
-        );
-        // Every setting is taken by some sampler, so the message always names one.
-        for s in Setting::ALL {
-            assert!(crate::samplers::SAMPLERS
-                .iter()
-                .any(|x| x.settings().contains(&s)));
-        }
-    }
-
-    #[test]
-    fn only_settings_that_change_the_model_and_are_given_are_recorded() {
-        let named = |n: &str| sampler_named(n).unwrap();
-        let both = SamplerSettings {
-            ezlda_g: Some(EzldaDepth::new(3).unwrap()),
-            mh_steps: Some(MhSteps::new(8).unwrap()),
-            counters: Some(CounterWidth::Approx4),
-        };
-        // g is a speed knob: never recorded.
-        assert!(both.recorded(named("ezlda")).is_empty());
-        let r = both.recorded(named("mh"));
-        assert_eq!(r.into_iter().collect::<Vec<_>>(), [("mh_steps".into(), 8)]);
-        // mh's default depends on the device (4 on the GPU, 2 on the CPU): a value given is
-        // recorded even when it is one of them; none given, nothing is.
-        let four = SamplerSettings {
-            mh_steps: Some(MhSteps::new(4).unwrap()),
-            ..SamplerSettings::default()
-        };
-        let r = four.recorded(named("mh"));
-        assert_eq!(r.into_iter().collect::<Vec<_>>(), [("mh_steps".into(), 4)]);
-        assert!(SamplerSettings::default().recorded(named("mh")).is_empty());
-        // A record reads back, and says what it is.
-        let r = both.recorded(named("mh"));
-        assert_eq!(
-            SamplerSettings::from_recorded(&r).unwrap().mh_steps(),
-            both.mh_steps()
-        );
-        assert_eq!(SamplerSettings::describe_recorded(&r, "-"), "--mh-steps 8");
-        assert_eq!(
-            SamplerSettings::describe_recorded(&BTreeMap::new(), "-"),
-            "-"
-        );
-        let unknown = BTreeMap::from([("warp".to_string(), 1)]);
-        assert!(SamplerSettings::from_recorded(&unknown).is_err());
-    }
-
-    #[test]
-    fn sampler_info_lists_the_settings() {
-        let info = SamplerInfo::of(sampler_named("mh").unwrap());
-        assert_eq!(info.settings.len(), 1);
-        assert_eq!(info.settings[0].flag, "--mh-steps");
-        assert_eq!(info.settings[0].default, 4);
-        assert!(info.settings[0].changes_model);
-        let info = SamplerInfo::of(sampler_named("ezlda").unwrap());
-        assert_eq!(info.settings[0].flag, "--ezlda-g");
-        assert!(!info.settings[0].changes_model);
-        assert!(SamplerInfo::of(sampler_named("cgs").unwrap())
-            .settings
-            .is_empty());
     }
 }

@@ -419,7 +419,9 @@ fn gpu_mh_recovers_known_topics_and_streams_to_the_resident_model() {
     let tokens = docs.view().num_tokens();
     let run = |steps: u32, device: DeviceOptions| {
         let mut st = setup(&docs, s.num_words, &Mh, 20, device);
-        st.settings.mh_steps = Some(topos_train::MhSteps::new(steps).unwrap());
+        st.settings
+            .set(&topos_train::samplers::mh::MH_STEPS_SETTING, steps)
+            .unwrap();
         let mut g = CudaEngine::open(None, st).unwrap();
         step(&mut g, 8);
         let streamed = g.plan().unwrap()["streamed"].as_bool().unwrap();
@@ -1037,10 +1039,9 @@ fn mfm_engine(
     use topos_train::sampler::{CpuImplementation, GpuImplementation};
     let mfm: &'static dyn Sampler = &topos_train::samplers::mfm::Mfm;
     let setup = EngineSetup {
-        settings: topos_train::SamplerSettings {
-            counters: Some(width),
-            ..Default::default()
-        },
+        settings: topos_train::SamplerSettings::default()
+            .with(&topos_train::samplers::mfm::COUNTERS, width.bits())
+            .unwrap(),
         device: DeviceOptions {
             partition_tokens,
             ..Default::default()

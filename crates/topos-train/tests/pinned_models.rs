@@ -50,13 +50,12 @@ fn mfm_checksum(width: CounterWidth, threads: usize, iterations: u32) -> u64 {
     let CpuImplementation::Engine(open) = Mfm.cpu() else {
         panic!("mfm opens an engine of its own")
     };
-    let settings = SamplerSettings {
-        counters: Some(width),
-        ..Default::default()
-    };
+    let settings = SamplerSettings::default()
+        .with(&topos_train::samplers::mfm::COUNTERS, width.bits())
+        .unwrap();
     let docs = TrainDocs::from(corpus.docs);
     let mut e = open(topos_train::EngineSetup {
-        settings,
+        settings: settings.clone(),
         ..topos_train::EngineSetup::fresh(docs, spec.num_words, &Mfm, hyper.clone(), 99, threads)
     })
     .unwrap();

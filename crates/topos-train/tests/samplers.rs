@@ -704,10 +704,14 @@ impl CpuSampler for EzldaWithG {
         true
     }
     fn prepare<'a>(&self, input: SweepInput<'a>) -> Box<dyn PartitionSweep + 'a> {
-        let settings = topos_train::SamplerSettings {
-            ezlda_g: Some(topos_train::EzldaDepth::new(self.0).unwrap()),
-            ..input.settings
-        };
+        // The sweep may borrow its settings for 'a: a test's few sweeps leak them.
+        let settings: &'a topos_train::SamplerSettings = Box::leak(Box::new(
+            input
+                .settings
+                .clone()
+                .with(&topos_train::samplers::ezlda::EZLDA_G, self.0)
+                .unwrap(),
+        ));
         Ezlda
             .cpu()
             .sweep()
@@ -803,10 +807,9 @@ fn ezlda_gives_the_same_model_for_every_bound_depth() {
     let vocab = topos_corpus::Vocabulary::new((0..s.num_words).map(|w| format!("w{w}")).collect());
     let run = |g: u32| {
         let opts = TrainOptions {
-            settings: topos_train::SamplerSettings {
-                ezlda_g: Some(topos_train::EzldaDepth::new(g).unwrap()),
-                ..Default::default()
-            },
+            settings: topos_train::SamplerSettings::default()
+                .with(&topos_train::samplers::ezlda::EZLDA_G, g)
+                .unwrap(),
             ..options(EZLDA, 8, 2, None)
         };
         let mut t = Trainer::new(docs.clone(), s.num_words, opts).unwrap();
@@ -846,9 +849,11 @@ fn mh_steps_change_the_chain_and_the_model_records_them() {
     let vocab = topos_corpus::Vocabulary::new((0..s.num_words).map(|w| format!("w{w}")).collect());
     let with = |steps: Option<u32>| {
         let opts = TrainOptions {
-            settings: topos_train::SamplerSettings {
-                mh_steps: steps.map(|n| topos_train::MhSteps::new(n).unwrap()),
-                ..Default::default()
+            settings: match steps {
+                Some(n) => topos_train::SamplerSettings::default()
+                    .with(&topos_train::samplers::mh::MH_STEPS_SETTING, n)
+                    .unwrap(),
+                None => Default::default(),
             },
             ..options(MH, 8, 2, None)
         };
@@ -897,10 +902,9 @@ fn mfm_run(
         CpuImplementation::Engine(open) => open,
         CpuImplementation::Sweep(_) => unreachable!("mfm opens an engine of its own"),
     })(EngineSetup {
-        settings: topos_train::SamplerSettings {
-            counters: Some(width),
-            ..Default::default()
-        },
+        settings: topos_train::SamplerSettings::default()
+            .with(&topos_train::samplers::mfm::COUNTERS, width.bits())
+            .unwrap(),
         partitions,
         ..EngineSetup::fresh(docs, v, MFM, opts.hyper, seed, threads)
     })

@@ -24,29 +24,10 @@ pub struct Args {
     // The help is the registry's, so a new sampler needs no edit here.
     #[arg(long, value_parser = algo_names(), help = algo_help())]
     pub algo: Option<String>,
-    /// ezlda only: depth g of the bound S_est of the ezLDA thesis's Eq. (1.10), 1 to 16
-    /// (default 2, the thesis's). Each token looks up its document's counts at its word's g most
-    /// popular topics to decide whether it may skip building its document branch: a larger g
-    /// skips more tokens at more cost per token. A speed knob only: the model is the same for
-    /// every g. The GPU kernel implements g = 2, so another g runs on --device cpu.
-    #[arg(long, value_name = "G", verbatim_doc_comment)]
-    pub ezlda_g: Option<topos_train::EzldaDepth>,
-    /// mh only: Metropolis-Hastings proposal pairs (a word and a document proposal) per token
-    /// and iteration, 1 to 64 (default 4 on the GPU, 2 on the CPU, where the document
-    /// proposals run in a word phase and the word proposals in a document phase, with the
-    /// documents' counts refreshed between them; the thesis draws 1). More pairs mix better
-    /// per iteration and cost more. It changes the model: the model file and checkpoints
-    /// record it when given, and --resume must use the checkpoint's value.
-    #[arg(long, value_name = "N", verbatim_doc_comment)]
-    pub mh_steps: Option<topos_train::MhSteps>,
-    /// mfm only: how wide each count is kept: exact (32 bits, the default), approx8 or approx4
-    /// (Morris's geometric scale with an exact start: approx8 is exact up to 16, then levels
-    /// 8.8% apart up to 8.6e9; approx4 is 0, 1, 2, 3, 11, 40, 146, ... up to 1.7e7; each count
-    /// is rounded to one of the two levels around it without bias when the sweep ends, so the
-    /// model stays the same for any number of threads). It changes the model: the model file
-    /// records it.
-    #[arg(long, value_name = "WIDTH", verbatim_doc_comment)]
-    pub counters: Option<topos_train::sampler::CounterWidth>,
+    // Each sampler's own settings (`--ezlda-g`, `--mh-steps`, `--counters`): one flag per
+    // declaration in the sampler registry, so a new setting needs no edit here.
+    #[command(flatten)]
+    pub sampler_flags: SamplerFlags,
     /// Worker threads (0 = all cores). The model does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -289,14 +270,10 @@ impl Args {
         })
     }
 
-    /// The per-sampler settings given (`--ezlda-g`, `--mh-steps`); which sampler they go with
-    /// is checked by [`topos_train::SamplerSettings::check_for`].
+    /// The per-sampler settings given (`--ezlda-g`, `--mh-steps`, `--counters`); which sampler
+    /// they go with is checked by [`topos_train::SamplerSettings::check_for`].
     pub fn sampler_settings(&self) -> topos_train::SamplerSettings {
-        topos_train::SamplerSettings {
-            ezlda_g: self.ezlda_g,
-            mh_steps: self.mh_steps,
-            counters: self.counters,
-        }
+        self.sampler_flags.0.clone()
     }
 
     pub fn output_path(&self) -> PathBuf {
@@ -703,5 +680,45 @@ mod tests {
         let a = super::Args::for_corpus("x.tcorp".into());
         assert_eq!(a.sampler().unwrap().name(), "cgs");
         assert_eq!(a.transport, "auto");
+    }
+}
+
+/// The flags of every sampler setting the registry declares ([`topos_train::Setting::all`]),
+/// each with its declaration's help, parsed and checked by it.
+#[derive(Clone, Debug, Default)]
+pub struct SamplerFlags(pub topos_train::SamplerSettings);
+
+impl clap::FromArgMatches for SamplerFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut settings = topos_train::SamplerSettings::default();
+        for setting in topos_train::Setting::all() {
+            if let Some(text) = m.get_one::<String>(setting.key) {
+                setting
+                    .parse(text)
+                    .and_then(|v| settings.set(setting, v))
+                    .map_err(|e| {
+                        clap::Error::raw(clap::error::ErrorKind::ValueValidation, e.to_string())
+                    })?;
+            }
+        }
+        Ok(SamplerFlags(settings))
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for SamplerFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.args(topos_train::Setting::all().into_iter().map(|s| {
+            clap::Arg::new(s.key)
+                .long(s.flag.trim_start_matches("--"))
+                .value_name(s.value_name)
+                .help(s.help())
+        }))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
     }
 }

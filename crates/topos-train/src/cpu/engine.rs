@@ -316,7 +316,7 @@ impl Trainer {
                 beta: hyper.beta,
                 seed: *seed,
                 iteration: next,
-                settings: *settings,
+                settings,
             });
             split_by_partition(z, layout)
                 .into_par_iter()

@@ -264,9 +264,13 @@ impl CudaEngine {
         let cfg = EngineConfig {
             exclude_own_assignment: kernel.exclude_own_assignment,
             three_branch: kernel.three_branch,
-            mh_steps: kernel
-                .metropolis_hastings
-                .then(|| setup.settings.mh_steps().get()),
+            mh_steps: kernel.metropolis_hastings.then(|| {
+                crate::samplers::mh::MhSteps::of(
+                    &setup.settings,
+                    crate::sampler::SettingDefaults::Gpu,
+                )
+                .get()
+            }),
             topics,
             words: num_words as u32,
             alpha,

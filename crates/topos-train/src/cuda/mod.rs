@@ -46,7 +46,7 @@ pub(crate) fn settings_refusal(
         .gpu()
         .and_then(|g| g.kernel())
         .is_some_and(|k| k.three_branch);
-    let g = settings.ezlda_g();
+    let g = crate::samplers::ezlda::EzldaDepth::of(settings);
     (three_branch && g != crate::sampler::EzldaDepth::DEFAULT).then(|| {
         format!(
             "--ezlda-g {} runs on the CPU only: the GPU kernel implements g = {} (each word's two most popular topics); use --device cpu (the model is the same for every g) or leave --ezlda-g out",

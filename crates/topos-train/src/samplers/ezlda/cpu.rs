@@ -151,7 +151,7 @@ impl CpuSampler for EzldaCpu {
             by_smooth,
             gen: Philox4x32::new(input.seed),
             iteration: input.iteration,
-            g: input.settings.ezlda_g().get(),
+            g: super::EzldaDepth::of(input.settings).get(),
             skip: self.skip,
             tokens: AtomicU64::new(0),
             skipped_construction: AtomicU64::new(0),

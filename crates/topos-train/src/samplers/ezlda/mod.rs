@@ -14,7 +14,8 @@ pub mod gpu;
 
 use crate::memory::RunShape;
 use crate::sampler::{
-    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, Setting,
+    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, SamplerSettings,
+    Setting, SettingError, SettingValues,
 };
 
 /// The registry entry.
@@ -70,9 +71,65 @@ impl Sampler for Ezlda {
     fn gpu(&self) -> Option<GpuImplementation> {
         Some(GpuImplementation::Kernel(gpu::KERNEL))
     }
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> &'static [&'static Setting] {
         // g decides only which tokens may skip building their document branch, never a draw:
         // the same model for every g (`cpu.rs`).
-        &[Setting::EzldaG]
+        static TAKES: [&Setting; 1] = [&EZLDA_G];
+        &TAKES
     }
 }
+
+/// ezLDA's bound depth g of Eq. (1.10), 1 to [`EzldaDepth::MAX`]: per word, the bound reads
+/// the document's counts at the g most popular topics K₁…K_g and bounds the rest by a_{g+1}
+/// (`samplers/ezlda/cpu.rs`). The thesis uses 2 ("significantly better than g = 1 with similar
+/// overhead", §1.3.2), the default. The maximum, 16: every token pays g binary searches in its
+/// document's row before it may skip building that row, and ezLDA is chosen for documents
+/// averaging under 20 tokens (`--algo auto`), whose rows hold fewer than 20 topics, so beyond
+/// 16 the bound costs about what it saves; it also keeps the per-word top list (sorted by
+/// insertion, O(g) per topic of the word's row) small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct EzldaDepth(u8);
+
+impl EzldaDepth {
+    /// The thesis's g.
+    pub const DEFAULT: EzldaDepth = EzldaDepth(2);
+    /// The largest g accepted (see the type's documentation).
+    pub const MAX: u8 = 16;
+
+    /// g, checked.
+    pub fn new(g: u32) -> Result<Self, SettingError> {
+        EZLDA_G.check(g).map(|g| Self(g as u8))
+    }
+    /// g.
+    pub const fn get(self) -> usize {
+        self.0 as usize
+    }
+    /// The g a run's settings ask for (the CPU and the GPU share the default).
+    pub fn of(settings: &SamplerSettings) -> Self {
+        Self(EZLDA_G.value(settings) as u8)
+    }
+}
+
+impl std::str::FromStr for EzldaDepth {
+    type Err = SettingError;
+    fn from_str(s: &str) -> Result<Self, SettingError> {
+        EZLDA_G.parse(s).map(|g| Self(g as u8))
+    }
+}
+
+/// `--ezlda-g` / `ezlda_g=`: [`EzldaDepth`].
+pub static EZLDA_G: Setting = Setting {
+    key: "ezlda_g",
+    flag: "--ezlda-g",
+    keyword: "ezlda_g",
+    value_name: "G",
+    describe: "depth g of the bound S_est (thesis Eq. 1.10): the g most popular topics of each word are looked up in the document, so larger g skips more document branches at more cost per token; a speed knob only, the model is the same for every g (CPU; the GPU kernel implements g = 2)",
+    values: SettingValues::Range {
+        lo: 1,
+        hi: EzldaDepth::MAX as u32,
+    },
+    default: EzldaDepth::DEFAULT.0 as u32,
+    cpu_default: EzldaDepth::DEFAULT.0 as u32,
+    changes_model: false,
+};

@@ -203,7 +203,7 @@ impl MfmEngine {
                 .collect()
         });
         let mut engine = MfmEngine {
-            width: setup.settings.counters(),
+            width: super::counter_width(&setup.settings),
             docs: setup.docs,
             num_words: setup.num_words,
             hyper: setup.hyper,
@@ -813,10 +813,9 @@ mod tests {
         let hyper = Hyperparameters::new(5, Some(0.3), Some(0.05)).unwrap();
         let docs = TrainDocs::from(corpus.docs);
         let mut e = MfmEngine::open(EngineSetup {
-            settings: SamplerSettings {
-                counters: Some(width),
-                ..Default::default()
-            },
+            settings: SamplerSettings::default()
+                .with(&super::super::COUNTERS, width.bits())
+                .unwrap(),
             ..EngineSetup::fresh(docs, 40, &super::super::Mfm, hyper, 11, threads)
         })
         .unwrap();

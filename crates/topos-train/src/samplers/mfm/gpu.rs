@@ -177,7 +177,7 @@ mod enabled {
                 });
             }
             let k = setup.hyper.num_topics;
-            let width = setup.settings.counters();
+            let width = super::super::counter_width(&setup.settings);
             let longest = (0..view.len())
                 .map(|d| view.doc(d).len() as u64)
                 .max()

@@ -15,8 +15,10 @@ pub mod gpu;
 
 use crate::memory::RunShape;
 use crate::sampler::{
-    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, Setting,
+    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, SamplerSettings,
+    Setting, SettingValues,
 };
+use counters::CounterWidth;
 
 /// The registry entry.
 pub struct Mfm;
@@ -83,7 +85,31 @@ impl Sampler for Mfm {
     fn gpu(&self) -> Option<GpuImplementation> {
         Some(GpuImplementation::Engine(gpu::open))
     }
-    fn settings(&self) -> &'static [Setting] {
-        &[Setting::Counters]
+    fn settings(&self) -> &'static [&'static Setting] {
+        static TAKES: [&Setting; 1] = [&COUNTERS];
+        &TAKES
     }
+}
+
+/// `--counters` / `counters=`: the width of Mean-for-Mode's counts ([`CounterWidth`]), recorded
+/// as its bits (`counter_bits`: 32, 8 or 4).
+pub static COUNTERS: Setting = Setting {
+    key: "counter_bits",
+    flag: "--counters",
+    keyword: "counters",
+    value_name: "WIDTH",
+    describe: "how wide each of Mean-for-Mode's counts is kept: exact (32 bits), approx8 or approx4 (Morris's geometric scale, each count rounded without bias when the sweep ends, Tristan et al. §4.1); the model records it",
+    values: SettingValues::Named(&[
+        ("exact", CounterWidth::Exact.bits()),
+        ("approx8", CounterWidth::Approx8.bits()),
+        ("approx4", CounterWidth::Approx4.bits()),
+    ]),
+    default: CounterWidth::Exact.bits(),
+    cpu_default: CounterWidth::Exact.bits(),
+    changes_model: true,
+};
+
+/// The counter width a run's settings ask for.
+pub fn counter_width(settings: &SamplerSettings) -> CounterWidth {
+    CounterWidth::from_bits(COUNTERS.value(settings)).unwrap_or(CounterWidth::Exact)
 }

@@ -169,7 +169,8 @@ fn frozen<'a>(input: SweepInput<'a>, rates: Rates) -> Frozen<'a> {
         alpha_sum: input.alpha.sum(),
         beta: input.beta,
         keys,
-        steps: input.settings.mh_steps_cpu().get() as usize,
+        steps: super::MhSteps::of(input.settings, crate::sampler::SettingDefaults::Cpu).get()
+            as usize,
         rates,
     }
 }
@@ -614,6 +615,7 @@ fn one_phase(
     let k = alpha.values().len() as u32;
     let layout = crate::layout::Layout::build(docs, 1);
     let b = crate::counts::count_word_topics(&layout, z0, num_words, k);
+    let defaults = crate::sampler::SamplerSettings::default();
     let f = frozen(
         SweepInput {
             docs,
@@ -623,7 +625,7 @@ fn one_phase(
             beta,
             seed,
             iteration: 1,
-            settings: Default::default(),
+            settings: &defaults,
         },
         rates,
     );

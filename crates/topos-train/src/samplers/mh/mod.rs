@@ -19,7 +19,8 @@ pub mod gpu;
 
 use crate::memory::RunShape;
 use crate::sampler::{
-    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, Setting,
+    CpuImplementation, Determinism, Exactness, GpuImplementation, Sampler, SamplerSettings,
+    Setting, SettingDefaults, SettingError, SettingValues,
 };
 
 /// Proposal pairs (one word proposal, one document proposal) per token and iteration on the GPU
@@ -31,7 +32,7 @@ use crate::sampler::{
 /// 2-core VM): 1 pair −8.3286 (15.4 s), 2 −8.2256 (21.6 s), 4 −8.1738 (27.0 s), 8 −8.1546
 /// (64.7 s); `fcgs`'s exact draw −8.1432. Four reached a given value soonest, so the GPU's
 /// default is 4 rather than the thesis's 1.
-pub const MH_STEPS: u32 = crate::sampler::MhSteps::DEFAULT.get();
+pub const MH_STEPS: u32 = MhSteps::DEFAULT.get();
 
 /// The CPU's default ([`crate::sampler::MhSteps::CPU_DEFAULT`]). Its two-phase sweep refreshes
 /// the documents' counts between the document proposals and the word proposals, so a pair mixes
@@ -43,7 +44,7 @@ pub const MH_STEPS: u32 = crate::sampler::MhSteps::DEFAULT.get();
 /// iterations, 2 pairs 11.7 s and 7.7 s, 4 pairs 12.2 s and 8.8 s (held-out every 10
 /// iterations). Two is soonest at both K. The number changes the chain: models and
 /// checkpoints record a value given.
-pub const MH_STEPS_CPU: u32 = crate::sampler::MhSteps::CPU_DEFAULT.get();
+pub const MH_STEPS_CPU: u32 = MhSteps::CPU_DEFAULT.get();
 
 /// The registry entry.
 pub struct Mh;
@@ -100,7 +101,67 @@ impl Sampler for Mh {
     fn gpu(&self) -> Option<GpuImplementation> {
         Some(GpuImplementation::Kernel(gpu::KERNEL))
     }
-    fn settings(&self) -> &'static [Setting] {
-        &[Setting::MhSteps]
+    fn settings(&self) -> &'static [&'static Setting] {
+        static TAKES: [&Setting; 1] = [&MH_STEPS_SETTING];
+        &TAKES
     }
 }
+
+/// mhLDA's proposal pairs per token and iteration, 1 to [`MhSteps::MAX`]. The thesis draws one
+/// pair (§2.2.2, Figure 2.1). The default depends on the device: 4 on the GPU, which reached a
+/// given held-out value soonest against counts frozen for the whole iteration; 2 on the CPU
+/// ([`MhSteps::CPU_DEFAULT`]), whose sweep runs the document proposals in a word phase and the
+/// word proposals in a document phase with the documents' counts refreshed between them
+/// (WarpLDA's two phases, `samplers/mh/cpu.rs`), so each pair mixes more (`samplers/mh/mod.rs`).
+/// The maximum, 64: on the GPU each pair costs two O(1) draws and up to two lookups of the
+/// document's row, so 64 pairs cost about 16 times the default's sweep (8 pairs already took
+/// 2.4 times 4's time for 0.02 nats/token); a chain that needs more should use an exact
+/// sampler (`fcgs`, `ezlda`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct MhSteps(u32);
+
+impl MhSteps {
+    /// The default (see the type's documentation).
+    pub const DEFAULT: MhSteps = MhSteps(4);
+    /// The default of the CPU sweep (see the type's documentation).
+    pub const CPU_DEFAULT: MhSteps = MhSteps(2);
+    /// The largest number of pairs accepted.
+    pub const MAX: u32 = 64;
+
+    /// The number of pairs, checked.
+    pub fn new(steps: u32) -> Result<Self, SettingError> {
+        MH_STEPS_SETTING.check(steps).map(Self)
+    }
+    /// The number of pairs.
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+    /// The pairs a run's settings ask for on a device that takes `defaults`.
+    pub fn of(settings: &SamplerSettings, defaults: SettingDefaults) -> Self {
+        Self(settings.value_of(&MH_STEPS_SETTING, defaults))
+    }
+}
+
+impl std::str::FromStr for MhSteps {
+    type Err = SettingError;
+    fn from_str(s: &str) -> Result<Self, SettingError> {
+        MH_STEPS_SETTING.parse(s).map(Self)
+    }
+}
+
+/// `--mh-steps` / `mh_steps=`: [`MhSteps`].
+pub static MH_STEPS_SETTING: Setting = Setting {
+    key: "mh_steps",
+    flag: "--mh-steps",
+    keyword: "mh_steps",
+    value_name: "N",
+    describe: "Metropolis-Hastings proposal pairs (one word, one document proposal) per token and iteration (default 4 on the GPU, 2 on the CPU, whose sweep refreshes the documents' counts between its word-proposal and document-proposal phases); more mix better per iteration and cost more; changes the model, so the model and checkpoints record it when given",
+    values: SettingValues::Range {
+        lo: 1,
+        hi: MhSteps::MAX,
+    },
+    default: MhSteps::DEFAULT.0,
+    cpu_default: MhSteps::CPU_DEFAULT.0,
+    changes_model: true,
+};
