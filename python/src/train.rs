@@ -321,7 +321,7 @@ fn sampler_settings(
                 .map(|s| s.keyword)
                 .collect();
             return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "train() got an unexpected keyword argument {key:?}; the sampler settings are {}",
+                "train() got an unexpected keyword argument '{key}'; the sampler settings are {}",
                 known.join(", ")
             )));
         };

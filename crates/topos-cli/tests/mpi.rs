@@ -262,3 +262,59 @@ fn several_processes_learn_the_priors_of_one() {
     assert_eq!(summary["beta"], single["beta"]);
     assert_eq!(read(&one), read(&many), "3 processes");
 }
+
+#[test]
+fn several_processes_train_the_mfm_model_of_one_byte_for_byte() {
+    // mfm keeps no assignments: each process keeps its documents' rows and the processes sum
+    // the words' exact counts before each rounds them alike (samplers/mfm/cpu.rs).
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus(dir.path());
+    for counters in ["exact", "approx8"] {
+        let args = |out: &Path| {
+            let mut a: Vec<String> = [
+                "train",
+                s(&c),
+                "-k",
+                "6",
+                "--iters",
+                "8",
+                "--eval-every",
+                "4",
+                "--algo",
+                "mfm",
+                "--counters",
+                counters,
+                "--device",
+                "cpu",
+                "--threads",
+                "1",
+                "--doc-topics",
+            ]
+            .map(String::from)
+            .into();
+            a.extend(["-o".to_string(), s(out).to_string(), "--json".to_string()]);
+            a
+        };
+        let one = dir.path().join(format!("mfm-{counters}-1.tmod"));
+        let a1 = args(&one);
+        let single = json(&a1.iter().map(String::as_str).collect::<Vec<_>>()[..a1.len() - 1]);
+        for np in [2, 3] {
+            let many = dir.path().join(format!("mfm-{counters}-{np}.tmod"));
+            let a = args(&many);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let summary = mpi_ok(np, &a, &[]);
+            assert_eq!(summary["workers"], np, "{summary}");
+            assert_eq!(read(&one), read(&many), "mfm {counters}: {np} processes");
+            let side = |p: &Path| read(&topos_model::doc_topics_path(p));
+            assert_eq!(
+                side(&one),
+                side(&many),
+                "mfm {counters}: doc-topics, {np} processes"
+            );
+            for key in ["train_ll", "heldout_ll"] {
+                assert_eq!(single[key], summary[key], "mfm {key}, {np} processes");
+            }
+            assert!(summary["communicated_bytes"].as_u64().unwrap() > 0);
+        }
+    }
+}

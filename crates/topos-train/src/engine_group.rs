@@ -176,6 +176,25 @@ impl Engine for EngineGroup {
     fn word_topics(&mut self, words: Range<u32>, out: &mut WordTopics) -> Result<(), TrainError> {
         self.members[0].word_topics(words, out)
     }
+    fn doc_topic_rows(
+        &mut self,
+        docs: Range<usize>,
+        out: &mut topos_model::DocTopics,
+    ) -> Result<bool, TrainError> {
+        // A collective: every member gathers the rows of its share (the first one's answer).
+        let (kept, rows) = self.all(|_, m, _| {
+            let mut rows = topos_model::DocTopics {
+                num_topics: 0,
+                offsets: Vec::new(),
+                topics: Vec::new(),
+                counts: Vec::new(),
+            };
+            let kept = m.doc_topic_rows(docs.clone(), &mut rows)?;
+            Ok((kept, rows))
+        })?;
+        *out = rows;
+        Ok(kept)
+    }
     fn assignments(&mut self, start: u64, out: &mut [u16]) -> Result<(), TrainError> {
         let n = out.len();
         let first = self.all(|i, m, _| {

@@ -131,6 +131,60 @@ pub fn sum_fixed(
     Ok(total)
 }
 
+/// Replaces `rows`, this worker's document rows of a range of documents, with every worker's,
+/// in rank order (each worker holds a contiguous share, so that is document order): an engine
+/// that keeps document rows instead of assignments (`mfm`) answers
+/// [`crate::Engine::doc_topic_rows`] with it. A collective: every worker calls it. Nothing to do
+/// with one worker.
+pub fn gather_doc_rows(
+    transport: &dyn crate::transport::Transport,
+    rows: &mut topos_model::DocTopics,
+) -> Result<(), TrainError> {
+    if transport.workers() == 1 {
+        return Ok(());
+    }
+    let n = rows.offsets.len() - 1;
+    let mut mine = Vec::with_capacity(8 + 4 * n + 6 * rows.topics.len());
+    mine.extend_from_slice(&(n as u64).to_le_bytes());
+    for w in rows.offsets.windows(2) {
+        mine.extend_from_slice(&((w[1] - w[0]) as u32).to_le_bytes());
+    }
+    for &t in &rows.topics {
+        mine.extend_from_slice(&t.to_le_bytes());
+    }
+    for &c in &rows.counts {
+        mine.extend_from_slice(&c.to_le_bytes());
+    }
+    let malformed = || TrainError::Unsupported("a worker sent malformed document rows".into());
+    rows.offsets.truncate(1);
+    rows.topics.clear();
+    rows.counts.clear();
+    for part in transport.all_gather_bytes(&mine)? {
+        let n = u64::from_le_bytes(part.get(..8).ok_or_else(malformed)?.try_into().expect("8"))
+            as usize;
+        let lens = part.get(8..8 + 4 * n).ok_or_else(malformed)?;
+        let mut nnz = 0usize;
+        for l in lens.chunks_exact(4) {
+            nnz += u32::from_le_bytes(l.try_into().expect("4")) as usize;
+            rows.offsets.push(rows.topics.len() as u64 + nnz as u64);
+        }
+        let at = 8 + 4 * n;
+        let topics = part.get(at..at + 2 * nnz).ok_or_else(malformed)?;
+        let counts = part.get(at + 2 * nnz..at + 6 * nnz).ok_or_else(malformed)?;
+        rows.topics.extend(
+            topics
+                .chunks_exact(2)
+                .map(|b| u16::from_le_bytes(b.try_into().expect("2"))),
+        );
+        rows.counts.extend(
+            counts
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4"))),
+        );
+    }
+    Ok(())
+}
+
 /// Contiguous ranges of `n` items, one per worker, balanced by count (the held-out documents'
 /// split for evaluation).
 pub fn even_ranges(n: usize, workers: usize) -> Vec<Range<usize>> {

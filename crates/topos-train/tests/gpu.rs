@@ -1199,3 +1199,71 @@ fn gpu_mfm_gives_the_same_model_for_any_chunking_and_run() {
         assert_ne!(w2.counts, w1.counts);
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_mfm_engines_sharing_the_documents_train_one_engines_model() {
+    use std::sync::Arc;
+    use topos_train::engine_group::EngineGroup;
+    use topos_train::sampler::{CounterWidth, GpuImplementation};
+    use topos_train::transport::{InProcess, Transport};
+    let s = spec(9, 1500);
+    let corpus = generate(&s);
+    let docs = TrainDocs::from(corpus.docs.clone());
+    let count = topos_cuda::device::device_count().unwrap();
+    let open = match topos_train::samplers::mfm::Mfm.gpu() {
+        Some(GpuImplementation::Engine(open)) => open,
+        _ => unreachable!("mfm opens an engine of its own on the GPU"),
+    };
+    for width in [CounterWidth::Exact, CounterWidth::Approx8] {
+        let mut one = mfm_engine(&docs, s.num_words, width, 17, true, None, 6);
+        let want = mfm_state(one.as_mut(), s.num_words, s.num_docs);
+        let want_ll = one.log_likelihood().unwrap();
+        for n in [2usize, 3] {
+            // Members on every GPU in turn: NCCL where each has its own, else through the host.
+            let transports: Vec<Arc<InProcess>> =
+                InProcess::group(n).into_iter().map(Arc::new).collect();
+            let members: Vec<Box<dyn Engine>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = transports
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let mfm: &'static dyn Sampler = &topos_train::samplers::mfm::Mfm;
+                        let st = EngineSetup {
+                            settings: topos_train::SamplerSettings::default()
+                                .with(&topos_train::samplers::mfm::COUNTERS, width.bits())
+                                .unwrap(),
+                            transport: t.clone() as Arc<dyn Transport>,
+                            ..EngineSetup::fresh(docs.clone(), s.num_words, mfm, hyper(8), 17, 4)
+                        };
+                        scope.spawn(move || open(Some(i % count), st).unwrap())
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let mut group = EngineGroup::new(members, transports);
+            step(&mut group, 6);
+            let got = mfm_state(&mut group, s.num_words, s.num_docs);
+            let ll = group.log_likelihood().unwrap();
+            eprintln!(
+                "mfm {width:?}: {n} engines on {count} GPU(s): LL {ll} (one engine {want_ll})"
+            );
+            assert_eq!(
+                (&got.0.offsets, &got.0.topics, &got.0.counts, &got.0.totals),
+                (
+                    &want.0.offsets,
+                    &want.0.topics,
+                    &want.0.counts,
+                    &want.0.totals
+                ),
+                "{width:?}, {n} engines"
+            );
+            assert_eq!(
+                (&got.1.offsets, &got.1.topics, &got.1.counts),
+                (&want.1.offsets, &want.1.topics, &want.1.counts),
+                "{width:?}, {n} engines"
+            );
+            assert_eq!(ll.to_bits(), want_ll.to_bits());
+        }
+    }
+}

@@ -295,7 +295,11 @@ impl CudaEngine {
         let joined = std::time::Instant::now();
         let mut kernels = kernels;
         let mut comm = match &shard {
-            Some(_) => join_nccl(&kernels, setup.transport.as_ref())?,
+            Some(_) => join_nccl(
+                &kernels.main_stream(),
+                kernels.ordinal(),
+                setup.transport.as_ref(),
+            )?,
             None => None,
         };
         if shard.is_some() {
@@ -480,8 +484,9 @@ impl Engine for CudaEngine {
 /// `TOPOS_GPU_EXCHANGE` is not `host` (all agree first, through the host transport, so that none
 /// waits for a communicator the others will not join); `None`: the exchange is staged through
 /// the host.
-fn join_nccl(
-    kernels: &Kernels,
+pub(crate) fn join_nccl(
+    stream: &std::sync::Arc<topos_cuda::cudarc::driver::CudaStream>,
+    ordinal: usize,
     transport: &dyn Transport,
 ) -> Result<Option<topos_cuda::nccl::DeviceComm>, GpuError> {
     let to_gpu = |e: crate::transport::TransportError| GpuError::Unsupported(e.to_string());
@@ -490,7 +495,7 @@ fn join_nccl(
     // NCCL takes one worker per GPU: workers sharing one (tests, small machines) stage instead.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let mut vote = vec![able];
-    vote.extend_from_slice(format!("{}:{}", host.trim(), kernels.ordinal()).as_bytes());
+    vote.extend_from_slice(format!("{}:{}", host.trim(), ordinal).as_bytes());
     let votes = transport.all_gather_bytes(&vote).map_err(to_gpu)?;
     let mut gpus: Vec<&[u8]> = votes.iter().map(|v| v.get(1..).unwrap_or(&[])).collect();
     gpus.sort_unstable();
@@ -505,7 +510,7 @@ fn join_nccl(
     };
     let ids = transport.all_gather_bytes(&id).map_err(to_gpu)?;
     let comm = topos_cuda::nccl::DeviceComm::join(
-        kernels.main_stream(),
+        stream.clone(),
         transport.rank(),
         transport.workers(),
         &ids[0],

@@ -24,6 +24,8 @@ mod enabled;
 #[cfg(feature = "cuda")]
 pub mod engine;
 #[cfg(feature = "cuda")]
+pub(crate) use enabled::join_nccl;
+#[cfg(feature = "cuda")]
 pub use enabled::CudaEngine;
 
 #[cfg(not(feature = "cuda"))]

@@ -144,6 +144,16 @@ pub struct MfmEngine {
     word_scratch: Vec<AtomicU32>,
     /// The documents' new rows of a sweep not yet committed.
     sampled: Option<DocRows>,
+    /// The run's workers: with several, this engine holds a contiguous share of the documents
+    /// ([`crate::shard::Shard`]), keys its tokens and cells by their global indices, and sums
+    /// the words' exact new counts with the others before rounding them, so every worker rounds
+    /// the same sums to the same registers: the model of one worker, for any number.
+    transport: std::sync::Arc<dyn Transport>,
+    /// The first global token and document of this worker's share.
+    token_base: u64,
+    doc_base: u64,
+    /// Training tokens of the whole run.
+    global_tokens: u64,
 }
 
 /// Opens the engine for a run ([`crate::sampler::CpuImplementation::Engine`]).
@@ -166,15 +176,33 @@ impl MfmEngine {
                 "--algo {name} cannot start from fixed counts (topos update, --seed-words) yet; use --algo cgs"
             )));
         }
-        crate::engine::exchange_with_one_worker(
-            name,
-            setup.transport.as_ref(),
-            "it keeps no assignments to share out",
-        )?;
-        let view = setup.docs.view();
-        if view.num_tokens() == 0 {
+        let whole = setup.docs.view();
+        if whole.num_tokens() == 0 {
             return Err(TrainError::EmptyCorpus);
         }
+        let transport = setup.transport.clone();
+        let workers = transport.workers();
+        // Several workers: a contiguous share of the documents each (the model does not depend
+        // on the cut).
+        let shard = if workers > 1 {
+            Some(crate::shard::Shard::of(
+                whole,
+                workers,
+                transport.rank(),
+                workers,
+            )?)
+        } else {
+            None
+        };
+        let global_tokens = whole.num_tokens();
+        let (token_base, doc_base) = shard
+            .as_ref()
+            .map_or((0, 0), |s| (s.tokens.start, s.docs.start as u64));
+        let docs = match &shard {
+            Some(s) => s.docs_of(&setup.docs),
+            None => setup.docs.clone(),
+        };
+        let view = docs.view();
         let bound = view.max_word_id_bound();
         if bound as usize > setup.num_words {
             return Err(TrainError::WordOutOfRange {
@@ -195,7 +223,9 @@ impl MfmEngine {
         let cells = setup.num_words.checked_mul(k).ok_or_else(|| {
             TrainError::Unsupported("V × K does not fit this machine's addresses".into())
         })?;
-        let word_tokens = crate::layout::word_counts(view.tokens(), setup.num_words);
+        // Every worker weighs the draw's forms by the whole corpus's tokens of each word.
+        let mut word_tokens = crate::layout::word_counts(view.tokens(), setup.num_words);
+        transport.sum_u64(&mut word_tokens)?;
         let word_scratch: Vec<AtomicU32> = pool.install(|| {
             (0..cells)
                 .into_par_iter()
@@ -204,7 +234,7 @@ impl MfmEngine {
         });
         let mut engine = MfmEngine {
             width: super::counter_width(&setup.settings),
-            docs: setup.docs,
+            docs,
             num_words: setup.num_words,
             hyper: setup.hyper,
             seed: setup.seed,
@@ -223,10 +253,15 @@ impl MfmEngine {
             },
             word_scratch,
             sampled: None,
+            transport,
+            token_base,
+            doc_base,
+            global_tokens,
         };
         // The start's counters are rounded with iteration 0's keys, each sweep's with its own.
         let docs = engine.pool.install(|| engine.sweep(Draw::Initial, 0));
-        engine.counts = engine.commit_counts(docs, 0);
+        engine.sum_word_counts()?;
+        engine.counts = engine.commit_counts(docs, 0)?;
         Ok(engine)
     }
 
@@ -268,7 +303,7 @@ impl MfmEngine {
     ) {
         let view = self.docs.view();
         let k = self.hyper.num_topics as usize;
-        let first = view.offsets()[d];
+        let first = self.token_base + view.offsets()[d];
         let words = view.doc(d);
         match frozen {
             None => {
@@ -311,7 +346,7 @@ impl MfmEngine {
         s.touched.sort_unstable();
         for &t in &s.touched {
             let n = std::mem::take(&mut s.new_doc[t as usize]);
-            let cell = DOC_CELL | (d as u64 * k as u64 + u64::from(t));
+            let cell = DOC_CELL | ((self.doc_base + d as u64) * k as u64 + u64::from(t));
             out.topics.push(t);
             out.registers.push(
                 self.width
@@ -342,9 +377,26 @@ impl MfmEngine {
         }
     }
 
+    /// Sums the words' exact new counts of every worker (nothing to do with one).
+    fn sum_word_counts(&mut self) -> Result<(), TrainError> {
+        if self.transport.workers() == 1 {
+            return Ok(());
+        }
+        // SAFETY: AtomicU32 has the size and alignment of u32, and `&mut self` excludes every
+        // other access to the scratch while it is summed.
+        let plain: &mut [u32] = unsafe {
+            std::slice::from_raw_parts_mut(
+                self.word_scratch.as_mut_ptr().cast::<u32>(),
+                self.word_scratch.len(),
+            )
+        };
+        self.transport.sum_u32(plain)?;
+        Ok(())
+    }
+
     /// The M-step: the words' new counts (clearing the scratch) and the documents' rows become
     /// the counts, with their totals and the choice of the next draw.
-    fn commit_counts(&self, docs: DocRows, iteration: u32) -> Counts {
+    fn commit_counts(&self, docs: DocRows, iteration: u32) -> Result<Counts, TrainError> {
         let k = self.hyper.num_topics as usize;
         let v = self.num_words;
         let chunk = 1024usize;
@@ -392,24 +444,25 @@ impl MfmEngine {
         }
         // The work a token does in the buckets: its word's non-zeros (Q_mv), and its share of
         // its document's (R_m, summed once a document).
-        let view = self.docs.view();
         let word_work: u64 = (0..v)
             .map(|w| self.word_tokens[w] * (words.offsets[w + 1] - words.offsets[w]))
             .sum();
-        let doc_work = docs.nonzeros() as u64;
-        let mean = (word_work + doc_work) as f64 / view.num_tokens().max(1) as f64;
+        // The same choice on every worker: the whole corpus's documents' non-zeros.
+        let mut doc_work = [docs.nonzeros() as u64];
+        self.transport.sum_u64(&mut doc_work)?;
+        let mean = (word_work + doc_work[0]) as f64 / self.global_tokens.max(1) as f64;
         let sparse = match std::env::var("TOPOS_MFM_DRAW").as_deref() {
             // For benchmarks of the rule.
             Ok("dense") => false,
             Ok("buckets") => true,
             _ => mean * SPARSE_WORK_FACTOR < k as f64,
         };
-        Counts {
+        Ok(Counts {
             docs,
             words,
             totals,
             sparse,
-        }
+        })
     }
 }
 
@@ -677,15 +730,17 @@ impl Engine for MfmEngine {
         self.sampled = Some(rows);
         Ok(())
     }
-    fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
+    /// The words' exact new counts summed over the workers (through the engine's own
+    /// transport, which is the run's).
+    fn exchange(&mut self, _transport: &dyn Transport) -> Result<(), TrainError> {
         crate::engine::check_sampled(self.sampled.is_some())?;
-        crate::engine::exchange_with_one_worker("mfm", transport, "it keeps no assignments")
+        self.sum_word_counts()
     }
     fn commit(&mut self) -> Result<(), TrainError> {
         let Some(docs) = self.sampled.take() else {
             return crate::engine::check_sampled(false);
         };
-        self.counts = self.commit_counts(docs, self.iteration + 1);
+        self.counts = self.commit_counts(docs, self.iteration + 1)?;
         self.iteration += 1;
         Ok(())
     }
@@ -746,7 +801,14 @@ impl Engine for MfmEngine {
                 })
                 .sum()
         });
-        Ok(total.value() / view.num_tokens().max(1) as f64)
+        let total = crate::fixed_sum::FixedSum::from_le_bytes(
+            crate::shard::sum_fixed(
+                self.transport.as_ref(),
+                i128::from_le_bytes(total.to_le_bytes()),
+            )?
+            .to_le_bytes(),
+        );
+        Ok(total.value() / self.global_tokens.max(1) as f64)
     }
     fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
         Ok(self.counts.totals.clone())
@@ -780,7 +842,13 @@ impl Engine for MfmEngine {
         out.topics.clear();
         out.counts.clear();
         out.offsets.push(0);
-        for d in docs {
+        // This worker's documents of `docs` (global indices), gathered with the others' in
+        // rank order (their shares are contiguous and in order).
+        let n_local = self.docs.view().len() as u64;
+        let lo = (docs.start as u64).clamp(self.doc_base, self.doc_base + n_local);
+        let hi = (docs.end as u64).clamp(lo, self.doc_base + n_local);
+        for g in lo..hi {
+            let d = (g - self.doc_base) as usize;
             let (c, local) = self.counts.docs.locate(d);
             for i in c.row(local) {
                 out.topics.push(c.topics[i]);
@@ -789,6 +857,7 @@ impl Engine for MfmEngine {
             }
             out.offsets.push(out.topics.len() as u64);
         }
+        crate::shard::gather_doc_rows(self.transport.as_ref(), out)?;
         Ok(true)
     }
 }
@@ -823,6 +892,83 @@ mod tests {
             e.iterate(&crate::transport::Local).unwrap();
         }
         e
+    }
+
+    /// Several workers (one process's group over in-process transports, as `--device cuda:all`
+    /// groups GPU engines; MPI processes sum through the same calls) each take a share of the
+    /// documents and sum the words' exact counts before rounding: the one-worker model, counts,
+    /// document rows and likelihood, for every width and any number of workers.
+    #[test]
+    fn several_workers_train_the_one_workers_model() {
+        use crate::engine_group::EngineGroup;
+        use crate::transport::{InProcess, Transport};
+        use std::sync::Arc;
+        let spec = SyntheticSpec {
+            num_docs: 90,
+            num_words: 50,
+            num_topics: 5,
+            mean_doc_len: 30,
+            alpha: topos_model::Alpha::symmetric(5, 0.2),
+            shape: TopicShape::Dirichlet { beta: 0.1 },
+            seed: 8,
+        };
+        let docs = TrainDocs::from(generate(&spec).docs);
+        let hyper = Hyperparameters::new(5, Some(0.3), Some(0.05)).unwrap();
+        let setup = |width: CounterWidth, transport: Arc<dyn Transport>| EngineSetup {
+            settings: SamplerSettings::default()
+                .with(&super::super::COUNTERS, width.bits())
+                .unwrap(),
+            transport,
+            ..EngineSetup::fresh(docs.clone(), 50, &super::super::Mfm, hyper.clone(), 3, 2)
+        };
+        let state = |e: &mut dyn Engine| {
+            let mut d = DocTopics {
+                num_topics: 0,
+                offsets: Vec::new(),
+                topics: Vec::new(),
+                counts: Vec::new(),
+            };
+            assert!(e.doc_topic_rows(0..spec.num_docs, &mut d).unwrap());
+            let w = crate::engine::read_all_rows(e, 50).unwrap();
+            (
+                w.offsets,
+                w.topics,
+                w.counts,
+                w.totals,
+                d.offsets,
+                d.topics,
+                d.counts,
+                e.log_likelihood().unwrap(),
+            )
+        };
+        for width in CounterWidth::ALL {
+            let mut one = MfmEngine::open(setup(width, Arc::new(crate::transport::Local))).unwrap();
+            for _ in 0..5 {
+                one.iterate(&crate::transport::Local).unwrap();
+            }
+            let want = state(&mut one);
+            for n in [2usize, 3] {
+                let transports: Vec<Arc<InProcess>> =
+                    InProcess::group(n).into_iter().map(Arc::new).collect();
+                let members: Vec<Box<dyn Engine>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = transports
+                        .iter()
+                        .map(|t| {
+                            let st = setup(width, t.clone());
+                            s.spawn(move || {
+                                Box::new(MfmEngine::open(st).unwrap()) as Box<dyn Engine>
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                let mut group = EngineGroup::new(members, transports);
+                for _ in 0..5 {
+                    group.iterate(&crate::transport::Local).unwrap();
+                }
+                assert_eq!(state(&mut group), want, "{width:?}, {n} workers");
+            }
+        }
     }
 
     /// All three forms of the draw are inverse-CDF draws of p(z = k) ∝ (tpd + α)(wpt + β) /

@@ -179,7 +179,8 @@ __device__ __forceinline__ void row_factor(bool staged, const u16* stage_t, cons
 #define LL_SCALE 16777216.0
 
 // One sweep of Fig. 2 over documents doc_begin .. doc_end (a chunk: the model does not depend on
-// the chunks), a warp per document (grid-stride), a lane per token:
+// the chunks), a warp per document (grid-stride), a lane per token. token_base and doc_base: the
+// first global token and document of this worker's share (several GPUs), for the keys.
 //   MODE_START: each token's topic uniform (the start, iteration 0's keys), counted;
 //   MODE_DRAW: each token drawn from p(z = k) ∝ (tpd[m][k] + alpha)(wpt[k][v] + beta)/(wt[k] + V beta)
 //     with the last iteration's counts (the document's row as it was when the warp began it), and
@@ -192,6 +193,7 @@ __device__ __forceinline__ void row_factor(bool staged, const u16* stage_t, cons
 //   P_v  = alpha sum_k wpt[k][v] inv[k]   (mfm_word_prior)        S = alpha beta sum_k inv[k]
 extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     u32 mode, const u32* __restrict__ words, const u64* __restrict__ doc_off, u64 doc_begin, u64 doc_end,
+    u64 token_base, u64 doc_base,
     const u64* __restrict__ row_off, u32* __restrict__ row_len, u32* __restrict__ rows,
     const REG_T* __restrict__ B, u32* __restrict__ Bn, const u64* __restrict__ levels, u32 top,
     const double* __restrict__ inv, const double* __restrict__ s_cum, const double* __restrict__ prior,
@@ -236,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
         }
         __syncwarp();
         for (u64 j = lane; j < len; j += 32) {
-            const u64 g = first + j;
+            const u64 g = token_base + first + j;
             const u32 v = words[g];
             const REG_T* wrow = B + (u64)v * K;
             u32 t;
@@ -311,7 +313,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                 for (u32 q = 0; q < distinct; q++) rank += touched[q] < k;
                 u32 n = h[k];
                 h[k] = 0;
-                u32 reg = round_count(n, DOC_CELL | (d * (u64)K + k), iteration, lv, top, seed_lo, seed_hi);
+                u32 reg = round_count(n, DOC_CELL | ((doc_base + d) * (u64)K + k), iteration, lv, top, seed_lo, seed_hi);
                 rows[roff + rank] = (k << 16) | reg;
             }
         } else {
@@ -323,7 +325,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                 if (n) {
                     h[k] = 0;
                     u32 at = base + __popc(mask & ((1u << lane) - 1u));
-                    u32 reg = round_count(n, DOC_CELL | (d * (u64)K + k), iteration, lv, top, seed_lo, seed_hi);
+                    u32 reg = round_count(n, DOC_CELL | ((doc_base + d) * (u64)K + k), iteration, lv, top, seed_lo, seed_hi);
                     rows[roff + at] = (k << 16) | reg;
                 }
                 base += __popc(mask);

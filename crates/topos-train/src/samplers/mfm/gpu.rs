@@ -114,6 +114,13 @@ mod enabled {
         seed: u64,
         num_words: u32,
         tokens: u64,
+        transport: Arc<dyn Transport>,
+        /// The GPUs' NCCL communicator with several workers (`None`: one worker, or the
+        /// exchange staged through the host).
+        comm: Option<topos_cuda::nccl::DeviceComm>,
+        token_base: u64,
+        doc_base: u64,
+        global_tokens: u64,
         /// Document ranges swept one launch after another (`DeviceOptions::partition_tokens`;
         /// one by default): the model does not depend on them.
         chunks: Vec<Range<usize>>,
@@ -155,21 +162,48 @@ mod enabled {
                     "--algo {name} cannot start from fixed counts (topos update, --seed-words) yet; use --algo cgs"
                 )));
             }
-            crate::engine::exchange_with_one_worker(
-                name,
-                setup.transport.as_ref(),
-                "it keeps no assignments to share out",
-            )?;
             let Some(alpha) = setup.hyper.alpha.symmetric_value() else {
                 return Err(TrainError::Unsupported(
                     "an asymmetric alpha runs on the CPU only for now; use --device cpu".into(),
                 ));
             };
-            let view = setup.docs.view();
-            if view.num_tokens() == 0 {
+            let whole = setup.docs.view();
+            if whole.num_tokens() == 0 {
                 return Err(TrainError::EmptyCorpus);
             }
-            let bound = view.max_word_id_bound();
+            // Several workers (processes under MPI, or the GPUs of `cuda:all`): a contiguous
+            // share of the documents each, keyed by global indices; the words' exact new counts
+            // are summed (NCCL, or through the host) before every worker rounds them alike, so
+            // the model is one GPU's.
+            let transport = setup.transport.clone();
+            let workers = transport.workers();
+            let shard = if workers > 1 {
+                Some(crate::shard::Shard::of(
+                    whole,
+                    workers,
+                    transport.rank(),
+                    workers,
+                )?)
+            } else {
+                None
+            };
+            let (token_base, doc_base) = shard
+                .as_ref()
+                .map_or((0, 0), |s| (s.tokens.start, s.docs.start as u64));
+            let global_tokens = whole.num_tokens();
+            let ordinal = match (ordinal, &shard) {
+                (None, Some(_)) => {
+                    let count = device::device_count().map_err(dev)?;
+                    crate::transport::local_rank().map(|r| r % count.max(1))
+                }
+                (o, _) => o,
+            };
+            let docs = match &shard {
+                Some(s) => s.docs_of(&setup.docs),
+                None => setup.docs.clone(),
+            };
+            let view = docs.view();
+            let bound = whole.max_word_id_bound();
             if bound as usize > setup.num_words {
                 return Err(TrainError::WordOutOfRange {
                     found: bound - 1,
@@ -324,6 +358,11 @@ mod enabled {
                 num_words: setup.num_words as u32,
                 tokens: view.num_tokens(),
                 chunks,
+                transport,
+                comm: None,
+                token_base,
+                doc_base,
+                global_tokens,
                 iteration: 0,
                 threads: setup.threads,
                 sampled: false,
@@ -347,8 +386,17 @@ mod enabled {
                 ll,
                 device_bytes: need,
             };
+            if workers > 1 {
+                engine.comm = crate::cuda::join_nccl(
+                    &engine.stream,
+                    engine.info.ordinal,
+                    engine.transport.as_ref(),
+                )
+                .map_err(dev)?;
+            }
             // The start: uniform topics, counted and rounded with iteration 0's keys.
             engine.sweep(MODE_START, 0).map_err(dev)?;
+            engine.sum_word_counts()?;
             engine.commit_counts(0).map_err(dev)?;
             Ok(engine)
         }
@@ -390,6 +438,8 @@ mod enabled {
                     .arg(&self.doc_off)
                     .arg(&begin)
                     .arg(&end)
+                    .arg(&self.token_base)
+                    .arg(&self.doc_base)
                     .arg(&self.row_off)
                     .arg(&mut self.row_len)
                     .arg(&mut self.rows)
@@ -490,6 +540,32 @@ mod enabled {
             self.stream
                 .synchronize()
                 .check(|| "waiting for the commit".into())
+        }
+
+        /// Sums the words' exact new counts of every worker: NCCL's all-reduce, or through the
+        /// host and the transport (nothing to do with one worker).
+        fn sum_word_counts(&mut self) -> Result<(), TrainError> {
+            if self.transport.workers() == 1 {
+                return Ok(());
+            }
+            if let Some(comm) = self.comm.as_mut() {
+                comm.sum_u32(&mut self.bn).map_err(dev)?;
+                return Ok(());
+            }
+            let mut host = self
+                .stream
+                .clone_dtoh(&self.bn)
+                .check(|| "reading the new counts".into())
+                .map_err(dev)?;
+            self.transport.sum_u32(&mut host)?;
+            self.stream
+                .memcpy_htod(&host, &mut self.bn)
+                .check(|| "writing the summed counts".into())
+                .map_err(dev)?;
+            self.stream
+                .synchronize()
+                .check(|| "writing the summed counts".into())
+                .map_err(dev)
         }
 
         /// The words' registers of rows `words`, as counts.
@@ -601,9 +677,11 @@ mod enabled {
             self.sampled = true;
             Ok(())
         }
-        fn exchange(&mut self, transport: &dyn Transport) -> Result<(), TrainError> {
+        /// The words' exact new counts summed over the workers (through the engine's own
+        /// transport, which is the run's, or NCCL).
+        fn exchange(&mut self, _transport: &dyn Transport) -> Result<(), TrainError> {
             crate::engine::check_sampled(self.sampled)?;
-            crate::engine::exchange_with_one_worker("mfm", transport, "it keeps no assignments")
+            self.sum_word_counts()
         }
         fn commit(&mut self) -> Result<(), TrainError> {
             crate::engine::check_sampled(self.sampled)?;
@@ -625,7 +703,9 @@ mod enabled {
                 .clone_dtoh(&self.ll)
                 .check(|| "reading the log-likelihood".into())
                 .map_err(dev)?;
-            Ok(sum[0] as i64 as f64 / LL_SCALE / self.tokens.max(1) as f64)
+            let total =
+                crate::shard::sum_fixed(self.transport.as_ref(), i128::from(sum[0] as i64))?;
+            Ok(total as f64 / LL_SCALE / self.global_tokens.max(1) as f64)
         }
         fn topic_totals(&mut self) -> Result<Vec<u64>, TrainError> {
             self.stream
@@ -667,7 +747,13 @@ mod enabled {
             out.topics.clear();
             out.counts.clear();
             out.offsets.push(0);
+            // This worker's documents of `docs` (global indices), gathered with the others'.
+            let n_local = (self.row_off_host.len() - 1) as u64;
+            let lo = (docs.start as u64).clamp(self.doc_base, self.doc_base + n_local);
+            let hi = (docs.end as u64).clamp(lo, self.doc_base + n_local);
+            let docs = (lo - self.doc_base) as usize..(hi - self.doc_base) as usize;
             if docs.is_empty() {
+                crate::shard::gather_doc_rows(self.transport.as_ref(), out)?;
                 return Ok(true);
             }
             let read = |what: &'static str| move || format!("reading {what}");
@@ -705,6 +791,7 @@ mod enabled {
                 }
                 out.offsets.push(out.topics.len() as u64);
             }
+            crate::shard::gather_doc_rows(self.transport.as_ref(), out)?;
             Ok(true)
         }
     }
