@@ -123,6 +123,17 @@ if [ "$mode" = check ]; then
       > "$WORK/sanitizer-one-copy$extra.log" 2>&1 || { cat "$WORK/sanitizer-one-copy$extra.log"; exit 1; }
     row "memcheck	ezlda hybrid, one copy $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-one-copy$extra.log")"
   done
+  # mfm's own kernels (samplers/mfm/gpu.cu), exact and 1-byte registers, and their shared memory.
+  for counters in exact approx8; do
+    compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      topos train /tmp/small.tcorp -k 50 --iters 3 --algo mfm --counters $counters --device cuda -q -o /tmp/s.tmod \
+      > "$WORK/sanitizer-mfm-$counters.log" 2>&1 || { cat "$WORK/sanitizer-mfm-$counters.log"; exit 1; }
+    row "memcheck	mfm $counters	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-mfm-$counters.log")"
+  done
+  compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
+    topos train /tmp/small.tcorp -k 50 --iters 2 --algo mfm --counters approx8 --device cuda -q -o /tmp/s.tmod \
+    > "$WORK/racecheck-mfm.log" 2>&1 || { tail -40 "$WORK/racecheck-mfm.log"; exit 1; }
+  row "racecheck	mfm	$(grep -o 'ERROR SUMMARY: [0-9]* errors\|RACECHECK SUMMARY: [0-9]* hazards[^\n]*' "$WORK/racecheck-mfm.log" | head -1)"
   compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
     topos train /tmp/small.tcorp -k 50 --iters 1 --device cuda -q -o /tmp/s.tmod > "$WORK/racecheck.log" 2>&1 \
     || { tail -40 "$WORK/racecheck.log"; exit 1; }
@@ -258,29 +269,34 @@ if [ "$mode" = mfm ]; then
   corpus=${CORPUS:-nyt}
   shaped_corpus "$corpus"
   idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+  # DEVICES (default cuda): e.g. "cuda cuda:all" for one GPU and every GPU in the same call; the
+  # model's CRC32 is printed, so runs that must agree can be compared.
   for k in ${K:-1000}; do
     for run in ${RUNS:-cgs esca mfm:exact mfm:approx8 mfm:approx4}; do
+    for dev in ${DEVICES:-cuda}; do
       algo=${run%%:*}; extra=()
       [ "$algo" = mfm ] && extra=(--counters "${run#*:}")
-      name=$corpus-${run/:/-}-$k
+      name=$corpus-${run/:/-}-$k-${dev/:/-}
       nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$WORK/$name.smi" &
       smi=$!
       /usr/bin/time -f "%e %M" -o "$WORK/$name.time" \
         topos train "/tmp/$corpus.tcorp" -k "$k" --iters "${ITERS:-100}" --algo "$algo" "${extra[@]}" \
-        --device cuda -o "/tmp/$name.tmod" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" \
+        --device "$dev" -o "/tmp/$name.tmod" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" \
         || { kill $smi; echo "FAILED: $name"; tail -5 "$WORK/$name.err"; continue; }
       kill $smi; wait $smi 2>/dev/null || true
       peak=$(sort -n "$WORK/$name.smi" | tail -1)
-      python3 - "$WORK/$name.json" "$name" "$peak" "$idle" "$WORK/$name.time" <<'PY' | tee -a "$table"
-import json, sys
+      python3 - "$WORK/$name.json" "$name" "$peak" "$idle" "$WORK/$name.time" "/tmp/$name.tmod" <<'PY' | tee -a "$table"
+import json, sys, zlib
 s = json.load(open(sys.argv[1])); name, peak, idle = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+crc = zlib.crc32(open(sys.argv[6], "rb").read())
 wall, rss = open(sys.argv[5]).read().split()[-2:]
 p = s.get("gpu_plan") or {}
 dev = (peak - idle) * 1048576
 print(f"{name}\t{s['tokens_per_second']/1e6:.0f}M tok/s\tloop {s['seconds']:.2f} s\twall {float(wall):.1f} s\t"
       f"host peak {int(rss)/1048576:.2f} GiB\tdevice peak {dev/1e9:.2f} GB ({dev/s['train_tokens']:.1f} B/token)\t"
-      f"heldout {s['heldout_ll'] or float('nan'):.4f}\ttrain {s['train_ll'] or float('nan'):.4f}\t{p.get('summary', '')}")
+      f"heldout {s['heldout_ll'] or float('nan'):.4f}\ttrain {s['train_ll'] or float('nan'):.4f}\tmodel crc32 {crc:08x}\t{p.get('summary', '')}")
 PY
+    done
     done
   done
 fi

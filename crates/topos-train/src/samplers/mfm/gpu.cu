@@ -6,7 +6,7 @@
 // given the frozen counts, Fig. 2).
 //
 // Layout (resident):
-//   words[g]                 word of token g, corpus order (4 B a token: the only per-token array)
+//   words[t]                 word of token t, corpus order (4 B a token: the only per-token array)
 //   doc_off[d]               first token of document d (D + 1 entries)
 //   row_off[d], row_len[d]   document d's row: entries row_off[d] .. row_off[d] + row_len[d] of
 //                            rows, topic << 16 | register, topics increasing; room for
@@ -238,8 +238,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
         }
         __syncwarp();
         for (u64 j = lane; j < len; j += 32) {
+            // The token's place in this worker's arrays, and its global index (its keys).
             const u64 g = token_base + first + j;
-            const u32 v = words[g];
+            const u32 v = words[first + j];
             const REG_T* wrow = B + (u64)v * K;
             u32 t;
             if (mode == MODE_START) {

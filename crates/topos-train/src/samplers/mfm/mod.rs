@@ -31,7 +31,7 @@ impl Sampler for Mfm {
         "Mean-for-Mode estimation: every token drawn from the means of θ and φ given the last iteration's counts; no assignments kept; counters of 32, 8 or 4 bits (--counters)"
     }
     fn when_to_use(&self) -> &'static str {
-        "when memory matters more than the model or the speed: no per-token state, and with --counters approx8 29% less peak memory than cgs on 20M tokens at K = 100 (but the dense V x K counts of its sweep cost more than cgs at large K); its draw is esca's (own assignment included), so its model ends where esca's does, 0.03-0.12 nats/token below cgs (most on short documents); 1.8-4x slower than esca on one thread, 6x on 16 threads at K = 1,000; on the GPU 4 B a token (approx8: 58% of cgs's device memory at K = 1,000) at 0.15-0.24 of esca's speed; no checkpoints, learned priors, fixed counts or several workers"
+        "when memory matters more than the model or the speed: no per-token state, and with --counters approx8 29% less peak memory than cgs on 20M tokens at K = 100 (but the dense V x K counts of its sweep cost more than cgs at large K); its draw is esca's (own assignment included), so its model ends where esca's does, 0.03-0.12 nats/token below cgs (most on short documents); 1.8-4x slower than esca on one thread, 6x on 16 threads at K = 1,000; on the GPU 4 B a token (approx8: 58% of cgs's device memory at K = 1,000) at 0.15-0.24 of esca's speed; the same model for any number of threads, processes or GPUs; no checkpoints, learned priors or fixed counts"
     }
     fn reference(&self) -> &'static str {
         "Tristan, Tassarotti & Steele (ICML 2015) §2 Fig. 2, §3 Alg. 1, §4.1 (approximate counters), §5 Alg. 3 (S / R_m / Q_mv buckets)"
