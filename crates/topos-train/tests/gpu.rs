@@ -1207,7 +1207,10 @@ fn gpu_mfm_engines_sharing_the_documents_train_one_engines_model() {
     use topos_train::engine_group::EngineGroup;
     use topos_train::sampler::{CounterWidth, GpuImplementation};
     use topos_train::transport::{InProcess, Transport};
-    let s = spec(9, 1500);
+    // More documents than the grid has warps, so that warps take several documents in turn
+    // (the likelihood once raced there: a lane refilled the next document's stage while
+    // another still read this one's).
+    let s = spec(9, 40_000);
     let corpus = generate(&s);
     let docs = TrainDocs::from(corpus.docs.clone());
     let count = topos_cuda::device::device_count().unwrap();

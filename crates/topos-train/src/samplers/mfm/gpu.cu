@@ -303,9 +303,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                 if (at < TOUCHED_CAP) touched[at] = (u16)t;
             }
         }
+        // Every lane is done with this document (its stage may be refilled, its row written).
+        __syncwarp();
         if (mode == MODE_LOGLIK) continue;
         // Every lane is done reading the old row and counting: write the new one over it.
-        __syncwarp();
         const u32 distinct = touched_n_all[wib];
         if (distinct <= TOUCHED_CAP) {
             // Each distinct topic's place is the number of smaller ones.
