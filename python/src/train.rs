@@ -334,12 +334,9 @@ fn sampler_settings(
             }
             _ => match value.extract::<String>() {
                 Ok(text) => setting.parse(&text),
-                Err(_) => Err(topos_train::sampler::SettingError(format!(
-                    "{} must be {}, got {}",
-                    setting.flag,
-                    setting.choices().replace('|', ", "),
-                    value.repr().map(|r| r.to_string()).unwrap_or_default()
-                ))),
+                Err(_) => {
+                    Err(setting.refuse(&value.repr().map(|r| r.to_string()).unwrap_or_default()))
+                }
             },
         };
         parsed

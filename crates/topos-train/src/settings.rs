@@ -185,6 +185,14 @@ impl Setting {
                 .ok_or_else(|| self.not_named(format!("{text:?}"))),
         }
     }
+    /// The refusal of a value this setting does not take, shown as `shown` (a Python value's
+    /// repr, say): the message [`Setting::parse`] gives.
+    pub fn refuse(&self, shown: &str) -> SettingError {
+        match self.values {
+            SettingValues::Range { .. } => self.out_of_range(shown),
+            SettingValues::Named(_) => self.not_named(shown.to_string()),
+        }
+    }
     fn out_of_range(&self, value: impl std::fmt::Display) -> SettingError {
         let (lo, hi) = self.range();
         SettingError(format!(

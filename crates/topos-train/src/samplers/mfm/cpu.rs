@@ -39,7 +39,7 @@
 
 use super::counters::{CounterWidth, Registers};
 use crate::counts::WordTopics;
-use crate::engine::{Engine, EngineSetup, Start, TrainDocs};
+use crate::engine::{Engine, EngineSetup, TrainDocs};
 use crate::fixed_sum::FixedSum;
 use crate::transport::Transport;
 use crate::TrainError;
@@ -165,51 +165,12 @@ impl MfmEngine {
     /// A fresh run: every token's topic uniform at random, keyed by (seed, token) as on every
     /// device, counted and forgotten.
     pub fn open(setup: EngineSetup) -> Result<Self, TrainError> {
-        let name = setup.sampler.name();
-        if let Start::Resume(_) = setup.start {
-            return Err(TrainError::Unsupported(format!(
-                "--algo {name} keeps no assignments, so it cannot resume a checkpoint"
-            )));
-        }
-        if setup.fixed_counts.is_some() {
-            return Err(TrainError::Unsupported(format!(
-                "--algo {name} cannot start from fixed counts (topos update, --seed-words) yet; use --algo cgs"
-            )));
-        }
-        let whole = setup.docs.view();
-        if whole.num_tokens() == 0 {
-            return Err(TrainError::EmptyCorpus);
-        }
+        let share = super::WorkerShare::open(&setup)?;
         let transport = setup.transport.clone();
-        let workers = transport.workers();
-        // Several workers: a contiguous share of the documents each (the model does not depend
-        // on the cut).
-        let shard = if workers > 1 {
-            Some(crate::shard::Shard::of(
-                whole,
-                workers,
-                transport.rank(),
-                workers,
-            )?)
-        } else {
-            None
-        };
-        let global_tokens = whole.num_tokens();
-        let (token_base, doc_base) = shard
-            .as_ref()
-            .map_or((0, 0), |s| (s.tokens.start, s.docs.start as u64));
-        let docs = match &shard {
-            Some(s) => s.docs_of(&setup.docs),
-            None => setup.docs.clone(),
-        };
+        let (token_base, doc_base, global_tokens) =
+            (share.token_base, share.doc_base, share.global_tokens);
+        let docs = share.docs;
         let view = docs.view();
-        let bound = view.max_word_id_bound();
-        if bound as usize > setup.num_words {
-            return Err(TrainError::WordOutOfRange {
-                found: bound - 1,
-                vocab: setup.num_words,
-            });
-        }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(setup.threads)
             .build()
@@ -844,11 +805,7 @@ impl Engine for MfmEngine {
         out.offsets.push(0);
         // This worker's documents of `docs` (global indices), gathered with the others' in
         // rank order (their shares are contiguous and in order).
-        let n_local = self.docs.view().len() as u64;
-        let lo = (docs.start as u64).clamp(self.doc_base, self.doc_base + n_local);
-        let hi = (docs.end as u64).clamp(lo, self.doc_base + n_local);
-        for g in lo..hi {
-            let d = (g - self.doc_base) as usize;
+        for d in super::local_docs(docs, self.doc_base, self.docs.view().len()) {
             let (c, local) = self.counts.docs.locate(d);
             for i in c.row(local) {
                 out.topics.push(c.topics[i]);

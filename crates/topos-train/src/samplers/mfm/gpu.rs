@@ -67,7 +67,7 @@ pub fn device_bytes(
 mod enabled {
     use super::super::counters::CounterWidth;
     use crate::counts::WordTopics;
-    use crate::engine::{Engine, EngineSetup, Start};
+    use crate::engine::{Engine, EngineSetup};
     use crate::transport::Transport;
     use crate::TrainError;
     use std::ops::Range;
@@ -151,65 +151,29 @@ mod enabled {
 
     impl MfmGpuEngine {
         pub fn open(ordinal: Option<usize>, setup: EngineSetup) -> Result<Self, TrainError> {
-            let name = setup.sampler.name();
-            if let Start::Resume(_) = setup.start {
-                return Err(TrainError::Unsupported(format!(
-                    "--algo {name} keeps no assignments, so it cannot resume a checkpoint"
-                )));
-            }
-            if setup.fixed_counts.is_some() {
-                return Err(TrainError::Unsupported(format!(
-                    "--algo {name} cannot start from fixed counts (topos update, --seed-words) yet; use --algo cgs"
-                )));
-            }
             let Some(alpha) = setup.hyper.alpha.symmetric_value() else {
                 return Err(TrainError::Unsupported(
                     "an asymmetric alpha runs on the CPU only for now; use --device cpu".into(),
                 ));
             };
-            let whole = setup.docs.view();
-            if whole.num_tokens() == 0 {
-                return Err(TrainError::EmptyCorpus);
-            }
             // Several workers (processes under MPI, or the GPUs of `cuda:all`): a contiguous
             // share of the documents each, keyed by global indices; the words' exact new counts
             // are summed (NCCL, or through the host) before every worker rounds them alike, so
             // the model is one GPU's.
+            let share = super::super::WorkerShare::open(&setup)?;
             let transport = setup.transport.clone();
             let workers = transport.workers();
-            let shard = if workers > 1 {
-                Some(crate::shard::Shard::of(
-                    whole,
-                    workers,
-                    transport.rank(),
-                    workers,
-                )?)
-            } else {
-                None
-            };
-            let (token_base, doc_base) = shard
-                .as_ref()
-                .map_or((0, 0), |s| (s.tokens.start, s.docs.start as u64));
-            let global_tokens = whole.num_tokens();
-            let ordinal = match (ordinal, &shard) {
-                (None, Some(_)) => {
+            let (token_base, doc_base, global_tokens) =
+                (share.token_base, share.doc_base, share.global_tokens);
+            let ordinal = match ordinal {
+                None if workers > 1 => {
                     let count = device::device_count().map_err(dev)?;
                     crate::transport::local_rank().map(|r| r % count.max(1))
                 }
-                (o, _) => o,
+                o => o,
             };
-            let docs = match &shard {
-                Some(s) => s.docs_of(&setup.docs),
-                None => setup.docs.clone(),
-            };
+            let docs = share.docs;
             let view = docs.view();
-            let bound = whole.max_word_id_bound();
-            if bound as usize > setup.num_words {
-                return Err(TrainError::WordOutOfRange {
-                    found: bound - 1,
-                    vocab: setup.num_words,
-                });
-            }
             let k = setup.hyper.num_topics;
             let width = super::super::counter_width(&setup.settings);
             let longest = (0..view.len())
@@ -748,10 +712,7 @@ mod enabled {
             out.counts.clear();
             out.offsets.push(0);
             // This worker's documents of `docs` (global indices), gathered with the others'.
-            let n_local = (self.row_off_host.len() - 1) as u64;
-            let lo = (docs.start as u64).clamp(self.doc_base, self.doc_base + n_local);
-            let hi = (docs.end as u64).clamp(lo, self.doc_base + n_local);
-            let docs = (lo - self.doc_base) as usize..(hi - self.doc_base) as usize;
+            let docs = super::super::local_docs(docs, self.doc_base, self.row_off_host.len() - 1);
             if docs.is_empty() {
                 crate::shard::gather_doc_rows(self.transport.as_ref(), out)?;
                 return Ok(true);

@@ -113,3 +113,75 @@ pub static COUNTERS: Setting = Setting {
 pub fn counter_width(settings: &SamplerSettings) -> CounterWidth {
     CounterWidth::from_bits(COUNTERS.value(settings)).unwrap_or(CounterWidth::Exact)
 }
+
+/// A worker's part of an `mfm` run, what the CPU and GPU engines open alike: its contiguous share
+/// of the documents (all of them with one worker), and the first global token and document of
+/// that share, which key its random numbers and its cells' roundings. The model does not depend
+/// on the cut: the workers sum the words' exact counts before every one rounds them alike.
+pub(crate) struct WorkerShare {
+    pub docs: crate::engine::TrainDocs,
+    pub token_base: u64,
+    pub doc_base: u64,
+    /// Training tokens of the whole run.
+    pub global_tokens: u64,
+}
+
+impl WorkerShare {
+    /// Checks what `mfm` refuses at any device (a checkpoint, fixed counts, no tokens, a word
+    /// outside the vocabulary) and cuts this worker's share.
+    pub fn open(setup: &crate::engine::EngineSetup) -> Result<Self, crate::TrainError> {
+        use crate::TrainError;
+        let name = setup.sampler.name();
+        if let crate::engine::Start::Resume(_) = setup.start {
+            return Err(TrainError::Unsupported(format!(
+                "--algo {name} keeps no assignments, so it cannot resume a checkpoint"
+            )));
+        }
+        if setup.fixed_counts.is_some() {
+            return Err(TrainError::Unsupported(format!(
+                "--algo {name} cannot start from fixed counts (topos update, --seed-words) yet; use --algo cgs"
+            )));
+        }
+        let whole = setup.docs.view();
+        if whole.num_tokens() == 0 {
+            return Err(TrainError::EmptyCorpus);
+        }
+        let bound = whole.max_word_id_bound();
+        if bound as usize > setup.num_words {
+            return Err(TrainError::WordOutOfRange {
+                found: bound - 1,
+                vocab: setup.num_words,
+            });
+        }
+        let t = &setup.transport;
+        let workers = t.workers();
+        if workers == 1 {
+            return Ok(WorkerShare {
+                docs: setup.docs.clone(),
+                token_base: 0,
+                doc_base: 0,
+                global_tokens: whole.num_tokens(),
+            });
+        }
+        let shard = crate::shard::Shard::of(whole, workers, t.rank(), workers)?;
+        Ok(WorkerShare {
+            docs: shard.docs_of(&setup.docs),
+            token_base: shard.tokens.start,
+            doc_base: shard.docs.start as u64,
+            global_tokens: whole.num_tokens(),
+        })
+    }
+}
+
+/// The documents of the global range `docs` that a worker holding `held` documents from
+/// `doc_base` on has, as its local indices (empty where it holds none of them).
+pub(crate) fn local_docs(
+    docs: std::ops::Range<usize>,
+    doc_base: u64,
+    held: usize,
+) -> std::ops::Range<usize> {
+    let end = doc_base + held as u64;
+    let lo = (docs.start as u64).clamp(doc_base, end);
+    let hi = (docs.end as u64).clamp(lo, end);
+    (lo - doc_base) as usize..(hi - doc_base) as usize
+}
