@@ -8,7 +8,7 @@
 //! keyword, [`SamplerSettings`] holds the values a run asks for by key and refuses one its
 //! sampler does not take, checkpoints and model files record those that change the model, and
 //! `topos algos` lists them. So a new setting is a declaration and the code that reads it
-//! ([`SamplerSettings::value_of`]), in its sampler's folder (CONTRIBUTING.md, "Add a sampler").
+//! ([`Setting::value_on`]), in its sampler's folder (CONTRIBUTING.md, "Add a sampler").
 
 use std::collections::BTreeMap;
 
@@ -266,11 +266,6 @@ impl SamplerSettings {
     pub fn with(mut self, setting: &'static Setting, value: u32) -> Result<Self, SettingError> {
         self.set(setting, value)?;
         Ok(self)
-    }
-    /// The value `setting` runs with on a device that takes `defaults` (a sampler reads its own
-    /// settings with it).
-    pub fn value_of(&self, setting: &Setting, defaults: SettingDefaults) -> u32 {
-        setting.value_on(self, defaults)
     }
     /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {

@@ -110,17 +110,6 @@ impl CounterWidth {
     }
 }
 
-impl std::str::FromStr for CounterWidth {
-    type Err = crate::sampler::SettingError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        CounterWidth::from_name(s.trim()).ok_or_else(|| {
-            crate::sampler::SettingError(format!(
-                "--counters must be exact, approx8 or approx4, got {s:?}"
-            ))
-        })
-    }
-}
-
 /// `count` integer levels: L(x) = x up to `exact`, then L(x) = round(exact · r^(x − exact)) with
 /// r such that the last is `top` (and each at least one above the one before).
 fn geometric_levels(count: usize, exact: u64, top: u64) -> Vec<u64> {

@@ -139,7 +139,7 @@ impl MhSteps {
     }
     /// The pairs a run's settings ask for on a device that takes `defaults`.
     pub fn of(settings: &SamplerSettings, defaults: SettingDefaults) -> Self {
-        Self(settings.value_of(&MH_STEPS_SETTING, defaults))
+        Self(MH_STEPS_SETTING.value_on(settings, defaults))
     }
 }
 
