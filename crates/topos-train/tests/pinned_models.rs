@@ -7,6 +7,7 @@ use topos_corpus::Vocabulary;
 use topos_model::Hyperparameters;
 use topos_train::sampler::Sampler;
 use topos_train::sampler::{CounterWidth, CpuImplementation, SamplerSettings};
+use topos_train::samplers::mfm::{OwnDraw, OWN_DRAW};
 use topos_train::samplers::{cgs::Cgs, esca::Esca, ezlda::Ezlda, fcgs::Fcgs, mfm::Mfm, mh::Mh};
 use topos_train::synthetic::{generate, SyntheticSpec, TopicShape};
 use topos_train::{TrainDocs, TrainOptions, Trainer};
@@ -43,7 +44,7 @@ fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32
 }
 
 /// `mfm`'s model (an engine of its own, no [`Trainer`]) under the same conditions.
-fn mfm_checksum(width: CounterWidth, threads: usize, iterations: u32) -> u64 {
+fn mfm_checksum(width: CounterWidth, own: OwnDraw, threads: usize, iterations: u32) -> u64 {
     let spec = spec();
     let corpus = generate(&spec);
     let hyper = Hyperparameters::new(12, Some(0.2), Some(0.01)).unwrap();
@@ -52,6 +53,8 @@ fn mfm_checksum(width: CounterWidth, threads: usize, iterations: u32) -> u64 {
     };
     let settings = SamplerSettings::default()
         .with(&topos_train::samplers::mfm::COUNTERS, width.bits())
+        .unwrap()
+        .with(&OWN_DRAW, own.code())
         .unwrap();
     let docs = TrainDocs::from(corpus.docs);
     let mut e = open(topos_train::EngineSetup {
@@ -126,16 +129,17 @@ fn every_samplers_model_is_pinned() {
             ezlda, PINNED_EZLDA,
             "ezlda's model changed ({threads} threads)"
         );
-        for (width, pin) in [
-            (CounterWidth::Exact, PINNED_MFM),
-            (CounterWidth::Approx8, PINNED_MFM_APPROX8),
-            (CounterWidth::Approx4, PINNED_MFM_APPROX4),
+        for (width, own, pin) in [
+            (CounterWidth::Exact, OwnDraw::Removed, PINNED_MFM),
+            (CounterWidth::Approx8, OwnDraw::Removed, PINNED_MFM_APPROX8),
+            (CounterWidth::Approx4, OwnDraw::Removed, PINNED_MFM_APPROX4),
+            (CounterWidth::Exact, OwnDraw::Kept, PINNED_MFM_KEPT),
         ] {
-            let mfm = mfm_checksum(width, threads, 15);
-            eprintln!("threads {threads}: mfm {width:?} {mfm:#018x}");
+            let mfm = mfm_checksum(width, own, threads, 15);
+            eprintln!("threads {threads}: mfm {width:?} {own:?} {mfm:#018x}");
             assert_eq!(
                 mfm, pin,
-                "mfm's {width:?} model changed ({threads} threads)"
+                "mfm's {width:?} {own:?} model changed ({threads} threads)"
             );
         }
     }
@@ -155,7 +159,12 @@ const PINNED_FCGS: u64 = 0x27f3ef5617490b83;
 /// Pinned when `ezlda` was added (2026-11-26).
 const PINNED_EZLDA: u64 = 0xce1e4b756459c204;
 /// Pinned when `mfm` was added (2026-11-26), with each counter width; re-pinned the same day
-/// when the document-side split of its draw was added (another u → topic map, same law).
-const PINNED_MFM: u64 = 0xa9d817d9ba00c169;
-const PINNED_MFM_APPROX8: u64 = 0x22a98154b4094501;
-const PINNED_MFM_APPROX4: u64 = 0xadb35d9e83f961d1;
+/// when the document-side split of its draw was added (another u → topic map, same law); and
+/// on 2026-11-27 when the default became `--own-draw removed` (another conditional). The
+/// paper's conditional, `--own-draw kept`, wrote the earlier pins (0xa9d817d9ba00c169,
+/// 0x22a98154b4094501, 0xadb35d9e83f961d1) bit for bit when its provenance left the setting
+/// out; it records `own_draw = 0` now, hence its own pin.
+const PINNED_MFM: u64 = 0x2bcb2479ff23006c;
+const PINNED_MFM_APPROX8: u64 = 0xc3d885d4e81f40ac;
+const PINNED_MFM_APPROX4: u64 = 0x258600aa340c3275;
+const PINNED_MFM_KEPT: u64 = 0xd24d684f0f681b78;

@@ -13,7 +13,8 @@
 //! p(z = k) ∝ (tpd[m][k] + α_k) · (wpt[k][v] + β) / (wt[k] + Vβ)
 //! ```
 //!
-//! (the token's own earlier draw is part of the counts: there is no assignment to remove). New
+//! (the token's own earlier draw is part of the counts: there is no assignment to remove; by
+//! default its expected count comes out of the document's row, [`super::OwnDraw`]). New
 //! counts start from zero and are only incremented (§4.1): the document's row in a per-thread
 //! scratch, the word's in one dense array of atomic 32-bit counts, whose sums do not depend on
 //! the order of the increments. The commit rounds them to counters ([`CounterWidth::round`],
@@ -38,6 +39,7 @@
 //! the seed.
 
 use super::counters::{CounterWidth, Registers};
+use super::OwnDraw;
 use crate::counts::WordTopics;
 use crate::engine::{Engine, EngineSetup, TrainDocs};
 use crate::fixed_sum::FixedSum;
@@ -133,6 +135,8 @@ pub struct MfmEngine {
     hyper: Hyperparameters,
     seed: u64,
     width: CounterWidth,
+    /// What the draw does with the token's own earlier draw.
+    own: OwnDraw,
     pool: rayon::ThreadPool,
     /// Document ranges sampled in parallel (the model does not depend on them).
     ranges: Vec<Range<usize>>,
@@ -195,6 +199,7 @@ impl MfmEngine {
         });
         let mut engine = MfmEngine {
             width: super::counter_width(&setup.settings),
+            own: super::own_draw(&setup.settings),
             docs,
             num_words: setup.num_words,
             hyper: setup.hyper,
@@ -280,6 +285,7 @@ impl MfmEngine {
                 s.doc_topics.clear();
                 s.r_cum.clear();
                 let mut r = 0.0;
+                s.r2 = 0.0;
                 for i in rows.row(local) {
                     let t = rows.topics[i] as usize;
                     let a = rows.registers.estimate(i) as f64;
@@ -287,6 +293,7 @@ impl MfmEngine {
                     s.doc_topics.push(t as u16);
                     r += a * self.hyper.beta * f.inv[t];
                     s.r_cum.push(r);
+                    s.r2 += a * f.inv[t] * f.inv[t];
                 }
                 for (j, &v) in words.iter().enumerate() {
                     let u = CounterRng::new(self.seed, Stream::Train, iteration, first + j as u64)
@@ -447,6 +454,8 @@ struct Frozen {
     /// Prefix sums, within each word's row, of α_k wpt[k][v] / (wt[k] + Vβ): the bucket P_v of
     /// the document-side split is the last of the row's.
     word_prior_cum: Vec<f64>,
+    /// Whether the token's own earlier draw is taken out in expectation ([`OwnDraw::Removed`]).
+    remove_own: bool,
 }
 
 impl Frozen {
@@ -488,6 +497,7 @@ impl Frozen {
             alpha,
             s_cum,
             word_prior_cum,
+            remove_own: e.own == OwnDraw::Removed,
         }
     }
 
@@ -500,9 +510,29 @@ impl Frozen {
             s.word[w.topics[i] as usize] = w.registers.estimate(i) as f64;
         }
         let mut total = 0.0;
-        for (t, c) in s.cum.iter_mut().enumerate() {
-            total += (s.doc[t] + self.alpha[t]) * (s.word[t] + beta) * self.inv[t];
-            *c = total;
+        if self.remove_own {
+            // (A_dk − π_k + α_k) φ_kv with π_k = A_dk φ_kv / D_mv ([`OwnDraw`]): D_mv first, over
+            // the document's non-zeros.
+            let dm: f64 = s
+                .doc_topics
+                .iter()
+                .map(|&t| {
+                    let t = t as usize;
+                    s.doc[t] * ((s.word[t] + beta) * self.inv[t])
+                })
+                .sum();
+            let own = if dm > 0.0 { 1.0 / dm } else { 0.0 };
+            for (t, c) in s.cum.iter_mut().enumerate() {
+                let phi = (s.word[t] + beta) * self.inv[t];
+                let a = (s.doc[t] * (1.0 - phi * own)).max(0.0);
+                total += (a + self.alpha[t]) * phi;
+                *c = total;
+            }
+        } else {
+            for (t, c) in s.cum.iter_mut().enumerate() {
+                total += (s.doc[t] + self.alpha[t]) * (s.word[t] + beta) * self.inv[t];
+                *c = total;
+            }
         }
         for i in row {
             s.word[w.topics[i] as usize] = 0.0;
@@ -532,6 +562,9 @@ impl Frozen {
     ///   + α_k wpt[k][v]/(wt[k] + Vβ)                 P_v, over the word's, summed once a sweep
     ///   + α_k β/(wt[k] + Vβ)                         S
     /// ```
+    ///
+    /// With the own draw removed, D_mv's terms A_dk φ_kv become A_dk φ_kv (1 − φ_kv / D_mv)
+    /// ([`OwnDraw`]): the terms first, then their corrected prefix sums.
     fn draw_doc_side(&self, e: &MfmEngine, v: u32, u: f64, s: &mut Scratch) -> usize {
         let w = &e.counts.words;
         let row = w.row(v as usize);
@@ -539,14 +572,36 @@ impl Frozen {
         let beta = e.hyper.beta;
         s.q_cum.clear();
         let mut d = 0.0;
-        for &t in &s.doc_topics {
-            let b = match topics.binary_search(&t) {
-                Ok(j) => w.registers.estimate(row.start + j) as f64,
-                Err(_) => 0.0,
-            };
-            let k = t as usize;
-            d += s.doc[k] * (b + beta) * self.inv[k];
-            s.q_cum.push(d);
+        if self.remove_own {
+            s.own_phi.clear();
+            for &t in &s.doc_topics {
+                let b = match topics.binary_search(&t) {
+                    Ok(j) => w.registers.estimate(row.start + j) as f64,
+                    Err(_) => 0.0,
+                };
+                let k = t as usize;
+                let phi = (b + beta) * self.inv[k];
+                let c = s.doc[k] * phi;
+                d += c;
+                s.q_cum.push(c);
+                s.own_phi.push(phi);
+            }
+            let own = if d > 0.0 { 1.0 / d } else { 0.0 };
+            d = 0.0;
+            for (c, &phi) in s.q_cum.iter_mut().zip(&s.own_phi) {
+                d += (*c * (1.0 - phi * own)).max(0.0);
+                *c = d;
+            }
+        } else {
+            for &t in &s.doc_topics {
+                let b = match topics.binary_search(&t) {
+                    Ok(j) => w.registers.estimate(row.start + j) as f64,
+                    Err(_) => 0.0,
+                };
+                let k = t as usize;
+                d += s.doc[k] * (b + beta) * self.inv[k];
+                s.q_cum.push(d);
+            }
         }
         let prior = if row.is_empty() {
             0.0
@@ -573,6 +628,9 @@ impl Frozen {
 
     /// §5: the buckets Q_mv (the word's non-zeros), R_m (the document's, `r` its mass) and S.
     fn draw_word_side(&self, e: &MfmEngine, v: u32, u: f64, r: f64, s: &mut Scratch) -> usize {
+        if self.remove_own {
+            return self.draw_word_side_own_removed(e, v, u, r, s);
+        }
         let w = &e.counts.words;
         let row = w.row(v as usize);
         s.q_cum.clear();
@@ -594,6 +652,89 @@ impl Frozen {
             return s.doc_topics[j] as usize;
         }
         let x = (x - r).max(0.0);
+        self.s_cum
+            .partition_point(|&c| c <= x)
+            .min(self.s_cum.len() - 1)
+    }
+}
+
+impl Frozen {
+    /// §5's buckets with the own draw removed ([`OwnDraw`]): with A'_dk = A_dk − π_k,
+    ///
+    /// ```text
+    /// (A'_dk + α_k)(b_k + β) inv_k = (A'_dk + α_k) b_k inv_k    Q'_mv, over the word's non-zeros
+    ///                              + A'_dk β inv_k              R'_m, over the document's
+    ///                              + α_k β inv_k                S
+    /// ```
+    ///
+    /// (b_k = wpt[k][v], inv_k = 1/(wt[k] + Vβ)). One pass over the word's row gives every mass
+    /// without visiting the document's: D_mv = Σ_word A_dk b_k inv_k + R_m; Q'_k = Q_k − e_k/D_mv
+    /// with e_k = A_dk (b_k + β) b_k inv_k²; and R'_m = R_m − (β/D_mv)(Σ_word A_dk b_k inv_k² +
+    /// β Σ_doc A_dk inv_k²), the last sum once a document ([`Scratch::r2`]). Only a draw that
+    /// lands in R'_m (rare: β is small) walks the document's row, looking up b_k.
+    fn draw_word_side_own_removed(
+        &self,
+        e: &MfmEngine,
+        v: u32,
+        u: f64,
+        r: f64,
+        s: &mut Scratch,
+    ) -> usize {
+        let w = &e.counts.words;
+        let row = w.row(v as usize);
+        let beta = e.hyper.beta;
+        s.q_cum.clear();
+        s.own_phi.clear();
+        let (mut q, mut qa, mut corr, mut f) = (0.0, 0.0, 0.0, 0.0);
+        for i in row.clone() {
+            let t = w.topics[i] as usize;
+            let (a, b, inv) = (s.doc[t], w.registers.estimate(i) as f64, self.inv[t]);
+            let bi = b * inv;
+            let qk = (a + self.alpha[t]) * bi;
+            let ek = a * (b + beta) * inv * bi;
+            q += qk;
+            qa += a * bi;
+            corr += ek;
+            f += a * bi * inv;
+            s.q_cum.push(qk);
+            s.own_phi.push(ek);
+        }
+        let dm = qa + r;
+        let own = if dm > 0.0 { 1.0 / dm } else { 0.0 };
+        let q = (q - corr * own).max(0.0);
+        let r_own = (r - beta * own * (f + beta * s.r2)).max(0.0);
+        let sum_s = *self.s_cum.last().expect("K ≥ 1");
+        let x = u * (q + r_own + sum_s);
+        if x < q {
+            let mut acc = 0.0;
+            for (j, (&qk, &ek)) in s.q_cum.iter().zip(&s.own_phi).enumerate() {
+                acc += (qk - ek * own).max(0.0);
+                if acc > x {
+                    return w.topics[row.start + j] as usize;
+                }
+            }
+            return w.topics[row.end - 1] as usize;
+        }
+        let x = x - q;
+        if x < r_own && !s.doc_topics.is_empty() {
+            let topics = &w.topics[row.clone()];
+            let mut acc = 0.0;
+            for &t in &s.doc_topics {
+                let k = t as usize;
+                let b = match topics.binary_search(&t) {
+                    Ok(j) => w.registers.estimate(row.start + j) as f64,
+                    Err(_) => 0.0,
+                };
+                let a = s.doc[k];
+                let pi = a * (b + beta) * self.inv[k] * own;
+                acc += ((a - pi) * beta * self.inv[k]).max(0.0);
+                if acc > x {
+                    return k;
+                }
+            }
+            return *s.doc_topics.last().expect("not empty") as usize;
+        }
+        let x = (x - r_own).max(0.0);
         self.s_cum
             .partition_point(|&c| c <= x)
             .min(self.s_cum.len() - 1)
@@ -637,6 +778,11 @@ struct Scratch {
     /// Its topics, in row order, and the prefix sums of its bucket R_m.
     doc_topics: Vec<u16>,
     r_cum: Vec<f64>,
+    /// Σ over the document's non-zeros of tpd[m][k] / (wt[k] + Vβ)², for R'_m
+    /// ([`Frozen::draw_word_side_own_removed`]).
+    r2: f64,
+    /// Per-entry terms of a draw with the own draw removed (φ_kv, or e_k).
+    own_phi: Vec<f64>,
     /// The word's estimated counts by topic during a dense draw (zero otherwise).
     word: Vec<f64>,
     /// Prefix sums of a dense draw and of a bucket Q_mv.
@@ -653,6 +799,8 @@ impl Scratch {
             doc: vec![0.0; k],
             doc_topics: Vec::new(),
             r_cum: Vec::new(),
+            r2: 0.0,
+            own_phi: Vec::new(),
             word: vec![0.0; k],
             cum: vec![0.0; k],
             q_cum: Vec::new(),
@@ -929,13 +1077,21 @@ mod tests {
     }
 
     /// All three forms of the draw are inverse-CDF draws of p(z = k) ∝ (tpd + α)(wpt + β) /
-    /// (wt + Vβ): over a fine grid of uniform numbers each topic's share must be p_k (computed
-    /// here from the formula) within the grid's resolution, for every word of a document.
+    /// (wt + Vβ), or with the own draw removed of (tpd − π + α)(wpt + β) / (wt + Vβ), π_k =
+    /// tpd_k φ_kv / Σ_j tpd_j φ_jv ([`OwnDraw`]): over a fine grid of uniform numbers each
+    /// topic's share must be p_k (computed here from the formula) within the grid's resolution,
+    /// for every word of a document. The two conditionals differ by more than that (checked), so
+    /// a form that ignored the setting would fail.
     #[test]
     fn dense_and_both_bucket_draws_follow_the_mean_for_mode_conditional() {
-        for width in CounterWidth::ALL {
-            let e = engine(width, 1, 3);
+        for (width, own) in CounterWidth::ALL
+            .into_iter()
+            .flat_map(|w| [(w, OwnDraw::Kept), (w, OwnDraw::Removed)])
+        {
+            let mut e = engine(width, 1, 3);
+            e.own = own;
             let f = e.pool.install(|| Frozen::of(&e, true));
+            let mut largest_change = 0.0f64;
             let k = 5usize;
             let (beta, vb) = (0.05, 40.0 * 0.05);
             let d = 7;
@@ -948,6 +1104,7 @@ mod tests {
                 s.doc_topics.push(t as u16);
                 r += s.doc[t] * beta * f.inv[t];
                 s.r_cum.push(r);
+                s.r2 += s.doc[t] * f.inv[t] * f.inv[t];
             }
             for v in 0..40u32 {
                 let mut b = vec![0.0; k];
@@ -955,10 +1112,31 @@ mod tests {
                     b[e.counts.words.topics[i] as usize] =
                         e.counts.words.registers.estimate(i) as f64;
                 }
-                let p: Vec<f64> = (0..k)
-                    .map(|t| (s.doc[t] + 0.3) * (b[t] + beta) / (e.counts.totals[t] as f64 + vb))
+                let phi: Vec<f64> = (0..k)
+                    .map(|t| (b[t] + beta) / (e.counts.totals[t] as f64 + vb))
                     .collect();
-                let z: f64 = p.iter().sum();
+                let dm: f64 = (0..k).map(|t| s.doc[t] * phi[t]).sum();
+                let p_of = |own: OwnDraw| -> Vec<f64> {
+                    let p: Vec<f64> = (0..k)
+                        .map(|t| {
+                            let pi = match own {
+                                OwnDraw::Kept => 0.0,
+                                OwnDraw::Removed => s.doc[t] * phi[t] / dm,
+                            };
+                            (s.doc[t] - pi + 0.3) * phi[t]
+                        })
+                        .collect();
+                    let z: f64 = p.iter().sum();
+                    p.iter().map(|x| x / z).collect()
+                };
+                let p = p_of(own);
+                let other = p_of(match own {
+                    OwnDraw::Kept => OwnDraw::Removed,
+                    OwnDraw::Removed => OwnDraw::Kept,
+                });
+                for t in 0..k {
+                    largest_change = largest_change.max((p[t] - other[t]).abs());
+                }
                 let grid = 20_000;
                 let mut dense = vec![0usize; k];
                 let mut word_side = vec![0usize; k];
@@ -970,7 +1148,7 @@ mod tests {
                     doc_side[f.draw_doc_side(&e, v, u, &mut s)] += 1;
                 }
                 for t in 0..k {
-                    let want = p[t] / z;
+                    let want = p[t];
                     for (form, got) in [
                         ("dense", dense[t]),
                         ("word-side buckets", word_side[t]),
@@ -981,11 +1159,15 @@ mod tests {
                             // Each of the (at most three) pieces a topic owns is off by
                             // at most one grid point.
                             (share - want).abs() <= 3.0 / grid as f64 + 1e-9,
-                            "{width:?} {form}: word {v} topic {t}: {share} against {want}"
+                            "{width:?} {own:?} {form}: word {v} topic {t}: {share} against {want}"
                         );
                     }
                 }
             }
+            assert!(
+                largest_change > 100.0 * 3.0 / 20_000.0,
+                "{width:?}: the two conditionals differ by {largest_change} only"
+            );
         }
     }
 

@@ -188,6 +188,10 @@ __device__ __forceinline__ void row_factor(bool staged, const u16* stage_t, cons
 //     rounded to registers and written over the old row once every token of it is drawn;
 //   MODE_LOGLIK: nothing drawn or written: each token's log of that mass over n_d + K alpha,
 //     the training log-likelihood of the current counts (the CPU engine's formula).
+// remove_own (--own-draw removed, mod.rs OwnDraw): the token's own earlier draw comes out of the
+//   document's counts in expectation, tpd[m][k] -> tpd[m][k] - pi_k with pi_k = tpd[m][k] phi_kv /
+//   D_mv, so D_mv's terms c_k = tpd[m][k] phi_kv become c_k (1 - phi_kv / D_mv): the first pass
+//   sums c_k and c_k phi_kv, the walk corrects each term (the other buckets do not change).
 // The draw splits the mass as SaberLDA splits ESCA's (cpu.rs draw_doc_side):
 //   D_mv = sum over the document's non-zeros of tpd[m][k] (wpt[k][v] + beta) inv[k]
 //   P_v  = alpha sum_k wpt[k][v] inv[k]   (mfm_word_prior)        S = alpha beta sum_k inv[k]
@@ -198,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     const REG_T* __restrict__ B, u32* __restrict__ Bn, const u64* __restrict__ levels, u32 top,
     const double* __restrict__ inv, const double* __restrict__ s_cum, const double* __restrict__ prior,
     u32* __restrict__ hist, u32 K, double alpha, double beta, u32 seed_lo, u32 seed_hi, u32 iteration,
-    unsigned long long* __restrict__ ll_sum) {
+    u32 remove_own, unsigned long long* __restrict__ ll_sum) {
     __shared__ u16 touched_all[WARPS][TOUCHED_CAP];
     __shared__ u32 touched_n_all[WARPS];
     // A document row of at most STAGE entries is staged once, as each entry's topic and its
@@ -246,12 +250,15 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
             if (mode == MODE_START) {
                 t = initial_topic(g, K, seed_lo, seed_hi);
             } else {
-                double dm = 0.0;
+                double dm = 0.0, own_sq = 0.0;
+                const bool own = remove_own && mode == MODE_DRAW;
                 for (u32 i = 0; i < r; i++) {
                     u32 k;
                     double a;
                     row_factor(staged, stage_t, stage_a, rows, roff, i, inv, lv, k, a);
-                    dm += a * ((double)estimate(wrow[k], lv) + beta);
+                    const double f = (double)estimate(wrow[k], lv) + beta;
+                    dm += a * f;
+                    if (own) own_sq += a * f * (f * inv[k]);
                 }
                 const double p = prior[v];
                 if (mode == MODE_LOGLIK) {
@@ -259,8 +266,11 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                     ll_acc += __double2ll_rn(log(x) * LL_SCALE);
                     continue;
                 }
-                double x = unit_f64(g, iteration, STREAM_TRAIN, seed_lo, seed_hi) * (dm + p + s_total);
-                if (x < dm) {
+                // The document's bucket: D_mv, or with the own draw removed D_mv - sum c_k phi_kv / D_mv.
+                const double own_scale = own && dm > 0.0 ? 1.0 / dm : 0.0;
+                const double dm_draw = own ? fmax(dm - own_sq * own_scale, 0.0) : dm;
+                double x = unit_f64(g, iteration, STREAM_TRAIN, seed_lo, seed_hi) * (dm_draw + p + s_total);
+                if (x < dm_draw) {
                     // The document's bucket, walked again in the same order.
                     double acc = 0.0;
                     t = r > 0 ? (rows[roff + r - 1] >> 16) : 0u;
@@ -268,13 +278,15 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                         u32 k;
                         double a;
                         row_factor(staged, stage_t, stage_a, rows, roff, i, inv, lv, k, a);
-                        acc += a * ((double)estimate(wrow[k], lv) + beta);
+                        const double f = (double)estimate(wrow[k], lv) + beta;
+                        const double c = a * f;
+                        acc += own ? fmax(c * (1.0 - f * inv[k] * own_scale), 0.0) : c;
                         if (acc > x) { t = k; break; }
                     }
-                } else if (x < dm + p) {
+                } else if (x < dm_draw + p) {
                     // The word's share of the smoothing: its non-zero topics in order. P_v was
                     // summed in another order; a draw past this sum takes the last non-zero.
-                    x -= dm;
+                    x -= dm_draw;
                     double acc = 0.0;
                     t = K;
                     u32 last = 0;
@@ -288,7 +300,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                     if (t == K) t = last;
                 } else {
                     // S: the first k whose prefix sum passes x.
-                    x -= dm + p;
+                    x -= dm_draw + p;
                     u32 lo = 0, hi = K - 1;
                     while (lo < hi) {
                         u32 mid = (lo + hi) >> 1;

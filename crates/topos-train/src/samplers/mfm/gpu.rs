@@ -111,6 +111,8 @@ mod enabled {
         hyper: Hyperparameters,
         alpha: f64,
         width: CounterWidth,
+        /// What the draw does with the token's own earlier draw.
+        own: super::super::OwnDraw,
         seed: u64,
         num_words: u32,
         tokens: u64,
@@ -318,6 +320,7 @@ mod enabled {
                 hyper: setup.hyper,
                 alpha,
                 width,
+                own: super::super::own_draw(&setup.settings),
                 seed: setup.seed,
                 num_words: setup.num_words as u32,
                 tokens: view.num_tokens(),
@@ -387,6 +390,7 @@ mod enabled {
             let (lo, hi) = self.seed_parts();
             let k = self.hyper.num_topics;
             let beta = self.hyper.beta;
+            let remove_own = u32::from(self.own == super::super::OwnDraw::Removed);
             let cfg = LaunchConfig {
                 grid_dim: (self.blocks, 1, 1),
                 block_dim: (WARPS * 32, 1, 1),
@@ -421,6 +425,7 @@ mod enabled {
                     .arg(&lo)
                     .arg(&hi)
                     .arg(&iteration)
+                    .arg(&remove_own)
                     .arg(&mut self.ll)
                     .launch(cfg)
             }

@@ -4,10 +4,13 @@
 //! kept between iterations, with counts that are only incremented and so may be approximate
 //! (§4.1), drawn densely or from the S / R_m / Q_mv buckets (§5, Alg. 3).
 //!
-//! Its draw, p(z = k) ∝ (tpd[m][k] + α_k)(wpt[k][v] + β)/(wt[k] + Vβ) with the counts of the
-//! last iteration, is ESCA's (SaberLDA Eq. 1): the token's own earlier draw stays in the counts,
-//! because there is no stored assignment to take out. So its model trails `cgs` where `esca`'s
-//! does (short documents); what it buys is memory: no per-token state.
+//! The paper's draw, p(z = k) ∝ (tpd[m][k] + α_k)(wpt[k][v] + β)/(wt[k] + Vβ) with the counts
+//! of the last iteration, is ESCA's (SaberLDA Eq. 1): the token's own earlier draw stays in the
+//! counts, because there is no stored assignment to take out, so a topic a document holds once
+//! tends to keep itself and the model trails `cgs` where `esca`'s does (short documents). By
+//! default ([`OwnDraw::Removed`]) the draw takes out that earlier draw's *expected* count instead
+//! ([`OwnDraw`] derives it), which brings the model to `cgs`'s at equal iterations with no
+//! per-token state; `--own-draw kept` is the paper's conditional. What `mfm` buys is memory.
 
 pub mod counters;
 pub mod cpu;
@@ -86,7 +89,7 @@ impl Sampler for Mfm {
         Some(GpuImplementation::Engine(gpu::open))
     }
     fn settings(&self) -> &'static [&'static Setting] {
-        static TAKES: [&Setting; 1] = [&COUNTERS];
+        static TAKES: [&Setting; 2] = [&COUNTERS, &OWN_DRAW];
         &TAKES
     }
 }
@@ -112,6 +115,74 @@ pub static COUNTERS: Setting = Setting {
 /// The counter width a run's settings ask for.
 pub fn counter_width(settings: &SamplerSettings) -> CounterWidth {
     CounterWidth::from_bits(COUNTERS.value(settings)).unwrap_or(CounterWidth::Exact)
+}
+
+/// What the draw does with the token's own draw of the last iteration, which is part of the
+/// counts it reads and which `mfm` does not keep.
+///
+/// Collapsed Gibbs (Griffiths & Steyvers 2004, Eq. 5) draws a token from its document's counts
+/// *without* the token, (A¬_dk + α_k), A¬_dk = A_dk − [z_prev = k]. Mean-for-Mode keeps no z_prev
+/// (Tristan et al. §2), so the paper draws from A_dk itself, as ESCA does: a topic the document
+/// holds once through this very token keeps a weight of 1 + α_k instead of α_k, which on short
+/// documents holds the model 0.08-0.13 nats/token below `cgs` (BENCHMARKS.md).
+///
+/// `Removed` takes out the indicator's expectation given what is kept. Of the document's A_dk
+/// tokens in topic k, the one at hand had topic k with probability
+///
+/// ```text
+/// π_k = A_dk φ_kv / D_mv,      φ_kv = (wpt[k][v] + β)/(wt[k] + Vβ),   D_mv = Σ_j A_dj φ_jv
+/// ```
+///
+/// (the posterior of its earlier topic given the document's counts and the point estimate φ,
+/// which is what Mean-for-Mode draws from), and the document factor of the collapsed
+/// conditional is linear in the indicator, so its expectation is exact given π:
+///
+/// ```text
+/// p(z = k) ∝ (A_dk − π_k + α_k) φ_kv  =  A_dk φ_kv (1 − φ_kv / D_mv)  +  α_k φ_kv
+/// ```
+///
+/// Every weight is ≥ 0 (A_dk φ_kv ≤ D_mv, so A_dk − π_k ≥ A_dk − 1 ≥ 0 for a non-zero A_dk), only
+/// the document's non-zeros change, and D_mv is the sum the draw already forms. The word's count
+/// keeps the token (a word's row carries many tokens; taking π out of it too measured worse:
+/// BENCHMARKS.md, "mfm with its own draw removed").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwnDraw {
+    /// Tristan et al.'s conditional: the counts as they are (ESCA's draw).
+    Kept,
+    /// The earlier draw's expected count taken out of the document's row (the default).
+    Removed,
+}
+
+impl OwnDraw {
+    /// Its recorded value (`own_draw`).
+    pub fn code(self) -> u32 {
+        match self {
+            OwnDraw::Kept => 0,
+            OwnDraw::Removed => 1,
+        }
+    }
+}
+
+/// `--own-draw` / `own_draw=`: [`OwnDraw`], recorded as 0 (kept) or 1 (removed).
+pub static OWN_DRAW: Setting = Setting {
+    key: "own_draw",
+    flag: "--own-draw",
+    keyword: "own_draw",
+    value_name: "HOW",
+    describe: "what Mean-for-Mode's draw does with the token's own earlier draw, which it does not keep: removed (its expected count taken out of the document's row: collapsed Gibbs's conditional in expectation, the model of cgs at equal iterations) or kept (Tristan et al.'s conditional, esca's: trails cgs on short documents); the model records it",
+    values: SettingValues::Named(&[("removed", 1), ("kept", 0)]),
+    default: 1,
+    cpu_default: 1,
+    changes_model: true,
+};
+
+/// The treatment of the token's own earlier draw a run's settings ask for.
+pub fn own_draw(settings: &SamplerSettings) -> OwnDraw {
+    if OWN_DRAW.value(settings) == OwnDraw::Kept.code() {
+        OwnDraw::Kept
+    } else {
+        OwnDraw::Removed
+    }
 }
 
 /// A worker's part of an `mfm` run, what the CPU and GPU engines open alike: its contiguous share
