@@ -265,7 +265,7 @@ if [ "$mode" = mfm ]; then
   # whole-process wall (/usr/bin/time), peak device memory (nvidia-smi every 100 ms, less the
   # idle figure: the CUDA context included), the plan's device bytes, held-out LL at the end.
   # CORPUS (default nyt), K (default 1000), ITERS (default 100), RUNS (default: cgs esca
-  # mfm:exact mfm:approx8 mfm:approx4).
+  # mfm:exact mfm:approx8 mfm:approx4; mfm:exact:kept for --own-draw kept).
   corpus=${CORPUS:-nyt}
   shaped_corpus "$corpus"
   idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
@@ -274,9 +274,11 @@ if [ "$mode" = mfm ]; then
   for k in ${K:-1000}; do
     for run in ${RUNS:-cgs esca mfm:exact mfm:approx8 mfm:approx4}; do
     for dev in ${DEVICES:-cuda}; do
-      algo=${run%%:*}; extra=()
-      [ "$algo" = mfm ] && extra=(--counters "${run#*:}")
-      name=$corpus-${run/:/-}-$k-${dev/:/-}
+      # A run is ALGO, or mfm:COUNTERS[:OWN] (OWN: --own-draw, removed by default).
+      IFS=: read -r algo counters own <<< "$run"; extra=()
+      [ -n "${counters:-}" ] && extra+=(--counters "$counters")
+      [ -n "${own:-}" ] && extra+=(--own-draw "$own")
+      name=$corpus-${run//:/-}-$k-${dev/:/-}
       nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$WORK/$name.smi" &
       smi=$!
       /usr/bin/time -f "%e %M" -o "$WORK/$name.time" \

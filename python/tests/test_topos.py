@@ -380,6 +380,11 @@ def test_sampler_settings_like_the_cli(demo_corpus):
     assert model_bytes(algo="mh", mh_steps=2) != model_bytes(algo="mh")
     m = topos.train(demo_corpus, k=10, iters=3, algo="mfm", counters="approx8", device="cpu")
     assert m.provenance["sampler_settings"] == {"counter_bits": 8}
+    m = topos.train(demo_corpus, k=10, iters=3, algo="mfm", own_draw="kept", device="cpu")
+    assert m.provenance["sampler_settings"] == {"own_draw": 0}
+    assert model_bytes(algo="mfm", own_draw="kept") != model_bytes(algo="mfm")
+    with pytest.raises(ValueError, match="own_draw must be removed or kept"):
+        topos.train(demo_corpus, k=10, iters=1, algo="mfm", own_draw="maybe", device="cpu")
     with pytest.raises(ValueError, match="counters must be exact, approx8 or approx4"):
         topos.train(demo_corpus, k=10, iters=1, algo="mfm", counters="approx2", device="cpu")
     with pytest.raises(ValueError, match="mh_steps applies to algo=mh only"):

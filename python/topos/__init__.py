@@ -382,7 +382,10 @@ def train(
     the GPU, 2 on the CPU): proposal pairs per token and iteration (``--mh-steps``), which
     change the model and are recorded in it. ``counters`` (``algo="mfm"`` only): ``"exact"``
     (the default), ``"approx8"`` or ``"approx4"``, the width of Mean-for-Mode's counts
-    (``--counters``), recorded in the model. A setting given for another sampler, or a bad
+    (``--counters``), recorded in the model. ``own_draw`` (``algo="mfm"`` only):
+    ``"removed"`` (the default: the token's own earlier draw taken out of its document's counts
+    in expectation, collapsed Gibbs's model) or ``"kept"`` (the paper's conditional,
+    ``--own-draw``), recorded in the model. A setting given for another sampler, or a bad
     value, raises ``ValueError``; an unknown keyword ``TypeError``.
     """
     if not isinstance(corpus, Corpus):

@@ -264,6 +264,19 @@ fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
     assert_eq!(p["sampler_settings"]["counter_bits"], 8, "{p}");
     assert!(ok(&["topics", s(&approx)]).contains("--counters approx8"));
     ok(&["eval", s(&approx), "--corpus", s(&c), "--quiet"]);
+    // The paper's conditional (the own draw kept): another model, which records it.
+    let kept = dir.path().join("kept.tmod");
+    let summary = train(
+        &c,
+        &kept,
+        &["--algo", "mfm", "--threads", "1", "--own-draw", "kept"],
+    );
+    assert_eq!(summary["sampler_settings"]["own_draw"], 0, "{summary}");
+    assert_ne!(
+        std::fs::read(&exact).unwrap(),
+        std::fs::read(&kept).unwrap()
+    );
+    assert!(ok(&["topics", s(&kept)]).contains("--own-draw kept"));
 
     let out = dir.path().join("refused.tmod");
     let base = ["train", s(&c), "-k", "6", "-o", s(&out), "--iters", "4"];
@@ -286,10 +299,22 @@ fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
         &with(&["--algo", "mfm", "--counters", "approx2"]),
         "--counters must be exact, approx8 or approx4",
     );
+    fails(
+        &with(&["--algo", "cgs", "--own-draw", "kept"]),
+        "--own-draw applies to --algo mfm only",
+    );
+    refused(
+        &with(&["--algo", "mfm", "--own-draw", "maybe"]),
+        "--own-draw must be removed or kept",
+    );
     assert!(!out.exists(), "a refused run wrote a model");
     let text = ok(&["algos"]);
     assert!(
         text.contains("setting --counters exact|approx8|approx4 (default exact)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("setting --own-draw removed|kept (default removed)"),
         "{text}"
     );
 }

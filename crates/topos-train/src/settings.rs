@@ -414,7 +414,7 @@ mod tests {
         );
         // Every setting is taken by some sampler, so the message always names one.
         let all = Setting::all();
-        assert_eq!(all.len(), 3);
+        assert_eq!(all.len(), 4);
         for s in all {
             assert!(crate::samplers::SAMPLERS
                 .iter()

@@ -163,8 +163,9 @@ const PINNED_EZLDA: u64 = 0xce1e4b756459c204;
 /// on 2026-11-27 when the default became `--own-draw removed` (another conditional). The
 /// paper's conditional, `--own-draw kept`, wrote the earlier pins (0xa9d817d9ba00c169,
 /// 0x22a98154b4094501, 0xadb35d9e83f961d1) bit for bit when its provenance left the setting
-/// out; it records `own_draw = 0` now, hence its own pin.
+/// out; it records `own_draw = 0` now, hence its own pin. The approximate widths re-pinned the
+/// same day when their levels came to end at the run's largest count (`CounterScale`).
 const PINNED_MFM: u64 = 0x2bcb2479ff23006c;
-const PINNED_MFM_APPROX8: u64 = 0xc3d885d4e81f40ac;
-const PINNED_MFM_APPROX4: u64 = 0x258600aa340c3275;
+const PINNED_MFM_APPROX8: u64 = 0xe0bdaca97eab7a83;
+const PINNED_MFM_APPROX4: u64 = 0x232355a9bc7019f6;
 const PINNED_MFM_KEPT: u64 = 0xd24d684f0f681b78;

@@ -17,8 +17,19 @@
 //! against √((a − 1)/2) for Morris's counter of base a.
 //!
 //! Levels are integers, so sums of estimates (the topic totals n_k) are exact and order-free.
+//!
+//! **Levels stretched to the run** ([`CounterScale`]). Morris chooses the base of his counter
+//! from the largest count it must hold (1978, §2: a register of b bits and a base a cover counts
+//! up to about a^(2^b)). No counter of a run can exceed the largest count one cell can reach: the
+//! tokens of the corpus's most frequent word (a word's cell) or of its longest document (a
+//! document's cell). So the geometric part of the scale ends there rather than at a width-wide
+//! constant: on 20 Newsgroups (6,729 and 5,651) approx4's ratio is 1.9 instead of 3.65 and its
+//! worst relative error 35% instead of 69% (approx8's 1.7% instead of 5.9%), which took approx4's held-out loss against exact
+//! counters from 0.06-0.11 to about 0.02 nats/token (BENCHMARKS.md, "mfm with its own draw
+//! removed"). Every worker derives the same bound from the whole corpus, so the model stays a
+//! function of the seed.
 
-use std::sync::OnceLock;
+use std::sync::Arc;
 
 /// How wide each count is kept (`--counters`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -26,12 +37,13 @@ use std::sync::OnceLock;
 pub enum CounterWidth {
     /// 32-bit exact counts.
     Exact,
-    /// 8-bit counters: exact up to 16, then 239 levels 8.8% apart up to 2³³ ≈ 8.6 · 10⁹ (beyond
-    /// any one word's count in one topic of a corpus of a billion tokens); relative standard
-    /// error at most 5.9% (between 24 and 27), 4.2% for counts past 1,000.
+    /// 8-bit counters: exact up to 16, then 239 levels a constant ratio apart up to the run's
+    /// largest count ([`CounterScale`]): 1.7% apart for 20 Newsgroups, 8.8% for a count of 2³³;
+    /// relative standard error at most 1.7% and 5.9% there.
     Approx8,
-    /// 4-bit counters: 0, 1, 2, 3, then 12 levels 3.65 times apart up to 2²⁴ ≈ 1.7 · 10⁷ (a
-    /// count beyond saturates); relative standard error at most 69%.
+    /// 4-bit counters: 0, 1, 2, 3, then 12 levels a constant ratio apart up to the run's largest
+    /// count: 1.9 times apart for 20 Newsgroups, 3.65 for 2²⁴; relative standard error at most
+    /// 35% and 69% there.
     Approx4,
 }
 
@@ -68,20 +80,66 @@ impl CounterWidth {
         CounterWidth::ALL.into_iter().find(|w| w.name() == name)
     }
 
-    /// The levels L(0) = 0 < L(1) < … of an approximate width (`None` for exact).
-    pub fn levels(self) -> Option<&'static [u64]> {
-        static L8: OnceLock<Vec<u64>> = OnceLock::new();
-        static L4: OnceLock<Vec<u64>> = OnceLock::new();
+    /// Its registers' levels and the integers kept exactly below the geometric part (`None`
+    /// when exact).
+    fn shape(self) -> Option<(usize, u64)> {
         match self {
             CounterWidth::Exact => None,
-            CounterWidth::Approx8 => Some(L8.get_or_init(|| geometric_levels(256, 16, 1 << 33))),
-            CounterWidth::Approx4 => Some(L4.get_or_init(|| geometric_levels(16, 3, 1 << 24))),
+            CounterWidth::Approx8 => Some((256, 16)),
+            CounterWidth::Approx4 => Some((16, 3)),
         }
+    }
+}
+
+/// The counters of a run: a width, and for an approximate one its levels L(0) = 0 < L(1) < …,
+/// whose geometric part ends at the largest count any counter of the run can hold (the module's
+/// documentation says why). Cheap to clone (the levels are shared).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterScale {
+    width: CounterWidth,
+    levels: Option<Arc<[u64]>>,
+}
+
+impl CounterScale {
+    /// The scale of `width` for counts up to `largest` (a count beyond it saturates at the top
+    /// level; levels are consecutive integers while `largest` is smaller than their number).
+    pub fn new(width: CounterWidth, largest: u64) -> Self {
+        let levels = width.shape().map(|(count, exact)| {
+            geometric_levels(count, exact, largest.max(count as u64 - 1)).into()
+        });
+        CounterScale { width, levels }
+    }
+    /// The scale of a run over the documents `docs` (every worker passes the whole corpus, so
+    /// all derive the same levels): counts up to the larger of the most frequent word's tokens
+    /// and the longest document's.
+    pub fn for_corpus(width: CounterWidth, docs: topos_corpus::Docs<'_>, num_words: usize) -> Self {
+        if width == CounterWidth::Exact {
+            return CounterScale::new(width, 0);
+        }
+        let word = crate::layout::word_counts(docs.tokens(), num_words)
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        let doc = docs
+            .offsets()
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0);
+        CounterScale::new(width, word.max(doc))
+    }
+    /// The width.
+    pub fn width(&self) -> CounterWidth {
+        self.width
+    }
+    /// The levels (`None` when exact).
+    pub fn levels(&self) -> Option<&[u64]> {
+        self.levels.as_deref()
     }
 
     /// The register that keeps `n`: `n` itself when exact, else the index of a level around it
     /// chosen by `u` (uniform in [0, 1)) so that the level's mean is `n` (saturating at the top).
-    pub fn round(self, n: u64, u: f64) -> u32 {
+    pub fn round(&self, n: u64, u: f64) -> u32 {
         let Some(levels) = self.levels() else {
             return n.min(u64::from(u32::MAX)) as u32;
         };
@@ -102,11 +160,23 @@ impl CounterWidth {
 
     /// The count a register stands for.
     #[inline]
-    pub fn estimate(self, register: u32) -> u64 {
-        match self.levels() {
+    pub fn estimate(&self, register: u32) -> u64 {
+        match &self.levels {
             None => u64::from(register),
             Some(levels) => levels[register as usize],
         }
+    }
+
+    /// The largest relative standard error of a rounded count: between levels lo < hi more
+    /// than one apart it is at most (hi − lo) / (2√(lo·hi)) (the peak of √((n − lo)(hi − n)) /
+    /// n); counts on a level are exact.
+    pub fn worst_relative_error(&self) -> f64 {
+        self.levels().map_or(0.0, |l| {
+            l.windows(2)
+                .filter(|w| w[0] > 0 && w[1] - w[0] > 1)
+                .map(|w| (w[1] - w[0]) as f64 / (2.0 * (w[0] as f64 * w[1] as f64).sqrt()))
+                .fold(0.0, f64::max)
+        })
     }
 }
 
@@ -124,33 +194,21 @@ fn geometric_levels(count: usize, exact: u64, top: u64) -> Vec<u64> {
     out
 }
 
-/// The largest relative standard error of a rounded count: between levels lo < hi more than one
-/// apart it is at most (hi − lo) / (2√(lo·hi)) (the peak of √((n − lo)(hi − n)) / n); counts
-/// on a level are exact.
-pub fn worst_relative_error(width: CounterWidth) -> f64 {
-    width.levels().map_or(0.0, |l| {
-        l.windows(2)
-            .filter(|w| w[0] > 0 && w[1] - w[0] > 1)
-            .map(|w| (w[1] - w[0]) as f64 / (2.0 * (w[0] as f64 * w[1] as f64).sqrt()))
-            .fold(0.0, f64::max)
-    })
-}
-
 /// Registers of one width, stored at that width: 4 bytes each when exact, 1 byte for 8 bits,
 /// two to a byte for 4 bits.
 #[derive(Clone, Debug)]
 pub struct Registers {
-    width: CounterWidth,
+    scale: CounterScale,
     len: usize,
     bytes: Vec<u8>,
     exact: Vec<u32>,
 }
 
 impl Registers {
-    /// No registers, of `width`.
-    pub fn new(width: CounterWidth) -> Self {
+    /// No registers, of `scale`.
+    pub fn new(scale: CounterScale) -> Self {
         Registers {
-            width,
+            scale,
             len: 0,
             bytes: Vec::new(),
             exact: Vec::new(),
@@ -158,7 +216,7 @@ impl Registers {
     }
     /// Their width.
     pub fn width(&self) -> CounterWidth {
-        self.width
+        self.scale.width
     }
     /// How many.
     pub fn len(&self) -> usize {
@@ -170,7 +228,7 @@ impl Registers {
     }
     /// Appends a register (a value [`CounterWidth::round`] returned).
     pub fn push(&mut self, register: u32) {
-        match self.width {
+        match self.scale.width {
             CounterWidth::Exact => self.exact.push(register),
             CounterWidth::Approx8 => self.bytes.push(register as u8),
             CounterWidth::Approx4 => {
@@ -185,8 +243,8 @@ impl Registers {
     }
     /// Appends every register of `other` (same width).
     pub fn extend(&mut self, other: &Registers) {
-        debug_assert_eq!(self.width, other.width);
-        if self.width == CounterWidth::Approx4 && !self.len.is_multiple_of(2) {
+        debug_assert_eq!(self.scale, other.scale);
+        if self.scale.width == CounterWidth::Approx4 && !self.len.is_multiple_of(2) {
             for i in 0..other.len {
                 self.push(other.get(i));
             }
@@ -199,7 +257,7 @@ impl Registers {
     /// The `i`-th register.
     #[inline]
     pub fn get(&self, i: usize) -> u32 {
-        match self.width {
+        match self.scale.width {
             CounterWidth::Exact => self.exact[i],
             CounterWidth::Approx8 => u32::from(self.bytes[i]),
             CounterWidth::Approx4 => u32::from((self.bytes[i / 2] >> ((i % 2) * 4)) & 0x0f),
@@ -208,7 +266,7 @@ impl Registers {
     /// The count the `i`-th register stands for.
     #[inline]
     pub fn estimate(&self, i: usize) -> u64 {
-        self.width.estimate(self.get(i))
+        self.scale.estimate(self.get(i))
     }
     /// Bytes they take.
     pub fn bytes(&self) -> usize {
@@ -223,7 +281,8 @@ mod tests {
 
     #[test]
     fn levels_start_exact_and_grow_geometrically() {
-        let l8 = CounterWidth::Approx8.levels().unwrap();
+        let s8 = CounterScale::new(CounterWidth::Approx8, 1 << 33);
+        let l8 = s8.levels().unwrap();
         assert_eq!(l8.len(), 256);
         assert_eq!(&l8[..18], &(0..18).collect::<Vec<u64>>()[..]);
         assert!(l8.windows(2).all(|w| w[0] < w[1]));
@@ -231,23 +290,43 @@ mod tests {
         // About 8.8% apart once past the integers.
         let r = l8[200] as f64 / l8[199] as f64;
         assert!((r - 1.0877).abs() < 1e-3, "{r}");
-        let l4 = CounterWidth::Approx4.levels().unwrap();
+        let s4 = CounterScale::new(CounterWidth::Approx4, 1 << 24);
+        let l4 = s4.levels().unwrap();
         assert_eq!(&l4[..6], &[0, 1, 2, 3, 11, 40]);
         assert_eq!(l4[15], 1 << 24);
-        // The error bounds the widths' documentation states.
-        let e8 = worst_relative_error(CounterWidth::Approx8);
-        let e4 = worst_relative_error(CounterWidth::Approx4);
+        // The error bounds the widths' documentation states, at 2³³ and 2²⁴ and at 20
+        // Newsgroups' largest count (its most frequent word's 6,729 tokens).
+        let e8 = s8.worst_relative_error();
+        let e4 = s4.worst_relative_error();
         assert!((0.058..=0.060).contains(&e8), "{e8}");
         assert!((0.68..=0.70).contains(&e4), "{e4}");
+        let e8 = CounterScale::new(CounterWidth::Approx8, 6_729).worst_relative_error();
+        let e4 = CounterScale::new(CounterWidth::Approx4, 6_729).worst_relative_error();
+        assert!((0.015..=0.018).contains(&e8), "{e8}");
+        assert!((0.34..=0.36).contains(&e4), "{e4}");
+        // Fewer counts than levels: every level an integer, every count exact.
+        let small = CounterScale::new(CounterWidth::Approx8, 100);
+        assert_eq!(small.levels().unwrap(), &(0..256).collect::<Vec<u64>>()[..]);
+        assert_eq!(small.worst_relative_error(), 0.0);
+        // The top is the largest count.
+        assert_eq!(
+            *CounterScale::new(CounterWidth::Approx4, 6_729)
+                .levels()
+                .unwrap()
+                .last()
+                .unwrap(),
+            6_729
+        );
     }
 
     #[test]
     fn registers_pack_at_their_width_and_read_back() {
         for w in CounterWidth::ALL {
-            let top = w.levels().map_or(1_000_000, |l| l.len() as u32 - 1);
+            let scale = CounterScale::new(w, 1 << 20);
+            let top = scale.levels().map_or(1_000_000, |l| l.len() as u32 - 1);
             let values: Vec<u32> = (0..37).map(|i| (i * 7) % (top + 1)).collect();
-            let mut r = Registers::new(w);
-            let mut half = Registers::new(w);
+            let mut r = Registers::new(scale.clone());
+            let mut half = Registers::new(scale);
             for (i, &v) in values.iter().enumerate() {
                 if i < 5 {
                     r.push(v);
@@ -271,14 +350,20 @@ mod tests {
 
     /// The statistical test of the counters: for counts n across the scale, the mean of many
     /// independent roundings is n within 5 standard errors, and the relative standard deviation
-    /// stays within its bound ([`worst_relative_error`], plus 5% for sampling). With 4,000 roundings per count
-    /// and about 40 counts per width, a 5-σ false alarm on a correct counter is below 1 in
+    /// stays within its bound ([`CounterScale::worst_relative_error`], plus 5% for sampling),
+    /// for the widths' scales at a large and a small largest count. With 4,000 roundings per
+    /// count and about 50 counts over the four scales, a 5-σ false alarm on a correct counter is below 1 in
     /// 10⁴ for the whole test (two-sided normal tail 5.7 · 10⁻⁷ per mean).
     #[test]
     fn rounding_is_unbiased_with_the_stated_relative_error() {
         let trials = 4000u64;
-        for w in [CounterWidth::Approx8, CounterWidth::Approx4] {
-            let bound = worst_relative_error(w);
+        for w in [
+            CounterScale::new(CounterWidth::Approx8, 1 << 33),
+            CounterScale::new(CounterWidth::Approx4, 1 << 24),
+            CounterScale::new(CounterWidth::Approx8, 6_729),
+            CounterScale::new(CounterWidth::Approx4, 6_729),
+        ] {
+            let bound = w.worst_relative_error();
             let mut n = 1u64;
             while n < w.levels().unwrap().last().copied().unwrap() / 2 {
                 let mut sum = 0.0;
@@ -305,7 +390,13 @@ mod tests {
             }
         }
         // Exact keeps the count; a count beyond the top level saturates.
-        assert_eq!(CounterWidth::Exact.round(123_456, 0.9), 123_456);
-        assert_eq!(CounterWidth::Approx4.round(u64::MAX, 0.0), 15);
+        assert_eq!(
+            CounterScale::new(CounterWidth::Exact, 0).round(123_456, 0.9),
+            123_456
+        );
+        assert_eq!(
+            CounterScale::new(CounterWidth::Approx4, 1 << 24).round(u64::MAX, 0.0),
+            15
+        );
     }
 }

@@ -38,7 +38,7 @@
 //! distribution, and each choice depends on the counts only, so the model stays a function of
 //! the seed.
 
-use super::counters::{CounterWidth, Registers};
+use super::counters::{CounterScale, CounterWidth, Registers};
 use super::OwnDraw;
 use crate::counts::WordTopics;
 use crate::engine::{Engine, EngineSetup, TrainDocs};
@@ -73,11 +73,11 @@ struct CounterRows {
 }
 
 impl CounterRows {
-    fn new(width: CounterWidth) -> Self {
+    fn new(scale: &CounterScale) -> Self {
         CounterRows {
             offsets: vec![0],
             topics: Vec::new(),
-            registers: Registers::new(width),
+            registers: Registers::new(scale.clone()),
         }
     }
     fn row(&self, i: usize) -> Range<usize> {
@@ -134,7 +134,8 @@ pub struct MfmEngine {
     num_words: usize,
     hyper: Hyperparameters,
     seed: u64,
-    width: CounterWidth,
+    /// The counters' width and levels.
+    scale: CounterScale,
     /// What the draw does with the token's own earlier draw.
     own: OwnDraw,
     pool: rayon::ThreadPool,
@@ -198,7 +199,7 @@ impl MfmEngine {
                 .collect()
         });
         let mut engine = MfmEngine {
-            width: super::counter_width(&setup.settings),
+            scale: share.scale.clone(),
             own: super::own_draw(&setup.settings),
             docs,
             num_words: setup.num_words,
@@ -213,7 +214,7 @@ impl MfmEngine {
                     parts: Vec::new(),
                     starts: Vec::new(),
                 },
-                words: CounterRows::new(CounterWidth::Exact),
+                words: CounterRows::new(&CounterScale::new(CounterWidth::Exact, 0)),
                 totals: Vec::new(),
                 sparse: false,
             },
@@ -245,7 +246,7 @@ impl MfmEngine {
             .par_iter()
             .map(|r| {
                 let mut scratch = Scratch::new(k);
-                let mut out = CounterRows::new(self.width);
+                let mut out = CounterRows::new(&self.scale);
                 for d in r.clone() {
                     self.sweep_doc(d, frozen.as_ref(), iteration, &mut scratch, &mut out);
                 }
@@ -317,7 +318,7 @@ impl MfmEngine {
             let cell = DOC_CELL | ((self.doc_base + d as u64) * k as u64 + u64::from(t));
             out.topics.push(t);
             out.registers.push(
-                self.width
+                self.scale
                     .round(u64::from(n), self.rounding(iteration, cell)),
             );
         }
@@ -339,7 +340,7 @@ impl MfmEngine {
     /// The uniform number that rounds counter `cell` at `iteration` (none needed when exact).
     #[inline]
     fn rounding(&self, iteration: u32, cell: u64) -> f64 {
-        match self.width {
+        match self.scale.width() {
             CounterWidth::Exact => 0.0,
             _ => CounterRng::new(self.seed, Stream::Counters, iteration, cell).next_f64(),
         }
@@ -372,7 +373,7 @@ impl MfmEngine {
             (0..v.div_ceil(chunk))
                 .into_par_iter()
                 .map(|c| {
-                    let mut rows = CounterRows::new(self.width);
+                    let mut rows = CounterRows::new(&self.scale);
                     let mut totals = vec![0u64; k];
                     for w in c * chunk..((c + 1) * chunk).min(v) {
                         // A word's new counts sum to its tokens: stop once they are all found.
@@ -389,11 +390,11 @@ impl MfmEngine {
                                 left -= u64::from(n);
                                 let key = w as u64 * k as u64 + t as u64;
                                 let reg = self
-                                    .width
+                                    .scale
                                     .round(u64::from(n), self.rounding(iteration, key));
                                 rows.topics.push(t as u16);
                                 rows.registers.push(reg);
-                                totals[t] += self.width.estimate(reg);
+                                totals[t] += self.scale.estimate(reg);
                             }
                         }
                         rows.end_row();
@@ -402,7 +403,7 @@ impl MfmEngine {
                 })
                 .collect()
         });
-        let mut words = CounterRows::new(self.width);
+        let mut words = CounterRows::new(&self.scale);
         let mut totals = vec![0u64; k];
         for (rows, t) in &pieces {
             words.append(rows);
@@ -685,19 +686,20 @@ impl Frozen {
         let beta = e.hyper.beta;
         s.q_cum.clear();
         s.own_phi.clear();
+        // Prefix sums of Q_k and of e_k: Q'_mv's prefix sums are their difference over D_mv, so
+        // its draw is a binary search like Q_mv's.
         let (mut q, mut qa, mut corr, mut f) = (0.0, 0.0, 0.0, 0.0);
         for i in row.clone() {
             let t = w.topics[i] as usize;
             let (a, b, inv) = (s.doc[t], w.registers.estimate(i) as f64, self.inv[t]);
             let bi = b * inv;
-            let qk = (a + self.alpha[t]) * bi;
-            let ek = a * (b + beta) * inv * bi;
-            q += qk;
-            qa += a * bi;
-            corr += ek;
-            f += a * bi * inv;
-            s.q_cum.push(qk);
-            s.own_phi.push(ek);
+            let ai = a * bi;
+            q += (a + self.alpha[t]) * bi;
+            qa += ai;
+            corr += ai * (b + beta) * inv;
+            f += ai * inv;
+            s.q_cum.push(q);
+            s.own_phi.push(corr);
         }
         let dm = qa + r;
         let own = if dm > 0.0 { 1.0 / dm } else { 0.0 };
@@ -706,14 +708,17 @@ impl Frozen {
         let sum_s = *self.s_cum.last().expect("K ≥ 1");
         let x = u * (q + r_own + sum_s);
         if x < q {
-            let mut acc = 0.0;
-            for (j, (&qk, &ek)) in s.q_cum.iter().zip(&s.own_phi).enumerate() {
-                acc += (qk - ek * own).max(0.0);
-                if acc > x {
-                    return w.topics[row.start + j] as usize;
+            // The first entry whose corrected prefix sum passes x.
+            let (mut lo, mut hi) = (0usize, s.q_cum.len() - 1);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if s.q_cum[mid] - s.own_phi[mid] * own > x {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
                 }
             }
-            return w.topics[row.end - 1] as usize;
+            return w.topics[row.start + lo] as usize;
         }
         let x = x - q;
         if x < r_own && !s.doc_topics.is_empty() {
@@ -781,7 +786,7 @@ struct Scratch {
     /// Σ over the document's non-zeros of tpd[m][k] / (wt[k] + Vβ)², for R'_m
     /// ([`Frozen::draw_word_side_own_removed`]).
     r2: f64,
-    /// Per-entry terms of a draw with the own draw removed (φ_kv, or e_k).
+    /// Per-entry terms of a draw with the own draw removed (φ_kv, or the prefix sums of e_k).
     own_phi: Vec<f64>,
     /// The word's estimated counts by topic during a dense draw (zero otherwise).
     word: Vec<f64>,
@@ -816,7 +821,7 @@ impl Engine for MfmEngine {
         format!(
             "cpu ({n} thread{}), {} counters",
             if n == 1 { "" } else { "s" },
-            self.width.name()
+            self.scale.width().name()
         )
     }
     fn threads(&self) -> usize {

@@ -174,6 +174,7 @@ mod enabled {
                 }
                 o => o,
             };
+            let share_scale = share.scale;
             let docs = share.docs;
             let view = docs.view();
             let k = setup.hyper.num_topics;
@@ -281,7 +282,9 @@ mod enabled {
                 .alloc_zeros::<u32>(cells)
                 .check(|| alloc("the words' new counts"))
                 .map_err(g)?;
-            let levels_host: Vec<u64> = width.levels().map_or_else(|| vec![0], <[u64]>::to_vec);
+            let levels_host: Vec<u64> = share_scale
+                .levels()
+                .map_or_else(|| vec![0], <[u64]>::to_vec);
             let top = (levels_host.len() - 1) as u32;
             let levels = stream
                 .clone_htod(&levels_host)

@@ -34,7 +34,7 @@ impl Sampler for Mfm {
         "Mean-for-Mode estimation: every token drawn from the means of θ and φ given the last iteration's counts; no assignments kept; counters of 32, 8 or 4 bits (--counters)"
     }
     fn when_to_use(&self) -> &'static str {
-        "when memory matters more than the model or the speed: no per-token state, and with --counters approx8 29% less peak memory than cgs on 20M tokens at K = 100 (but the dense V x K counts of its sweep cost more than cgs at large K); its draw is esca's (own assignment included), so its model ends where esca's does, 0.03-0.12 nats/token below cgs (most on short documents); 1.8-4x slower than esca on one thread, 6x on 16 threads at K = 1,000; on the GPU 4 B a token (approx8: 58% of cgs's device memory at K = 1,000, 61% at 10,000, but 3.5x at 32,768, where cgs keeps hybrid rows) at 0.15-0.24 of esca's speed (0.03 at K = 32,768); the same model for any number of threads, processes or GPUs; no checkpoints, learned priors or fixed counts"
+        "when memory matters more than the speed: no per-token state, and with --counters approx8 29% less peak memory than cgs on 20M tokens at K = 100 (but the dense V x K counts of its sweep cost more than cgs at large K); with its own earlier draw removed in expectation (--own-draw removed, the default) its model is cgs's at equal iterations (exact and approx8 within 0.02 nats/token, approx4 within 0.035; the removal costs a third of its CPU speed and 4-12% on the GPU), with the paper's draw (--own-draw kept) esca's, 0.03-0.12 below cgs on short documents; with the paper's draw 1.8-4x slower than esca on one thread (2.5-6x with it removed), 6x on 16 threads at K = 1,000; on the GPU 4 B a token (approx8: 58% of cgs's device memory at K = 1,000, 61% at 10,000, but 3.5x at 32,768, where cgs keeps hybrid rows) at 0.15-0.24 of esca's speed (0.03 at K = 32,768); the same model for any number of threads, processes or GPUs; no checkpoints, learned priors or fixed counts"
     }
     fn reference(&self) -> &'static str {
         "Tristan, Tassarotti & Steele (ICML 2015) §2 Fig. 2, §3 Alg. 1, §4.1 (approximate counters), §5 Alg. 3 (S / R_m / Q_mv buckets)"
@@ -191,6 +191,9 @@ pub fn own_draw(settings: &SamplerSettings) -> OwnDraw {
 /// on the cut: the workers sum the words' exact counts before every one rounds them alike.
 pub(crate) struct WorkerShare {
     pub docs: crate::engine::TrainDocs,
+    /// The run's counters, their levels derived from the whole corpus
+    /// ([`counters::CounterScale::for_corpus`]): the same on every worker.
+    pub scale: counters::CounterScale,
     pub token_base: u64,
     pub doc_base: u64,
     /// Training tokens of the whole run.
@@ -224,11 +227,17 @@ impl WorkerShare {
                 vocab: setup.num_words,
             });
         }
+        let scale = counters::CounterScale::for_corpus(
+            counter_width(&setup.settings),
+            whole,
+            setup.num_words,
+        );
         let t = &setup.transport;
         let workers = t.workers();
         if workers == 1 {
             return Ok(WorkerShare {
                 docs: setup.docs.clone(),
+                scale,
                 token_base: 0,
                 doc_base: 0,
                 global_tokens: whole.num_tokens(),
@@ -237,6 +246,7 @@ impl WorkerShare {
         let shard = crate::shard::Shard::of(whole, workers, t.rank(), workers)?;
         Ok(WorkerShare {
             docs: shard.docs_of(&setup.docs),
+            scale,
             token_base: shard.tokens.start,
             doc_base: shard.docs.start as u64,
             global_tokens: whole.num_tokens(),
