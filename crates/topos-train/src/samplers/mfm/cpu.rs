@@ -294,7 +294,9 @@ impl MfmEngine {
                     s.doc_topics.push(t as u16);
                     r += a * self.hyper.beta * f.inv[t];
                     s.r_cum.push(r);
-                    s.r2 += a * f.inv[t] * f.inv[t];
+                    if f.remove_own {
+                        s.r2 += a * f.inv[t] * f.inv[t];
+                    }
                 }
                 for (j, &v) in words.iter().enumerate() {
                     let u = CounterRng::new(self.seed, Stream::Train, iteration, first + j as u64)
@@ -574,7 +576,7 @@ impl Frozen {
         s.q_cum.clear();
         let mut d = 0.0;
         if self.remove_own {
-            s.own_phi.clear();
+            s.own_terms.clear();
             for &t in &s.doc_topics {
                 let b = match topics.binary_search(&t) {
                     Ok(j) => w.registers.estimate(row.start + j) as f64,
@@ -585,11 +587,11 @@ impl Frozen {
                 let c = s.doc[k] * phi;
                 d += c;
                 s.q_cum.push(c);
-                s.own_phi.push(phi);
+                s.own_terms.push(phi);
             }
             let own = if d > 0.0 { 1.0 / d } else { 0.0 };
             d = 0.0;
-            for (c, &phi) in s.q_cum.iter_mut().zip(&s.own_phi) {
+            for (c, &phi) in s.q_cum.iter_mut().zip(&s.own_terms) {
                 d += (*c * (1.0 - phi * own)).max(0.0);
                 *c = d;
             }
@@ -685,7 +687,7 @@ impl Frozen {
         let row = w.row(v as usize);
         let beta = e.hyper.beta;
         s.q_cum.clear();
-        s.own_phi.clear();
+        s.own_terms.clear();
         // Prefix sums of Q_k and of e_k: Q'_mv's prefix sums are their difference over D_mv, so
         // its draw is a binary search like Q_mv's.
         let (mut q, mut qa, mut corr, mut f) = (0.0, 0.0, 0.0, 0.0);
@@ -699,7 +701,7 @@ impl Frozen {
             corr += ai * (b + beta) * inv;
             f += ai * inv;
             s.q_cum.push(q);
-            s.own_phi.push(corr);
+            s.own_terms.push(corr);
         }
         let dm = qa + r;
         let own = if dm > 0.0 { 1.0 / dm } else { 0.0 };
@@ -712,7 +714,7 @@ impl Frozen {
             let (mut lo, mut hi) = (0usize, s.q_cum.len() - 1);
             while lo < hi {
                 let mid = (lo + hi) / 2;
-                if s.q_cum[mid] - s.own_phi[mid] * own > x {
+                if s.q_cum[mid] - s.own_terms[mid] * own > x {
                     hi = mid;
                 } else {
                     lo = mid + 1;
@@ -787,7 +789,7 @@ struct Scratch {
     /// ([`Frozen::draw_word_side_own_removed`]).
     r2: f64,
     /// Per-entry terms of a draw with the own draw removed (φ_kv, or the prefix sums of e_k).
-    own_phi: Vec<f64>,
+    own_terms: Vec<f64>,
     /// The word's estimated counts by topic during a dense draw (zero otherwise).
     word: Vec<f64>,
     /// Prefix sums of a dense draw and of a bucket Q_mv.
@@ -805,7 +807,7 @@ impl Scratch {
             doc_topics: Vec::new(),
             r_cum: Vec::new(),
             r2: 0.0,
-            own_phi: Vec::new(),
+            own_terms: Vec::new(),
             word: vec![0.0; k],
             cum: vec![0.0; k],
             q_cum: Vec::new(),
