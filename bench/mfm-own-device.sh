@@ -3,7 +3,7 @@
 # own draw removed"), for the device machine after `bash bench/gpu.sh build` here (carry
 # .devbin and .devdata). PARTS (default "tests quality nyt") chooses among:
 #   tests     mfm's GPU tests, memcheck and racecheck of its kernels
-#   quality   held-out log-likelihood at K = 100 after 200 iterations on the three short real
+#   quality   held-out log-likelihood at K = 100 (QUALITY_AT) after 200 iterations on the three short real
 #             corpora of .devdata for cgs, esca and mfm (each width, own draw removed; exact with
 #             it kept), seeds 1 and 2
 #   nyt       the NYTimes-shaped corpus at K = 1,000 (bench/gpu.sh mfm)
@@ -12,6 +12,9 @@
 #             every 50, whole process under /usr/bin/time
 #   pubmed    the PubMed-shaped corpus at K = 1,000, 100 iterations (bench/gpu.sh mfm)
 #   OUT=... PARTS="..." bash bench/mfm-own-device.sh
+# QUALITY_RUNS, QUALITY_AT (CORPUS:K pairs of .devdata corpora), GUTENBERG_RUNS and GUTENBERG_K
+# override the runs of those parts (a run is ALGO or mfm:COUNTERS:OWN, OWN one of --own-draw's
+# values).
 set -uo pipefail
 export PATH=$PWD/.devbin:$PATH NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT"
@@ -35,22 +38,23 @@ run_args() {
   return 0
 }
 if has quality; then
-  echo "== quality, K = 100, 200 iterations, GPU"
-  for c in reuters-short arxiv 20news; do
-    for run in cgs esca mfm:exact:removed mfm:approx8:removed mfm:approx4:removed mfm:exact:kept; do
+  echo "== quality, 200 iterations, GPU"
+  for ck in ${QUALITY_AT:-reuters-short:100 arxiv:100 20news:100}; do
+    c=${ck%:*} k=${ck#*:}
+    for run in ${QUALITY_RUNS:-cgs esca mfm:exact:removed mfm:approx8:removed mfm:approx4:removed mfm:exact:kept}; do
       run_args "$run"
       for seed in 1 2; do
-        topos train .devdata/$c.tcorp -k 100 --iters 200 "${extra[@]}" --seed $seed --device cuda \
+        topos train .devdata/$c.tcorp -k $k --iters 200 "${extra[@]}" --seed $seed --device cuda \
           --heldout-every 100 --eval-every 100 -o /tmp/q.tmod --json -q > /tmp/q.json 2>/tmp/q.err || { echo "FAILED $c $run"; tail -3 /tmp/q.err; continue; }
-        python3 -c "import json;s=json.load(open('/tmp/q.json'));print('$c\t$run\tseed $seed\theldout %.4f\ttrain %.4f\t%.0fM tok/s'%(s['heldout_ll'],s['train_ll'],s['tokens_per_second']/1e6))"
+        python3 -c "import json;s=json.load(open('/tmp/q.json'));print('$c\tK=$k\t$run\tseed $seed\theldout %.4f\ttrain %.4f\t%.0fM tok/s'%(s['heldout_ll'],s['train_ll'],s['tokens_per_second']/1e6))"
       done
     done
   done | tee "$OUT/quality.tsv"
 fi
 if has gutenberg; then
   echo "== Gutenberg, 200 iterations"
-  for k in 1000 10000 32768; do
-    for run in cgs esca mfm:exact:removed mfm:approx8:removed mfm:exact:kept; do
+  for k in ${GUTENBERG_K:-1000 10000 32768}; do
+    for run in ${GUTENBERG_RUNS:-cgs esca mfm:exact:removed mfm:approx8:removed mfm:exact:kept}; do
       run_args "$run"
       /usr/bin/time -f "%e %M" -o /tmp/g.time topos train .devdata/gutenberg.tcorp -k $k --iters 200 "${extra[@]}" \
         --device cuda --heldout-every 50 --log /tmp/g.jsonl -o /tmp/g.tmod --json -q > /tmp/g.json 2>/tmp/g.err || { echo "FAILED $k $run"; tail -3 /tmp/g.err; continue; }

@@ -383,8 +383,9 @@ def train(
     change the model and are recorded in it. ``counters`` (``algo="mfm"`` only): ``"exact"``
     (the default), ``"approx8"`` or ``"approx4"``, the width of Mean-for-Mode's counts
     (``--counters``), recorded in the model. ``own_draw`` (``algo="mfm"`` only):
-    ``"removed"`` (the default: the token's own earlier draw taken out of its document's counts
-    in expectation, collapsed Gibbs's model) or ``"kept"`` (the paper's conditional,
+    ``"removed"`` (the default: collapsed Gibbs's conditional in expectation over where the
+    token's own earlier draw was, out of its document's and its word's counts: ``cgs``'s model),
+    ``"document"`` (out of the document's counts only) or ``"kept"`` (the paper's conditional,
     ``--own-draw``), recorded in the model. A setting given for another sampler, or a bad
     value, raises ``ValueError``; an unknown keyword ``TypeError``.
     """

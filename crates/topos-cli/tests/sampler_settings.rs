@@ -277,6 +277,21 @@ fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
         std::fs::read(&kept).unwrap()
     );
     assert!(ok(&["topics", s(&kept)]).contains("--own-draw kept"));
+    // The document-only removal (the default until the word's count was corrected too).
+    let document = dir.path().join("document.tmod");
+    let summary = train(
+        &c,
+        &document,
+        &["--algo", "mfm", "--threads", "1", "--own-draw", "document"],
+    );
+    assert_eq!(summary["sampler_settings"]["own_draw"], 1, "{summary}");
+    for other in [&exact, &kept] {
+        assert_ne!(
+            std::fs::read(&document).unwrap(),
+            std::fs::read(other).unwrap()
+        );
+    }
+    assert!(ok(&["topics", s(&document)]).contains("--own-draw document"));
 
     let out = dir.path().join("refused.tmod");
     let base = ["train", s(&c), "-k", "6", "-o", s(&out), "--iters", "4"];
@@ -305,7 +320,7 @@ fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
     );
     refused(
         &with(&["--algo", "mfm", "--own-draw", "maybe"]),
-        "--own-draw must be removed or kept",
+        "--own-draw must be removed, document or kept",
     );
     assert!(!out.exists(), "a refused run wrote a model");
     let text = ok(&["algos"]);
@@ -314,7 +329,7 @@ fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
         "{text}"
     );
     assert!(
-        text.contains("setting --own-draw removed|kept (default removed)"),
+        text.contains("setting --own-draw removed|document|kept (default removed)"),
         "{text}"
     );
 }

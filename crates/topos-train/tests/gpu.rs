@@ -1119,9 +1119,12 @@ fn gpu_mfm_recovers_known_topics_and_trains_as_the_cpu_does() {
     let corpus = generate(&s);
     let docs = TrainDocs::from(corpus.docs.clone());
     for width in CounterWidth::ALL {
-        // Best of three chains, as the CPU test (mfm_recovers_known_topics_with_every_counter_width).
+        // Best of five chains: at 150 iterations about 30% of chains on this corpus end with two
+        // topics merged, on the CPU as on the GPU, with any --own-draw (6, 6 and 7 of 20 CPU
+        // chains for removed, document and kept), so three chains all stuck was a 3% chance a
+        // width.
         let best = |on_gpu: bool| {
-            (17..20)
+            (17..22)
                 .map(|seed| mfm_engine(&docs, s.num_words, width, seed, on_gpu, None, 150))
                 .map(|mut e| (e.log_likelihood().unwrap(), e))
                 .max_by(|a, b| a.0.total_cmp(&b.0))

@@ -134,6 +134,7 @@ fn every_samplers_model_is_pinned() {
             (CounterWidth::Approx8, OwnDraw::Removed, PINNED_MFM_APPROX8),
             (CounterWidth::Approx4, OwnDraw::Removed, PINNED_MFM_APPROX4),
             (CounterWidth::Exact, OwnDraw::Kept, PINNED_MFM_KEPT),
+            (CounterWidth::Exact, OwnDraw::Document, PINNED_MFM_DOCUMENT),
         ] {
             let mfm = mfm_checksum(width, own, threads, 15);
             eprintln!("threads {threads}: mfm {width:?} {own:?} {mfm:#018x}");
@@ -164,8 +165,13 @@ const PINNED_EZLDA: u64 = 0xce1e4b756459c204;
 /// paper's conditional, `--own-draw kept`, wrote the earlier pins (0xa9d817d9ba00c169,
 /// 0x22a98154b4094501, 0xadb35d9e83f961d1) bit for bit when its provenance left the setting
 /// out; it records `own_draw = 0` now, hence its own pin. The approximate widths re-pinned the
-/// same day when their levels came to end at the run's largest count (`CounterScale`).
-const PINNED_MFM: u64 = 0x2bcb2479ff23006c;
-const PINNED_MFM_APPROX8: u64 = 0xe0bdaca97eab7a83;
-const PINNED_MFM_APPROX4: u64 = 0x232355a9bc7019f6;
+/// same day when their levels came to end at the run's largest count (`CounterScale`). Re-pinned
+/// again the same day when the default became the conditional's expectation over the earlier
+/// draw (`--own-draw removed`, out of the word's count too); the document-only removal, now
+/// `--own-draw document`, wrote the previous pins (0x2bcb2479ff23006c, 0xe0bdaca97eab7a83,
+/// 0x232355a9bc7019f6) bit for bit while it was the default, and records `own_draw = 1` now.
+const PINNED_MFM: u64 = 0xe50997b0b2d21a69;
+const PINNED_MFM_APPROX8: u64 = 0x05ab72a668b12d76;
+const PINNED_MFM_APPROX4: u64 = 0xca5f923649a36d0a;
 const PINNED_MFM_KEPT: u64 = 0xd24d684f0f681b78;
+const PINNED_MFM_DOCUMENT: u64 = 0x37721d7cc9ff5aad;

@@ -153,23 +153,38 @@ extern "C" __global__ void __launch_bounds__(PRIOR_THREADS) mfm_word_prior(
     }
 }
 
-// Entry i of a document row: its topic k and the factor tpd[m][k] inv[k], from the stage or from
-// the row itself (the same product either way).
+// Entry i of a document row: its topic k, its register and the factor tpd[m][k] inv[k], from the
+// stage or from the row itself (the same product either way).
 #ifndef STAGE
 #define STAGE 256
 #endif
 #define LEVELS_MAX 256
-__device__ __forceinline__ void row_factor(bool staged, const u16* stage_t, const double* stage_a,
+__device__ __forceinline__ void row_factor(bool staged, const u16* stage_t, const u16* stage_r, const double* stage_a,
                                            const u32* __restrict__ rows, u64 roff, u32 i,
-                                           const double* __restrict__ inv, const u64* lv, u32& k, double& a) {
+                                           const double* __restrict__ inv, const u64* lv, u32& k, u32& reg,
+                                           double& a) {
     if (staged) {
         k = stage_t[i];
+        reg = stage_r[i];
         a = stage_a[i];
     } else {
         u32 e = rows[roff + i];
         k = e >> 16;
-        a = (double)estimate(e & 0xffffu, lv) * inv[k];
+        reg = e & 0xffffu;
+        a = (double)estimate(reg, lv) * inv[k];
     }
+}
+
+// What the draw does with the token's own earlier draw (mod.rs OwnDraw codes).
+#define OWN_KEPT 0u
+#define OWN_DOCUMENT 1u
+#define OWN_REMOVED 2u
+
+// OWN_REMOVED: Delta_k = w_k(with) - w_k(without) for a topic the document holds A times and the
+// word b times (both >= 1), inv = 1 / (n_k + V beta), 1 / (n_k - 1 + V beta) = inv / (1 - inv).
+__device__ __forceinline__ double own_delta(double A, double b, double inv, double alpha, double beta) {
+    const double inv1 = inv / (1.0 - inv);
+    return (A + alpha) * (b + beta) * inv - (A - 1.0 + alpha) * (b - 1.0 + beta) * inv1;
 }
 
 #define MODE_START 0u
@@ -188,10 +203,17 @@ __device__ __forceinline__ void row_factor(bool staged, const u16* stage_t, cons
 //     rounded to registers and written over the old row once every token of it is drawn;
 //   MODE_LOGLIK: nothing drawn or written: each token's log of that mass over n_d + K alpha,
 //     the training log-likelihood of the current counts (the CPU engine's formula).
-// remove_own (--own-draw removed, mod.rs OwnDraw): the token's own earlier draw comes out of the
-//   document's counts in expectation, tpd[m][k] -> tpd[m][k] - pi_k with pi_k = tpd[m][k] phi_kv /
-//   D_mv, so D_mv's terms c_k = tpd[m][k] phi_kv become c_k (1 - phi_kv / D_mv): the first pass
-//   sums c_k and c_k phi_kv, the walk corrects each term (the other buckets do not change).
+// own (--own-draw, mod.rs OwnDraw):
+//   OWN_DOCUMENT: the token's own earlier draw comes out of the document's counts in expectation,
+//     tpd[m][k] -> tpd[m][k] - pi_k with pi_k = tpd[m][k] phi_kv / D_mv, so D_mv's terms c_k =
+//     tpd[m][k] phi_kv become c_k (1 - phi_kv / D_mv): the first pass sums c_k and c_k phi_kv, the
+//     walk corrects each term (the other buckets do not change);
+//   OWN_REMOVED: the collapsed conditional's expectation over the earlier draw, w_k = (1 - pi_k)
+//     w_k(with) + pi_k w_k(without), pi_k = A b inv / D'_mv over the topics both rows hold. P_v is
+//     summed once a sweep, so those topics take their whole weight but S_k into the document's
+//     bucket, D''_k = c_k + alpha b inv - pi_k Delta_k (cpu.rs draw_doc_side_removed), and the
+//     word's bucket is walked without them: the first pass sums D'_mv, pi's numerators times
+//     Delta_k and their alpha b inv.
 // The draw splits the mass as SaberLDA splits ESCA's (cpu.rs draw_doc_side):
 //   D_mv = sum over the document's non-zeros of tpd[m][k] (wpt[k][v] + beta) inv[k]
 //   P_v  = alpha sum_k wpt[k][v] inv[k]   (mfm_word_prior)        S = alpha beta sum_k inv[k]
@@ -202,12 +224,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     const REG_T* __restrict__ B, u32* __restrict__ Bn, const u64* __restrict__ levels, u32 top,
     const double* __restrict__ inv, const double* __restrict__ s_cum, const double* __restrict__ prior,
     u32* __restrict__ hist, u32 K, double alpha, double beta, u32 seed_lo, u32 seed_hi, u32 iteration,
-    u32 remove_own, unsigned long long* __restrict__ ll_sum) {
+    u32 own_mode, unsigned long long* __restrict__ ll_sum) {
     __shared__ u16 touched_all[WARPS][TOUCHED_CAP];
     __shared__ u32 touched_n_all[WARPS];
     // A document row of at most STAGE entries is staged once, as each entry's topic and its
     // word-independent factor tpd[m][k] inv[k], for every token of the document to read.
     __shared__ u16 stage_t_all[WARPS][STAGE];
+    __shared__ u16 stage_r_all[WARPS][STAGE];
     __shared__ double stage_a_all[WARPS][STAGE];
     __shared__ u64 lv[LEVELS_MAX];
     for (u32 i = threadIdx.x; i <= top && i < LEVELS_MAX; i += blockDim.x) lv[i] = levels[i];
@@ -215,6 +238,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     const u32 lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
     u16* touched = touched_all[wib];
     u16* stage_t = stage_t_all[wib];
+    u16* stage_r = stage_r_all[wib];
     double* stage_a = stage_a_all[wib];
     u32* h = hist + (u64)(blockIdx.x * WARPS + wib) * K;
     const u64 warps = (u64)gridDim.x * WARPS;
@@ -230,6 +254,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
             for (u32 i = lane; i < r; i += 32) {
                 u32 e = rows[roff + i], k = e >> 16;
                 stage_t[i] = (u16)k;
+                stage_r[i] = (u16)(e & 0xffffu);
                 stage_a[i] = (double)estimate(e & 0xffffu, lv) * inv[k];
             }
         }
@@ -250,15 +275,24 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
             if (mode == MODE_START) {
                 t = initial_topic(g, K, seed_lo, seed_hi);
             } else {
-                double dm = 0.0, own_sq = 0.0;
-                const bool own = remove_own && mode == MODE_DRAW;
+                // own_sq: sum c_k phi_kv (OWN_DOCUMENT); dp: D'_mv, corr: sum A b inv Delta_k and
+                // excl: sum alpha b inv over the topics both rows hold (OWN_REMOVED).
+                double dm = 0.0, own_sq = 0.0, dp = 0.0, corr = 0.0, excl = 0.0;
+                const u32 own = mode == MODE_DRAW ? own_mode : OWN_KEPT;
                 for (u32 i = 0; i < r; i++) {
-                    u32 k;
+                    u32 k, reg;
                     double a;
-                    row_factor(staged, stage_t, stage_a, rows, roff, i, inv, lv, k, a);
-                    const double f = (double)estimate(wrow[k], lv) + beta;
+                    row_factor(staged, stage_t, stage_r, stage_a, rows, roff, i, inv, lv, k, reg, a);
+                    const u32 wreg = wrow[k];
+                    const double b = (double)estimate(wreg, lv), f = b + beta;
                     dm += a * f;
-                    if (own) own_sq += a * f * (f * inv[k]);
+                    if (own == OWN_DOCUMENT) {
+                        own_sq += a * f * (f * inv[k]);
+                    } else if (own == OWN_REMOVED && wreg) {
+                        dp += a * b;
+                        corr += a * b * own_delta((double)estimate(reg, lv), b, inv[k], alpha, beta);
+                        excl += alpha * b * inv[k];
+                    }
                 }
                 const double p = prior[v];
                 if (mode == MODE_LOGLIK) {
@@ -266,33 +300,61 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                     ll_acc += __double2ll_rn(log(x) * LL_SCALE);
                     continue;
                 }
-                // The document's bucket: D_mv, or with the own draw removed D_mv - sum c_k phi_kv / D_mv.
-                const double own_scale = own && dm > 0.0 ? 1.0 / dm : 0.0;
-                const double dm_draw = own ? fmax(dm - own_sq * own_scale, 0.0) : dm;
-                double x = unit_f64(g, iteration, STREAM_TRAIN, seed_lo, seed_hi) * (dm_draw + p + s_total);
+                // The buckets: D_mv and P_v; D_mv - sum c_k phi_kv / D_mv (OWN_DOCUMENT); sum D''_k and
+                // P_v without the document's topics (OWN_REMOVED).
+                double own_scale = 0.0, dm_draw = dm, p_draw = p;
+                if (own == OWN_DOCUMENT) {
+                    own_scale = dm > 0.0 ? 1.0 / dm : 0.0;
+                    dm_draw = fmax(dm - own_sq * own_scale, 0.0);
+                } else if (own == OWN_REMOVED) {
+                    own_scale = dp > 0.0 ? 1.0 / dp : 0.0;
+                    dm_draw = fmax(dm + excl - corr * own_scale, 0.0);
+                    p_draw = fmax(p - excl, 0.0);
+                }
+                double x = unit_f64(g, iteration, STREAM_TRAIN, seed_lo, seed_hi) * (dm_draw + p_draw + s_total);
                 if (x < dm_draw) {
                     // The document's bucket, walked again in the same order.
                     double acc = 0.0;
                     t = r > 0 ? (rows[roff + r - 1] >> 16) : 0u;
                     for (u32 i = 0; i < r; i++) {
-                        u32 k;
+                        u32 k, reg;
                         double a;
-                        row_factor(staged, stage_t, stage_a, rows, roff, i, inv, lv, k, a);
-                        const double f = (double)estimate(wrow[k], lv) + beta;
+                        row_factor(staged, stage_t, stage_r, stage_a, rows, roff, i, inv, lv, k, reg, a);
+                        const u32 wreg = wrow[k];
+                        const double b = (double)estimate(wreg, lv), f = b + beta;
                         const double c = a * f;
-                        acc += own ? fmax(c * (1.0 - f * inv[k] * own_scale), 0.0) : c;
+                        if (own == OWN_DOCUMENT) {
+                            acc += fmax(c * (1.0 - f * inv[k] * own_scale), 0.0);
+                        } else if (own == OWN_REMOVED && wreg) {
+                            const double d2 = c + alpha * b * inv[k] -
+                                a * b * own_scale * own_delta((double)estimate(reg, lv), b, inv[k], alpha, beta);
+                            acc += fmax(d2, 0.0);
+                        } else {
+                            acc += c;
+                        }
                         if (acc > x) { t = k; break; }
                     }
-                } else if (x < dm_draw + p) {
-                    // The word's share of the smoothing: its non-zero topics in order. P_v was
-                    // summed in another order; a draw past this sum takes the last non-zero.
+                } else if (x < dm_draw + p_draw) {
+                    // The word's share of the smoothing: its non-zero topics in order (OWN_REMOVED:
+                    // those its document does not hold, found by walking the document's row, which
+                    // is in topic order, alongside). P_v was summed in another order; a draw past
+                    // this sum takes the last topic it could.
                     x -= dm_draw;
                     double acc = 0.0;
                     t = K;
-                    u32 last = 0;
+                    u32 last = 0, at = 0;
                     for (u32 k = 0; k < K; k++) {
                         u32 reg = wrow[k];
                         if (!reg) continue;
+                        if (own == OWN_REMOVED) {
+                            u32 dk = K;
+                            while (at < r) {
+                                dk = staged ? (u32)stage_t[at] : (rows[roff + at] >> 16);
+                                if (dk >= k) break;
+                                at++;
+                            }
+                            if (at < r && dk == k) continue;
+                        }
                         last = k;
                         acc += alpha * (double)estimate(reg, lv) * inv[k];
                         if (acc > x) { t = k; break; }
@@ -300,7 +362,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                     if (t == K) t = last;
                 } else {
                     // S: the first k whose prefix sum passes x.
-                    x -= dm_draw + p;
+                    x -= dm_draw + p_draw;
                     u32 lo = 0, hi = K - 1;
                     while (lo < hi) {
                         u32 mid = (lo + hi) >> 1;

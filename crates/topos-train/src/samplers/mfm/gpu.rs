@@ -393,7 +393,7 @@ mod enabled {
             let (lo, hi) = self.seed_parts();
             let k = self.hyper.num_topics;
             let beta = self.hyper.beta;
-            let remove_own = u32::from(self.own == super::super::OwnDraw::Removed);
+            let own_mode = self.own.code();
             let cfg = LaunchConfig {
                 grid_dim: (self.blocks, 1, 1),
                 block_dim: (WARPS * 32, 1, 1),
@@ -428,7 +428,7 @@ mod enabled {
                     .arg(&lo)
                     .arg(&hi)
                     .arg(&iteration)
-                    .arg(&remove_own)
+                    .arg(&own_mode)
                     .arg(&mut self.ll)
                     .launch(cfg)
             }

@@ -8,9 +8,10 @@
 //! of the last iteration, is ESCA's (SaberLDA Eq. 1): the token's own earlier draw stays in the
 //! counts, because there is no stored assignment to take out, so a topic a document holds once
 //! tends to keep itself and the model trails `cgs` where `esca`'s does (short documents). By
-//! default ([`OwnDraw::Removed`]) the draw takes out that earlier draw's *expected* count instead
-//! ([`OwnDraw`] derives it), which brings the model to `cgs`'s at equal iterations with no
-//! per-token state; `--own-draw kept` is the paper's conditional. What `mfm` buys is memory.
+//! default ([`OwnDraw::Removed`]) the draw is the collapsed conditional's expectation over where
+//! that earlier draw was ([`OwnDraw`] derives it), which brings the model to `cgs`'s at equal
+//! iterations with no per-token state; `--own-draw kept` is the paper's conditional. What `mfm`
+//! buys is memory.
 
 pub mod counters;
 pub mod cpu;
@@ -34,7 +35,7 @@ impl Sampler for Mfm {
         "Mean-for-Mode estimation: every token drawn from the means of θ and φ given the last iteration's counts; no assignments kept; counters of 32, 8 or 4 bits (--counters)"
     }
     fn when_to_use(&self) -> &'static str {
-        "when memory matters more than the speed: no per-token state, and with --counters approx8 29% less peak memory than cgs on 20M tokens at K = 100 (but the dense V x K counts of its sweep cost more than cgs at large K); with its own earlier draw removed in expectation (--own-draw removed, the default) its model is cgs's at equal iterations up to K = 1,000 (exact and approx8 within 0.02 nats/token, approx4 within 0.035; at K = 10,000 0.03 below, at 32,768 0.10 below, where the word's count still holds the token; the removal costs a third of its CPU speed and 4-12% on the GPU), with the paper's draw (--own-draw kept) esca's, 0.03-0.12 below cgs on short documents; 1.8-4x slower than esca on one thread with the paper's draw, 2.5-6x with it removed, 6x on 16 threads at K = 1,000; on the GPU 4 B a token (approx8: 58% of cgs's device memory at K = 1,000, 61% at 10,000, but 3.5x at 32,768, where cgs keeps hybrid rows) at 0.15-0.24 of esca's speed (0.03 at K = 32,768); the same model for any number of threads, processes or GPUs; no checkpoints, learned priors or fixed counts"
+        "when memory matters more than the speed: no per-token state, and with --counters approx8 29% less peak memory than cgs on 20M tokens at K = 100 (but the dense V x K counts of its sweep cost more than cgs at large K); with collapsed Gibbs's conditional in expectation over its own earlier draw (--own-draw removed, the default) its model is within 0.013 nats/token of cgs's at equal iterations from K = 100 to 32,768 on 20 Newsgroups, arXiv, Gutenberg and the NYTimes-shaped corpus, but 0.025-0.04 below on 8-token documents (reuters-short), where --own-draw document (out of the document's count only) is within 0.007 and which trails cgs at large K instead (0.034 at K = 10,000 and 0.10 at 32,768 on Gutenberg, 0.045 on arXiv at 1,000); with the paper's draw (--own-draw kept) esca's, 0.03-0.12 below cgs on short documents; 1.8-4x slower than esca on one thread with the paper's draw, and the default removal runs at 0.5-0.63 of the paper's draw's speed on one thread; on the GPU 4 B a token (approx8: 58% of cgs's device memory at K = 1,000 at cgs's held-out value, 61% at 10,000, but 3.5x at 32,768, where cgs keeps hybrid rows) at 0.08-0.1 of cgs's speed (0.07 at K = 32,768 on Gutenberg); the same model for any number of threads, processes or GPUs; no checkpoints, learned priors or fixed counts"
     }
     fn reference(&self) -> &'static str {
         "Tristan, Tassarotti & Steele (ICML 2015) §2 Fig. 2, §3 Alg. 1, §4.1 (approximate counters), §5 Alg. 3 (S / R_m / Q_mv buckets)"
@@ -120,36 +121,59 @@ pub fn counter_width(settings: &SamplerSettings) -> CounterWidth {
 /// What the draw does with the token's own draw of the last iteration, which is part of the
 /// counts it reads and which `mfm` does not keep.
 ///
-/// Collapsed Gibbs (Griffiths & Steyvers 2004, Eq. 5) draws a token from its document's counts
-/// *without* the token, (A¬_dk + α_k), A¬_dk = A_dk − [z_prev = k]. Mean-for-Mode keeps no z_prev
-/// (Tristan et al. §2), so the paper draws from A_dk itself, as ESCA does: a topic the document
-/// holds once through this very token keeps a weight of 1 + α_k instead of α_k, which on short
-/// documents holds the model 0.08-0.13 nats/token below `cgs` (BENCHMARKS.md).
-///
-/// `Removed` takes out the indicator's expectation given what is kept. Of the document's A_dk
-/// tokens in topic k, the one at hand had topic k with probability
+/// Collapsed Gibbs (Griffiths & Steyvers 2004, Eq. 5) draws a token from counts *without* the
+/// token: with A = tpd[m][k], b = wpt[k][v], inv = 1/(wt[k] + Vβ) and z' its earlier topic,
 ///
 /// ```text
-/// π_k = A_dk φ_kv / D_mv,      φ_kv = (wpt[k][v] + β)/(wt[k] + Vβ),   D_mv = Σ_j A_dj φ_jv
+/// w_k(z') = (A − [z' = k] + α_k)(b − [z' = k] + β) / (wt[k] − [z' = k] + Vβ)
 /// ```
 ///
-/// (the posterior of its earlier topic given the document's counts and the point estimate φ,
-/// which is what Mean-for-Mode draws from), and the document factor of the collapsed
-/// conditional is linear in the indicator, so its expectation is exact given π:
+/// Mean-for-Mode keeps no z' (Tristan et al. §2), so the paper draws from w_k with the counts as
+/// they are, as ESCA does: a topic the document holds once through this very token keeps a weight
+/// of 1 + α_k instead of α_k, and a word of few tokens keeps its own count of 1 against β. That
+/// holds the model 0.04–0.13 nats/token below `cgs` (BENCHMARKS.md).
+///
+/// What is kept says where z' can have been: in a topic that both the document's row and the
+/// word's row hold (the counts include it), and, tokens of a topic falling into documents and
+/// words independently, in topic k with probability
 ///
 /// ```text
-/// p(z = k) ∝ (A_dk − π_k + α_k) φ_kv  =  A_dk φ_kv (1 − φ_kv / D_mv)  +  α_k φ_kv
+/// π_k = A b inv / D'_mv,      D'_mv = Σ_j A_j b_j inv_j      (zero unless A ≥ 1 and b ≥ 1)
 /// ```
 ///
-/// Every weight is ≥ 0 (A_dk φ_kv ≤ D_mv, so A_dk − π_k ≥ A_dk − 1 ≥ 0 for a non-zero A_dk), only
-/// the document's non-zeros change, and D_mv is the sum the draw already forms. The word's count
-/// keeps the token (a word's row carries many tokens; taking π out of it too measured worse:
-/// BENCHMARKS.md, "mfm with its own draw removed").
+/// `Removed` draws from the conditional's expectation over that posterior,
+///
+/// ```text
+/// w_k = (1 − π_k)(A + α_k)(b + β) inv  +  π_k (A − 1 + α_k)(b − 1 + β) inv⁻,    inv⁻ = 1/(wt[k] − 1 + Vβ)
+/// ```
+///
+/// which splits into the buckets of §5 with every piece ≥ 0 wherever π_k > 0 (A, b ≥ 1):
+///
+/// ```text
+/// Q'_k = (1 − π_k)(A + α_k) b inv + π_k (A − 1 + α_k)(b − 1) inv⁻                over the word's non-zeros
+/// R'_k = (1 − π_k) A β inv + π_k [(A − 1) β inv⁻ + α_k β (inv⁻ − inv)]            over the document's
+/// S_k  = α_k β inv                                                                unchanged
+/// ```
+///
+/// Only topics both rows hold change, and Q'_k = Q_k − π_k G_k with π_k linear in 1/D'_mv, so a
+/// form that visits the word's row finds every mass in one pass
+/// ([`cpu`]'s `draw_word_side_removed`). At K = 100 this is `cgs`'s model within 0.02 nats/token
+/// and at K = 1,000 on arXiv within 0.002, where the document-only removal trails by 0.04
+/// (BENCHMARKS.md, "mfm's own draw out of the word's count too").
+///
+/// `Document` takes the indicator's expectation out of the document's count only, with π_k =
+/// A φ_kv / D_mv (φ_kv = (b + β) inv, D_mv = Σ_j A_j φ_jv): p(z = k) ∝ (A − π_k + α_k) φ_kv,
+/// exact in expectation for the document's factor, which is linear in the indicator. It was the
+/// default from 2026-11-27 to this change: as good at K ≤ 100, worse wherever the word's own
+/// count matters (large K, rare words).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OwnDraw {
     /// Tristan et al.'s conditional: the counts as they are (ESCA's draw).
     Kept,
-    /// The earlier draw's expected count taken out of the document's row (the default).
+    /// The earlier draw's expected count taken out of the document's row only.
+    Document,
+    /// The collapsed conditional's expectation over the earlier draw: out of the document's and
+    /// the word's counts (the default).
     Removed,
 }
 
@@ -158,30 +182,31 @@ impl OwnDraw {
     pub fn code(self) -> u32 {
         match self {
             OwnDraw::Kept => 0,
-            OwnDraw::Removed => 1,
+            OwnDraw::Document => 1,
+            OwnDraw::Removed => 2,
         }
     }
 }
 
-/// `--own-draw` / `own_draw=`: [`OwnDraw`], recorded as 0 (kept) or 1 (removed).
+/// `--own-draw` / `own_draw=`: [`OwnDraw`], recorded as 0 (kept), 1 (document) or 2 (removed).
 pub static OWN_DRAW: Setting = Setting {
     key: "own_draw",
     flag: "--own-draw",
     keyword: "own_draw",
     value_name: "HOW",
-    describe: "what Mean-for-Mode's draw does with the token's own earlier draw, which it does not keep: removed (its expected count taken out of the document's row: collapsed Gibbs's conditional in expectation, cgs's model at equal iterations up to K = 1,000) or kept (Tristan et al.'s conditional, esca's: trails cgs on short documents); the model records it",
-    values: SettingValues::Named(&[("removed", 1), ("kept", 0)]),
-    default: 1,
-    cpu_default: 1,
+    describe: "what Mean-for-Mode's draw does with the token's own earlier draw, which it does not keep: removed (the collapsed conditional's expectation over where that draw was: out of the document's and the word's counts; within 0.013 nats/token of cgs's model at equal iterations from K = 100 to 32,768, but 0.025-0.04 below on 8-token documents), document (out of the document's count only: better on very short documents, but up to 0.10 below cgs at large K, where a word's own count matters) or kept (Tristan et al.'s conditional, esca's: trails cgs on short documents); the model records it",
+    values: SettingValues::Named(&[("removed", 2), ("document", 1), ("kept", 0)]),
+    default: 2,
+    cpu_default: 2,
     changes_model: true,
 };
 
 /// The treatment of the token's own earlier draw a run's settings ask for.
 pub fn own_draw(settings: &SamplerSettings) -> OwnDraw {
-    if OWN_DRAW.value(settings) == OwnDraw::Kept.code() {
-        OwnDraw::Kept
-    } else {
-        OwnDraw::Removed
+    match OWN_DRAW.value(settings) {
+        0 => OwnDraw::Kept,
+        1 => OwnDraw::Document,
+        _ => OwnDraw::Removed,
     }
 }
 
