@@ -109,17 +109,18 @@ impl CounterScale {
         });
         CounterScale { width, levels }
     }
-    /// The scale of a run over the documents `docs` (every worker passes the whole corpus, so
-    /// all derive the same levels): counts up to the larger of the most frequent word's tokens
-    /// and the longest document's.
-    pub fn for_corpus(width: CounterWidth, docs: topos_corpus::Docs<'_>, num_words: usize) -> Self {
+    /// The scale of a run over the documents `docs` whose words have `word_tokens` tokens each
+    /// (every worker passes the whole corpus, so all derive the same levels): counts up to the
+    /// larger of the most frequent word's tokens and the longest document's.
+    pub fn for_corpus(
+        width: CounterWidth,
+        docs: topos_corpus::Docs<'_>,
+        word_tokens: &[u64],
+    ) -> Self {
         if width == CounterWidth::Exact {
             return CounterScale::new(width, 0);
         }
-        let word = crate::layout::word_counts(docs.tokens(), num_words)
-            .into_iter()
-            .max()
-            .unwrap_or(0);
+        let word = word_tokens.iter().copied().max().unwrap_or(0);
         let doc = docs
             .offsets()
             .windows(2)

@@ -189,9 +189,6 @@ impl MfmEngine {
         let cells = setup.num_words.checked_mul(k).ok_or_else(|| {
             TrainError::Unsupported("V × K does not fit this machine's addresses".into())
         })?;
-        // Every worker weighs the draw's forms by the whole corpus's tokens of each word.
-        let mut word_tokens = crate::layout::word_counts(view.tokens(), setup.num_words);
-        transport.sum_u64(&mut word_tokens)?;
         let word_scratch: Vec<AtomicU32> = pool.install(|| {
             (0..cells)
                 .into_par_iter()
@@ -207,7 +204,8 @@ impl MfmEngine {
             seed: setup.seed,
             pool,
             ranges,
-            word_tokens,
+            // Every worker weighs the draw's forms by the whole corpus's tokens of each word.
+            word_tokens: share.word_tokens,
             iteration: 0,
             counts: Counts {
                 docs: DocRows {

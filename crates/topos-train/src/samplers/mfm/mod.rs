@@ -219,6 +219,9 @@ pub(crate) struct WorkerShare {
     /// The run's counters, their levels derived from the whole corpus
     /// ([`counters::CounterScale::for_corpus`]): the same on every worker.
     pub scale: counters::CounterScale,
+    /// Each word's tokens in the whole corpus (the scale's largest word count; the CPU engine's
+    /// weights of the draw's forms): the same on every worker.
+    pub word_tokens: Vec<u64>,
     pub token_base: u64,
     pub doc_base: u64,
     /// Training tokens of the whole run.
@@ -252,17 +255,16 @@ impl WorkerShare {
                 vocab: setup.num_words,
             });
         }
-        let scale = counters::CounterScale::for_corpus(
-            counter_width(&setup.settings),
-            whole,
-            setup.num_words,
-        );
+        let word_tokens = crate::layout::word_counts(whole.tokens(), setup.num_words);
+        let scale =
+            counters::CounterScale::for_corpus(counter_width(&setup.settings), whole, &word_tokens);
         let t = &setup.transport;
         let workers = t.workers();
         if workers == 1 {
             return Ok(WorkerShare {
                 docs: setup.docs.clone(),
                 scale,
+                word_tokens,
                 token_base: 0,
                 doc_base: 0,
                 global_tokens: whole.num_tokens(),
@@ -272,6 +274,7 @@ impl WorkerShare {
         Ok(WorkerShare {
             docs: shard.docs_of(&setup.docs),
             scale,
+            word_tokens,
             token_base: shard.tokens.start,
             doc_base: shard.docs.start as u64,
             global_tokens: whole.num_tokens(),
