@@ -675,9 +675,7 @@ impl Frozen {
             return topics[j] as usize;
         }
         let x = (x - prior).max(0.0);
-        self.s_cum
-            .partition_point(|&c| c <= x)
-            .min(self.s_cum.len() - 1)
+        self.draw_smoothing(x)
     }
 
     /// §5: the buckets Q_mv (the word's non-zeros), R_m (the document's, `r` its mass) and S.
@@ -708,9 +706,7 @@ impl Frozen {
             return s.doc_topics[j] as usize;
         }
         let x = (x - r).max(0.0);
-        self.s_cum
-            .partition_point(|&c| c <= x)
-            .min(self.s_cum.len() - 1)
+        self.draw_smoothing(x)
     }
 }
 
@@ -764,41 +760,18 @@ impl Frozen {
         let sum_s = *self.s_cum.last().expect("K ≥ 1");
         let x = u * (q + r_own + sum_s);
         if x < q {
-            // The first entry whose corrected prefix sum passes x.
-            let (mut lo, mut hi) = (0usize, s.q_cum.len() - 1);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if s.q_cum[mid] - s.own_terms[mid] * own > x {
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
-                }
-            }
-            return w.topics[row.start + lo] as usize;
+            return w.topics[row.start + first_past_corrected(&s.q_cum, &s.own_terms, own, x)]
+                as usize;
         }
         let x = x - q;
         if x < r_own && !s.doc_topics.is_empty() {
-            let topics = &w.topics[row.clone()];
-            let mut acc = 0.0;
-            for &t in &s.doc_topics {
-                let k = t as usize;
-                let b = match topics.binary_search(&t) {
-                    Ok(j) => w.registers.estimate(row.start + j) as f64,
-                    Err(_) => 0.0,
-                };
-                let a = s.doc[k];
+            return walk_document_row(e, v, s, x, |k, a, b| {
                 let pi = a * (b + beta) * self.inv[k] * own;
-                acc += ((a - pi) * beta * self.inv[k]).max(0.0);
-                if acc > x {
-                    return k;
-                }
-            }
-            return *s.doc_topics.last().expect("not empty") as usize;
+                (a - pi) * beta * self.inv[k]
+            });
         }
         let x = (x - r_own).max(0.0);
-        self.s_cum
-            .partition_point(|&c| c <= x)
-            .min(self.s_cum.len() - 1)
+        self.draw_smoothing(x)
     }
 }
 
@@ -849,48 +822,24 @@ impl Frozen {
         let sum_s = *self.s_cum.last().expect("K ≥ 1");
         let x = u * (q + r_own + sum_s);
         if x < q {
-            // The first entry whose corrected prefix sum passes x.
-            let (mut lo, mut hi) = (0usize, s.q_cum.len() - 1);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if s.q_cum[mid] - s.own_terms[mid] * own > x {
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
-                }
-            }
-            return w.topics[row.start + lo] as usize;
+            return w.topics[row.start + first_past_corrected(&s.q_cum, &s.own_terms, own, x)]
+                as usize;
         }
         let x = x - q;
         if x < r_own && !s.doc_topics.is_empty() {
-            let topics = &w.topics[row.clone()];
-            let mut acc = 0.0;
-            for &t in &s.doc_topics {
-                let k = t as usize;
-                let b = match topics.binary_search(&t) {
-                    Ok(j) => w.registers.estimate(row.start + j) as f64,
-                    Err(_) => 0.0,
-                };
-                let (a, inv) = (s.doc[k], self.inv[k]);
-                let pi = a * b * inv * own;
-                let term = if pi > 0.0 {
+            return walk_document_row(e, v, s, x, |k, a, b| {
+                let (inv, pi) = (self.inv[k], a * b * self.inv[k] * own);
+                if pi > 0.0 {
                     let inv1 = self.inv_less[k];
                     (1.0 - pi) * a * beta * inv
                         + pi * ((a - 1.0) * beta * inv1 + self.alpha[k] * beta * (inv1 - inv))
                 } else {
                     a * beta * inv
-                };
-                acc += term.max(0.0);
-                if acc > x {
-                    return k;
                 }
-            }
-            return *s.doc_topics.last().expect("not empty") as usize;
+            });
         }
         let x = (x - r_own).max(0.0);
-        self.s_cum
-            .partition_point(|&c| c <= x)
-            .min(self.s_cum.len() - 1)
+        self.draw_smoothing(x)
     }
 
     /// The document-side split for [`OwnDraw::Removed`]. P_v's entries, α_k b inv, are summed
@@ -965,10 +914,61 @@ impl Frozen {
             return topics[j] as usize;
         }
         let x = (x - prior).max(0.0);
+        self.draw_smoothing(x)
+    }
+}
+
+impl Frozen {
+    /// The smoothing bucket S: the first topic whose prefix sum of α_k β inv_k passes `x`.
+    #[inline]
+    fn draw_smoothing(&self, x: f64) -> usize {
         self.s_cum
             .partition_point(|&c| c <= x)
             .min(self.s_cum.len() - 1)
     }
+}
+
+/// The first entry whose corrected prefix sum `q_cum[i] − corr[i]·own` passes `x` (the bucket
+/// Q'_mv of a removal whose correction is linear in `own` = 1 / D).
+fn first_past_corrected(q_cum: &[f64], corr: &[f64], own: f64, x: f64) -> usize {
+    let (mut lo, mut hi) = (0usize, q_cum.len() - 1);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if q_cum[mid] - corr[mid] * own > x {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// A draw that landed in a corrected R'_m: the document's row walked in order, each topic's
+/// term `term(k, A_dk, b_k)` (b_k looked up in word `v`'s row, 0 where absent) summed until it
+/// passes `x`.
+fn walk_document_row(
+    e: &MfmEngine,
+    v: u32,
+    s: &Scratch,
+    x: f64,
+    term: impl Fn(usize, f64, f64) -> f64,
+) -> usize {
+    let w = &e.counts.words;
+    let row = w.row(v as usize);
+    let topics = &w.topics[row.clone()];
+    let mut acc = 0.0;
+    for &t in &s.doc_topics {
+        let k = t as usize;
+        let b = match topics.binary_search(&t) {
+            Ok(j) => w.registers.estimate(row.start + j) as f64,
+            Err(_) => 0.0,
+        };
+        acc += term(k, s.doc[k], b).max(0.0);
+        if acc > x {
+            return k;
+        }
+    }
+    *s.doc_topics.last().expect("not empty") as usize
 }
 
 /// Prefix sums of the `len` values `value(i)` restarting at every row of `offsets` (CSR), in
