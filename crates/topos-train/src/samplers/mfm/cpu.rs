@@ -86,6 +86,15 @@ impl CounterRows {
     fn nonzeros(&self) -> usize {
         self.topics.len()
     }
+    /// Topic `t`'s entry in the entries `row` (a row, or part of one): its place within `row`
+    /// and its estimated count, if the row holds it.
+    #[inline]
+    fn find(&self, row: Range<usize>, t: u16) -> Option<(usize, f64)> {
+        self.topics[row.clone()]
+            .binary_search(&t)
+            .ok()
+            .map(|j| (j, self.registers.estimate(row.start + j) as f64))
+    }
     /// Appends `other`'s rows.
     fn append(&mut self, other: &CounterRows) {
         let base = *self.offsets.last().expect("offsets start at 0");
@@ -170,7 +179,7 @@ impl MfmEngine {
     /// A fresh run: every token's topic uniform at random, keyed by (seed, token) as on every
     /// device, counted and forgotten.
     pub fn open(setup: EngineSetup) -> Result<Self, TrainError> {
-        let share = super::WorkerShare::open(&setup)?;
+        let share = super::WorkerShare::open(&setup, true)?;
         let transport = setup.transport.clone();
         let (token_base, doc_base, global_tokens) =
             (share.token_base, share.doc_base, share.global_tokens);
@@ -629,10 +638,7 @@ impl Frozen {
         if self.own == OwnDraw::Document {
             s.own_terms.clear();
             for &t in &s.doc_topics {
-                let b = match topics.binary_search(&t) {
-                    Ok(j) => w.registers.estimate(row.start + j) as f64,
-                    Err(_) => 0.0,
-                };
+                let b = w.find(row.clone(), t).map_or(0.0, |(_, b)| b);
                 let k = t as usize;
                 let phi = (b + beta) * self.inv[k];
                 let c = s.doc[k] * phi;
@@ -648,10 +654,7 @@ impl Frozen {
             }
         } else {
             for &t in &s.doc_topics {
-                let b = match topics.binary_search(&t) {
-                    Ok(j) => w.registers.estimate(row.start + j) as f64,
-                    Err(_) => 0.0,
-                };
+                let b = w.find(row.clone(), t).map_or(0.0, |(_, b)| b);
                 let k = t as usize;
                 d += s.doc[k] * (b + beta) * self.inv[k];
                 s.q_cum.push(d);
@@ -862,12 +865,12 @@ impl Frozen {
         s.skipped.clear();
         let mut dp = 0.0;
         for &t in &s.doc_topics {
-            let b = match topics.binary_search(&t) {
-                Ok(j) => {
+            let b = match w.find(row.clone(), t) {
+                Some((j, b)) => {
                     s.skipped.push(j);
-                    w.registers.estimate(row.start + j) as f64
+                    b
                 }
-                Err(_) => 0.0,
+                None => 0.0,
             };
             let k = t as usize;
             dp += s.doc[k] * b * self.inv[k];
@@ -955,14 +958,10 @@ fn walk_document_row(
 ) -> usize {
     let w = &e.counts.words;
     let row = w.row(v as usize);
-    let topics = &w.topics[row.clone()];
     let mut acc = 0.0;
     for &t in &s.doc_topics {
         let k = t as usize;
-        let b = match topics.binary_search(&t) {
-            Ok(j) => w.registers.estimate(row.start + j) as f64,
-            Err(_) => 0.0,
-        };
+        let b = w.find(row.clone(), t).map_or(0.0, |(_, b)| b);
         acc += term(k, s.doc[k], b).max(0.0);
         if acc > x {
             return k;
@@ -1125,14 +1124,10 @@ impl Engine for MfmEngine {
                         let n_d: u64 = row.clone().map(|i| rows.registers.estimate(i)).sum();
                         for &v in view.doc(d) {
                             let wrow = w.row(v as usize);
-                            let topics = &w.topics[wrow.clone()];
                             let mut num = alpha_phi[v as usize];
                             for i in row.clone() {
                                 let t = rows.topics[i];
-                                let b = match topics.binary_search(&t) {
-                                    Ok(j) => w.registers.estimate(wrow.start + j) as f64,
-                                    Err(_) => 0.0,
-                                };
+                                let b = w.find(wrow.clone(), t).map_or(0.0, |(_, b)| b);
                                 num += rows.registers.estimate(i) as f64
                                     * (b + beta)
                                     * inv[t as usize];

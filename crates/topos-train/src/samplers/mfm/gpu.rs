@@ -162,7 +162,7 @@ mod enabled {
             // share of the documents each, keyed by global indices; the words' exact new counts
             // are summed (NCCL, or through the host) before every worker rounds them alike, so
             // the model is one GPU's.
-            let share = super::super::WorkerShare::open(&setup)?;
+            let share = super::super::WorkerShare::open(&setup, false)?;
             let transport = setup.transport.clone();
             let workers = transport.workers();
             let (token_base, doc_base, global_tokens) =

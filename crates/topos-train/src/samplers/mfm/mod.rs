@@ -223,7 +223,8 @@ pub(crate) struct WorkerShare {
     /// ([`counters::CounterScale::for_corpus`]): the same on every worker.
     pub scale: counters::CounterScale,
     /// Each word's tokens in the whole corpus (the scale's largest word count; the CPU engine's
-    /// weights of the draw's forms): the same on every worker.
+    /// weights of the draw's forms): the same on every worker. Empty where neither reads them
+    /// (exact counters on the GPU).
     pub word_tokens: Vec<u64>,
     pub token_base: u64,
     pub doc_base: u64,
@@ -234,7 +235,12 @@ pub(crate) struct WorkerShare {
 impl WorkerShare {
     /// Checks what `mfm` refuses at any device (a checkpoint, fixed counts, no tokens, a word
     /// outside the vocabulary) and cuts this worker's share.
-    pub fn open(setup: &crate::engine::EngineSetup) -> Result<Self, crate::TrainError> {
+    /// `count_words`: the engine reads [`WorkerShare::word_tokens`] (else they are counted only
+    /// where the counters' scale needs them, the approximate widths).
+    pub fn open(
+        setup: &crate::engine::EngineSetup,
+        count_words: bool,
+    ) -> Result<Self, crate::TrainError> {
         use crate::TrainError;
         let name = setup.sampler.name();
         if let crate::engine::Start::Resume(_) = setup.start {
@@ -258,9 +264,13 @@ impl WorkerShare {
                 vocab: setup.num_words,
             });
         }
-        let word_tokens = crate::layout::word_counts(whole.tokens(), setup.num_words);
-        let scale =
-            counters::CounterScale::for_corpus(counter_width(&setup.settings), whole, &word_tokens);
+        let width = counter_width(&setup.settings);
+        let word_tokens = if count_words || width != CounterWidth::Exact {
+            crate::layout::word_counts(whole.tokens(), setup.num_words)
+        } else {
+            Vec::new()
+        };
+        let scale = counters::CounterScale::for_corpus(width, whole, &word_tokens);
         let t = &setup.transport;
         let workers = t.workers();
         if workers == 1 {
