@@ -386,7 +386,9 @@ def test_sampler_settings_like_the_cli(demo_corpus):
     m = topos.train(demo_corpus, k=10, iters=3, algo="mfm", own_draw="document", device="cpu")
     assert m.provenance["sampler_settings"] == {"own_draw": 1}
     assert model_bytes(algo="mfm", own_draw="document") != model_bytes(algo="mfm")
-    with pytest.raises(ValueError, match="own_draw must be removed, document or kept"):
+    m = topos.train(demo_corpus, k=10, iters=3, algo="mfm", own_draw="removed", device="cpu")
+    assert m.provenance["sampler_settings"] == {"own_draw": 2}
+    with pytest.raises(ValueError, match="own_draw must be balanced, removed, document or kept"):
         topos.train(demo_corpus, k=10, iters=1, algo="mfm", own_draw="maybe", device="cpu")
     with pytest.raises(ValueError, match="counters must be exact, approx8 or approx4"):
         topos.train(demo_corpus, k=10, iters=1, algo="mfm", counters="approx2", device="cpu")

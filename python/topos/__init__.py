@@ -383,10 +383,12 @@ def train(
     change the model and are recorded in it. ``counters`` (``algo="mfm"`` only): ``"exact"``
     (the default), ``"approx8"`` or ``"approx4"``, the width of Mean-for-Mode's counts
     (``--counters``), recorded in the model. ``own_draw`` (``algo="mfm"`` only):
-    ``"removed"`` (the default: collapsed Gibbs's conditional in expectation over where the
-    token's own earlier draw was, out of its document's and its word's counts: ``cgs``'s model),
-    ``"document"`` (out of the document's counts only) or ``"kept"`` (the paper's conditional,
-    ``--own-draw``), recorded in the model. A setting given for another sampler, or a bad
+    ``"balanced"`` (the default: collapsed Gibbs's conditional in expectation over where the
+    token's own earlier draw was, out of its document's and its word's counts, that posterior
+    balanced over the document's tokens where its counts are small: ``cgs``'s model),
+    ``"removed"`` (the same, each token's posterior alone), ``"document"`` (out of the
+    document's counts only) or ``"kept"`` (the paper's conditional, ``--own-draw``), recorded in
+    the model. A setting given for another sampler, or a bad
     value, raises ``ValueError``; an unknown keyword ``TypeError``.
     """
     if not isinstance(corpus, Corpus):

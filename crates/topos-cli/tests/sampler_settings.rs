@@ -264,34 +264,27 @@ fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
     assert_eq!(p["sampler_settings"]["counter_bits"], 8, "{p}");
     assert!(ok(&["topics", s(&approx)]).contains("--counters approx8"));
     ok(&["eval", s(&approx), "--corpus", s(&c), "--quiet"]);
-    // The paper's conditional (the own draw kept): another model, which records it.
-    let kept = dir.path().join("kept.tmod");
-    let summary = train(
-        &c,
-        &kept,
-        &["--algo", "mfm", "--threads", "1", "--own-draw", "kept"],
-    );
-    assert_eq!(summary["sampler_settings"]["own_draw"], 0, "{summary}");
-    assert_ne!(
-        std::fs::read(&exact).unwrap(),
-        std::fs::read(&kept).unwrap()
-    );
-    assert!(ok(&["topics", s(&kept)]).contains("--own-draw kept"));
-    // The document-only removal (the default until the word's count was corrected too).
-    let document = dir.path().join("document.tmod");
-    let summary = train(
-        &c,
-        &document,
-        &["--algo", "mfm", "--threads", "1", "--own-draw", "document"],
-    );
-    assert_eq!(summary["sampler_settings"]["own_draw"], 1, "{summary}");
-    for other in [&exact, &kept] {
-        assert_ne!(
-            std::fs::read(&document).unwrap(),
-            std::fs::read(other).unwrap()
+    // Every other conditional (the default is `balanced`): a model that records its value and
+    // names it, and differs from the default's and from each other's. The paper's draw (kept);
+    // the document-only removal (the default until the word's count was corrected too); each
+    // token's posterior alone (the default until the balanced one).
+    let mut models = vec![std::fs::read(&exact).unwrap()];
+    for (own, code) in [("kept", 0), ("document", 1), ("removed", 2)] {
+        let path = dir.path().join(format!("{own}.tmod"));
+        let summary = train(
+            &c,
+            &path,
+            &["--algo", "mfm", "--threads", "1", "--own-draw", own],
         );
+        assert_eq!(summary["sampler_settings"]["own_draw"], code, "{summary}");
+        assert!(ok(&["topics", s(&path)]).contains(&format!("--own-draw {own}")));
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !models.contains(&bytes),
+            "{own} wrote another value's model"
+        );
+        models.push(bytes);
     }
-    assert!(ok(&["topics", s(&document)]).contains("--own-draw document"));
 
     let out = dir.path().join("refused.tmod");
     let base = ["train", s(&c), "-k", "6", "-o", s(&out), "--iters", "4"];
@@ -320,7 +313,7 @@ fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
     );
     refused(
         &with(&["--algo", "mfm", "--own-draw", "maybe"]),
-        "--own-draw must be removed, document or kept",
+        "--own-draw must be balanced, removed, document or kept",
     );
     assert!(!out.exists(), "a refused run wrote a model");
     let text = ok(&["algos"]);
@@ -329,7 +322,7 @@ fn mfm_trains_records_its_counters_and_refuses_checkpoints() {
         "{text}"
     );
     assert!(
-        text.contains("setting --own-draw removed|document|kept (default removed)"),
+        text.contains("setting --own-draw balanced|removed|document|kept (default balanced)"),
         "{text}"
     );
 }

@@ -45,7 +45,27 @@ fn model_checksum(sampler: &'static dyn Sampler, threads: usize, iterations: u32
 
 /// `mfm`'s model (an engine of its own, no [`Trainer`]) under the same conditions.
 fn mfm_checksum(width: CounterWidth, own: OwnDraw, threads: usize, iterations: u32) -> u64 {
-    let spec = spec();
+    mfm_checksum_of(spec(), width, own, threads, iterations)
+}
+
+/// [`mfm_checksum`] on documents of 6 tokens: 12 topics held once or twice each, where
+/// `--own-draw balanced` balances (on [`spec`]'s documents of 60 it writes `removed`'s model).
+fn mfm_short_checksum(own: OwnDraw, threads: usize) -> u64 {
+    let spec = SyntheticSpec {
+        num_docs: 2_000,
+        mean_doc_len: 6,
+        ..spec()
+    };
+    mfm_checksum_of(spec, CounterWidth::Exact, own, threads, 15)
+}
+
+fn mfm_checksum_of(
+    spec: SyntheticSpec,
+    width: CounterWidth,
+    own: OwnDraw,
+    threads: usize,
+    iterations: u32,
+) -> u64 {
     let corpus = generate(&spec);
     let hyper = Hyperparameters::new(12, Some(0.2), Some(0.01)).unwrap();
     let CpuImplementation::Engine(open) = Mfm.cpu() else {
@@ -135,6 +155,17 @@ fn every_samplers_model_is_pinned() {
             (CounterWidth::Approx4, OwnDraw::Removed, PINNED_MFM_APPROX4),
             (CounterWidth::Exact, OwnDraw::Kept, PINNED_MFM_KEPT),
             (CounterWidth::Exact, OwnDraw::Document, PINNED_MFM_DOCUMENT),
+            (CounterWidth::Exact, OwnDraw::Balanced, PINNED_MFM_BALANCED),
+            (
+                CounterWidth::Approx8,
+                OwnDraw::Balanced,
+                PINNED_MFM_BALANCED_APPROX8,
+            ),
+            (
+                CounterWidth::Approx4,
+                OwnDraw::Balanced,
+                PINNED_MFM_BALANCED_APPROX4,
+            ),
         ] {
             let mfm = mfm_checksum(width, own, threads, 15);
             eprintln!("threads {threads}: mfm {width:?} {own:?} {mfm:#018x}");
@@ -143,6 +174,18 @@ fn every_samplers_model_is_pinned() {
                 "mfm's {width:?} {own:?} model changed ({threads} threads)"
             );
         }
+        let short = mfm_short_checksum(OwnDraw::Balanced, threads);
+        eprintln!("threads {threads}: mfm balanced, short documents {short:#018x}");
+        assert_eq!(
+            short, PINNED_MFM_BALANCED_SHORT,
+            "mfm's balanced model of short documents changed ({threads} threads)"
+        );
+        let removed = mfm_short_checksum(OwnDraw::Removed, threads);
+        eprintln!("threads {threads}: mfm removed, short documents {removed:#018x}");
+        assert_eq!(
+            removed, PINNED_MFM_REMOVED_SHORT,
+            "mfm's removed model of short documents changed ({threads} threads)"
+        );
     }
 }
 
@@ -170,8 +213,21 @@ const PINNED_EZLDA: u64 = 0xce1e4b756459c204;
 /// draw (`--own-draw removed`, out of the word's count too); the document-only removal, now
 /// `--own-draw document`, wrote the previous pins (0x2bcb2479ff23006c, 0xe0bdaca97eab7a83,
 /// 0x232355a9bc7019f6) bit for bit while it was the default, and records `own_draw = 1` now.
-const PINNED_MFM: u64 = 0xe50997b0b2d21a69;
-const PINNED_MFM_APPROX8: u64 = 0x05ab72a668b12d76;
-const PINNED_MFM_APPROX4: u64 = 0xca5f923649a36d0a;
+/// Re-pinned once more the same day when `--own-draw balanced` became the default: `removed`
+/// draws the same model, which now records `own_draw = 2` (the previous pins,
+/// 0xe50997b0b2d21a69, 0x05ab72a668b12d76 and 0xca5f923649a36d0a, are the default's now:
+/// this corpus's documents of 60 tokens are not balanced).
+const PINNED_MFM: u64 = 0x4bdd16dfcccf6fd7;
+/// Pinned when `--own-draw balanced` was added and became the default (2026-11-27): the
+/// removal with its posterior balanced over the document's tokens (short documents only, so on
+/// this corpus the previous default's model, which recorded no setting either).
+const PINNED_MFM_BALANCED: u64 = 0xe50997b0b2d21a69;
+const PINNED_MFM_BALANCED_APPROX8: u64 = 0x05ab72a668b12d76;
+const PINNED_MFM_BALANCED_APPROX4: u64 = 0xca5f923649a36d0a;
+/// Documents of 6 tokens ([`mfm_short_checksum`]), where the two conditionals differ.
+const PINNED_MFM_BALANCED_SHORT: u64 = 0xcdefba1d2ca4175c;
+const PINNED_MFM_REMOVED_SHORT: u64 = 0x099d3f404d482230;
+const PINNED_MFM_APPROX8: u64 = 0x6e4eda2ad073c153;
+const PINNED_MFM_APPROX4: u64 = 0x0d1822d00708d5f8;
 const PINNED_MFM_KEPT: u64 = 0xd24d684f0f681b78;
 const PINNED_MFM_DOCUMENT: u64 = 0x37721d7cc9ff5aad;

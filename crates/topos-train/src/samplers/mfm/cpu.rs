@@ -14,7 +14,8 @@
 //! ```
 //!
 //! (the token's own earlier draw is part of the counts: there is no assignment to remove; by
-//! default its expected count comes out of the document's row, [`super::OwnDraw`]). New
+//! default the draw is collapsed Gibbs's conditional in expectation over where that earlier draw
+//! was, its posterior balanced over the document's tokens, [`super::OwnDraw`]). New
 //! counts start from zero and are only incremented (§4.1): the document's row in a per-thread
 //! scratch, the word's in one dense array of atomic 32-bit counts, whose sums do not depend on
 //! the order of the increments. The commit rounds them to counters ([`CounterWidth::round`],
@@ -304,6 +305,10 @@ impl MfmEngine {
                     if f.own == OwnDraw::Document {
                         s.r2 += a * f.inv[t] * f.inv[t];
                     }
+                    s.pull[t] = a;
+                }
+                if f.own == OwnDraw::Balanced {
+                    f.balance(self, words, s);
                 }
                 for (j, &v) in words.iter().enumerate() {
                     let u = CounterRng::new(self.seed, Stream::Train, iteration, first + j as u64)
@@ -317,6 +322,7 @@ impl MfmEngine {
                 }
                 for &t in &s.doc_topics {
                     s.doc[t as usize] = 0.0;
+                    s.pull[t as usize] = 0.0;
                 }
             }
         }
@@ -464,7 +470,7 @@ struct Frozen {
     /// Prefix sums, within each word's row, of α_k wpt[k][v] / (wt[k] + Vβ): the bucket P_v of
     /// the document-side split is the last of the row's.
     word_prior_cum: Vec<f64>,
-    /// 1 / (wt[k] − 1 + Vβ), the normalizer without the token ([`OwnDraw::Removed`] only;
+    /// 1 / (wt[k] − 1 + Vβ), the normalizer without the token ([`OwnDraw::out_of_word`] only;
     /// zero for an empty topic, which no token's earlier draw can be in).
     inv_less: Vec<f64>,
     /// What the draw does with the token's own earlier draw.
@@ -505,7 +511,7 @@ impl Frozen {
         } else {
             Vec::new()
         };
-        let inv_less = if e.own == OwnDraw::Removed {
+        let inv_less = if e.own.out_of_word() {
             e.counts
                 .totals
                 .iter()
@@ -552,21 +558,22 @@ impl Frozen {
             s.word[w.topics[i] as usize] = w.registers.estimate(i) as f64;
         }
         let mut total = 0.0;
-        if self.own == OwnDraw::Removed {
+        if self.own.out_of_word() {
             // The expectation over the earlier draw ([`OwnDraw`]): D'_mv first, over the
-            // document's non-zeros.
+            // document's non-zeros (π's document factor is the count, or its balanced scaling).
             let dp: f64 = s
                 .doc_topics
                 .iter()
                 .map(|&t| {
                     let t = t as usize;
-                    s.doc[t] * s.word[t] * self.inv[t]
+                    s.pull[t] * s.word[t] * self.inv[t]
                 })
                 .sum();
             let own = if dp > 0.0 { 1.0 / dp } else { 0.0 };
             for (t, c) in s.cum.iter_mut().enumerate() {
                 let (a, b) = (s.doc[t], s.word[t]);
-                total += self.removed_weight(t, a, b, a * b * self.inv[t] * own, beta);
+                let pi = s.pull[t] * b * self.inv[t] * own;
+                total += self.removed_weight(t, a, b, pi, beta);
                 *c = total;
             }
         } else if self.own == OwnDraw::Document {
@@ -626,7 +633,7 @@ impl Frozen {
     /// A_dk φ_kv become A_dk φ_kv (1 − φ_kv / D_mv): the terms first, then their corrected prefix
     /// sums. With it removed ([`OwnDraw::Removed`]), [`Frozen::draw_doc_side_removed`].
     fn draw_doc_side(&self, e: &MfmEngine, v: u32, u: f64, s: &mut Scratch) -> usize {
-        if self.own == OwnDraw::Removed {
+        if self.own.out_of_word() {
             return self.draw_doc_side_removed(e, v, u, s);
         }
         let w = &e.counts.words;
@@ -686,7 +693,9 @@ impl Frozen {
         match self.own {
             OwnDraw::Kept => {}
             OwnDraw::Document => return self.draw_word_side_document(e, v, u, r, s),
-            OwnDraw::Removed => return self.draw_word_side_removed(e, v, u, r, s),
+            OwnDraw::Removed | OwnDraw::Balanced => {
+                return self.draw_word_side_removed(e, v, u, r, s)
+            }
         }
         let w = &e.counts.words;
         let row = w.row(v as usize);
@@ -811,7 +820,7 @@ impl Frozen {
             let alpha = self.alpha[t];
             q += (a + alpha) * b * inv;
             if a > 0.0 {
-                let (wt, inv1) = (a * b * inv, self.inv_less[t]);
+                let (wt, inv1) = (s.pull[t] * b * inv, self.inv_less[t]);
                 dp += wt;
                 e_sum += wt * ((a + alpha) * b * inv - (a - 1.0 + alpha) * (b - 1.0) * inv1);
                 h += wt * (a * beta * inv - (a - 1.0) * beta * inv1 - alpha * beta * (inv1 - inv));
@@ -830,8 +839,9 @@ impl Frozen {
         }
         let x = x - q;
         if x < r_own && !s.doc_topics.is_empty() {
+            let pull = &s.pull;
             return walk_document_row(e, v, s, x, |k, a, b| {
-                let (inv, pi) = (self.inv[k], a * b * self.inv[k] * own);
+                let (inv, pi) = (self.inv[k], pull[k] * b * self.inv[k] * own);
                 if pi > 0.0 {
                     let inv1 = self.inv_less[k];
                     (1.0 - pi) * a * beta * inv
@@ -873,7 +883,7 @@ impl Frozen {
                 None => 0.0,
             };
             let k = t as usize;
-            dp += s.doc[k] * b * self.inv[k];
+            dp += s.pull[k] * b * self.inv[k];
             s.own_terms.push(b);
         }
         let own = if dp > 0.0 { 1.0 / dp } else { 0.0 };
@@ -881,7 +891,7 @@ impl Frozen {
         for (&t, &b) in s.doc_topics.iter().zip(&s.own_terms) {
             let k = t as usize;
             let a = s.doc[k];
-            let weight = self.removed_weight(k, a, b, a * b * self.inv[k] * own, beta);
+            let weight = self.removed_weight(k, a, b, s.pull[k] * b * self.inv[k] * own, beta);
             d += (weight - self.alpha[k] * beta * self.inv[k]).max(0.0);
             s.q_cum.push(d);
         }
@@ -918,6 +928,96 @@ impl Frozen {
         }
         let x = (x - prior).max(0.0);
         self.draw_smoothing(x)
+    }
+}
+
+impl Frozen {
+    /// [`OwnDraw::Balanced`]: the document's factor c_t of the posterior over its tokens'
+    /// earlier draws, left in [`Scratch::pull`].
+    ///
+    /// The earlier draws of document m's tokens put A_t of them in each topic t, so the matrix
+    /// π_jt (token j's earlier draw in t) has row sums 1 and column sums A_t. [`OwnDraw::Removed`]
+    /// weighs each token alone, π_jt ∝ A_t w_jt with w_jt = wpt[t][v_j] / (wt[t] + Vβ), which
+    /// meets the rows but not the columns: in a document of 8 tokens, two tokens of words that
+    /// both favour a topic the document holds once are each given most of that one count. The
+    /// maximum-entropy matrix of the form r_j c_t w_jt with both margins is found by Sinkhorn's
+    /// alternating scalings (Sinkhorn & Knopp 1967): rows, r_j = 1 / Σ_t c_t w_jt; then columns,
+    /// c_t = A_t / Σ_j r_j w_jt. Starting from c = A, one row scaling is `Removed`'s π bit for
+    /// bit; at most [`BALANCE_ROUNDS`] row scalings are taken, fewer once a column update moves
+    /// no c_t by [`BALANCE_SETTLED`] or more. A draw then reads π_jt = c_t w_jt / Σ_s c_s w_js,
+    /// the form every bucket of [`OwnDraw::Removed`] already takes (c in place of A). Only
+    /// documents whose counts are small are balanced ([`balances`]); the others keep c = A.
+    ///
+    /// Tokens of one word share a row of the matrix, so each distinct word is one row weighed
+    /// by its tokens. A token whose word shares no topic with the document (possible only with
+    /// approximate counters) has an empty row and constrains nothing; a column no token reaches
+    /// keeps c_t = A_t (no draw reads it). Every sum runs in an order fixed by the document and
+    /// the counts, so the model stays a function of the seed.
+    fn balance(&self, e: &MfmEngine, words: &[u32], s: &mut Scratch) {
+        let w = &e.counts.words;
+        let b = &mut s.balance;
+        let n = s.doc_topics.len();
+        if !balances(words.len(), n) {
+            return;
+        }
+        b.words.clear();
+        b.words.extend_from_slice(words);
+        b.words.sort_unstable();
+        b.offsets.clear();
+        b.offsets.push(0);
+        b.slot.clear();
+        b.weight.clear();
+        b.tokens.clear();
+        let mut g = 0;
+        while g < b.words.len() {
+            let v = b.words[g];
+            let run = b.words[g..].partition_point(|&x| x == v);
+            g += run;
+            let row = w.row(v as usize);
+            for (i, &t) in s.doc_topics.iter().enumerate() {
+                if let Some((_, count)) = w.find(row.clone(), t) {
+                    b.slot.push(i as u32);
+                    b.weight.push(count * self.inv[t as usize]);
+                }
+            }
+            if b.slot.len() > *b.offsets.last().expect("starts at 0") {
+                b.offsets.push(b.slot.len());
+                b.tokens.push(run as f64);
+            }
+        }
+        b.scaling.clear();
+        b.scaling
+            .extend(s.doc_topics.iter().map(|&t| s.doc[t as usize]));
+        for _ in 1..BALANCE_ROUNDS {
+            b.column.clear();
+            b.column.resize(n, 0.0);
+            for (row, &tokens) in b.offsets.windows(2).zip(&b.tokens) {
+                let entries = row[0]..row[1];
+                let z: f64 = entries
+                    .clone()
+                    .map(|x| b.weight[x] * b.scaling[b.slot[x] as usize])
+                    .sum();
+                // z > 0: every entry's weight and scaling is.
+                let r = tokens / z;
+                for x in entries {
+                    b.column[b.slot[x] as usize] += b.weight[x] * r;
+                }
+            }
+            let mut moved = false;
+            for (i, &t) in s.doc_topics.iter().enumerate() {
+                if b.column[i] > 0.0 {
+                    let c = s.doc[t as usize] / b.column[i];
+                    moved |= (c / b.scaling[i] - 1.0).abs() >= BALANCE_SETTLED;
+                    b.scaling[i] = c;
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        for (&t, &c) in s.doc_topics.iter().zip(&b.scaling) {
+            s.pull[t as usize] = c;
+        }
     }
 }
 
@@ -1000,10 +1100,65 @@ fn row_prefix_sums(
     out
 }
 
+/// Row scalings of [`OwnDraw::Balanced`]'s Sinkhorn balancing ([`Frozen::balance`]): one
+/// is [`OwnDraw::Removed`]'s posterior; measured on reuters-short at K = 300 (BENCHMARKS.md),
+/// 3 close a third of its gap to `cgs`, 5 nearly all of it.
+pub const BALANCE_ROUNDS: usize = 8;
+
+/// [`Frozen::balance`] stops once a column update changes no scaling by this share or more.
+pub const BALANCE_SETTLED: f64 = 0.01;
+
+/// The longest document [`Frozen::balance`] balances, in tokens. A round costs the document's
+/// tokens times its topics on either device (on the GPU, the warp's row is staged in shared
+/// memory, gpu.cu STAGE ≥ this); long documents are where it buys least. Measured on one H100
+/// (BENCHMARKS.md, "mfm's own draw balanced over the document") before this cap: the
+/// NYTimes-shaped corpus (332 tokens a document) at K = 1,000 ran at 0.51 of `removed`'s speed
+/// for the same held-out value (+0.001), Gutenberg (382) at K = 1,000 at 0.66 (−0.002) and at
+/// K = 10,000 at 0.81 (+0.006), where both are within 0.011 of `cgs`.
+pub const BALANCE_MAX_TOKENS: usize = 128;
+
+/// [`Frozen::balance`] balances a document whose row holds its topics with a mean count below
+/// this many tokens. Where each topic of the document is held by one or two of its tokens, one
+/// token's earlier draw is most of a count, and weighing each token alone errs most; with larger
+/// counts the independent posterior meets the columns nearly and balancing costs time for
+/// nothing. Measured on the CPU (BENCHMARKS.md, "mfm's own draw balanced over the document"):
+/// balancing every document against only these gives the same held-out values within 0.01
+/// (reuters-short, 8 tokens a document; arXiv at K = 1,000, mean counts about 1.7) and leaves
+/// 20 Newsgroups and arXiv at K = 100 (mean counts 4–5) to [`OwnDraw::Removed`]'s cost.
+pub const BALANCE_MEAN_COUNT: f64 = 2.5;
+
+/// Whether [`Frozen::balance`] balances a document of `tokens` tokens whose row holds `topics`
+/// topics (the GPU kernel takes the same rule): short documents whose counts are small.
+pub fn balances(tokens: usize, topics: usize) -> bool {
+    tokens <= BALANCE_MAX_TOKENS && (tokens as f64) < BALANCE_MEAN_COUNT * topics as f64
+}
+
+/// [`Frozen::balance`]'s working rows: the document's distinct words, each a row of entries
+/// (the document topic's place in its row, and the weight wpt[t][v] / (wt[t] + Vβ)).
+#[derive(Default)]
+struct BalanceScratch {
+    /// The document's words, sorted.
+    words: Vec<u32>,
+    /// Row g is entries `offsets[g]..offsets[g + 1]`; `tokens[g]`: its word's tokens.
+    offsets: Vec<usize>,
+    tokens: Vec<f64>,
+    slot: Vec<u32>,
+    weight: Vec<f64>,
+    /// c, by the document topic's place, and the column sums of a round.
+    scaling: Vec<f64>,
+    column: Vec<f64>,
+}
+
 /// One thread's working rows.
 struct Scratch {
     /// The document's estimated counts by topic (zero outside its row).
     doc: Vec<f64>,
+    /// The document's factor of the posterior π over the token's earlier draw, by topic (zero
+    /// outside its row): its count ([`OwnDraw::Removed`]) or its balanced scaling c_t
+    /// ([`OwnDraw::Balanced`], [`Frozen::balance`]).
+    pull: Vec<f64>,
+    /// [`Frozen::balance`]'s working rows.
+    balance: BalanceScratch,
     /// Its topics, in row order, and the prefix sums of its bucket R_m.
     doc_topics: Vec<u16>,
     r_cum: Vec<f64>,
@@ -1029,6 +1184,8 @@ impl Scratch {
     fn new(k: usize) -> Self {
         Scratch {
             doc: vec![0.0; k],
+            pull: vec![0.0; k],
+            balance: BalanceScratch::default(),
             doc_topics: Vec::new(),
             r_cum: Vec::new(),
             r2: 0.0,
@@ -1203,11 +1360,21 @@ mod tests {
     use crate::synthetic::{generate, SyntheticSpec, TopicShape};
 
     fn engine(width: CounterWidth, threads: usize, iterations: u32) -> MfmEngine {
+        engine_of_docs(width, threads, iterations, 30)
+    }
+
+    /// [`engine`] on documents of `mean_doc_len` tokens.
+    fn engine_of_docs(
+        width: CounterWidth,
+        threads: usize,
+        iterations: u32,
+        mean_doc_len: usize,
+    ) -> MfmEngine {
         let spec = SyntheticSpec {
             num_docs: 60,
             num_words: 40,
             num_topics: 5,
-            mean_doc_len: 30,
+            mean_doc_len,
             alpha: topos_model::Alpha::symmetric(5, 0.2),
             shape: TopicShape::Dirichlet { beta: 0.1 },
             seed: 4,
@@ -1308,14 +1475,20 @@ mod tests {
     /// All three forms of the draw are inverse-CDF draws of the conditional of each
     /// [`OwnDraw`]: p(z = k) ∝ (tpd + α)(wpt + β) / (wt + Vβ) (kept); (tpd − π + α)(wpt + β) /
     /// (wt + Vβ), π_k = tpd_k φ_kv / Σ_j tpd_j φ_jv (document); (1 − π'_k) w_k(with) + π'_k
-    /// w_k(without), π'_k ∝ tpd_k wpt_kv / (wt_k + Vβ) (removed). Over a fine grid of uniform
-    /// numbers each topic's share must be p_k (computed here from the formula) within the grid's
-    /// resolution, for every word of a document. The three conditionals differ from each other
-    /// by more than that (checked), so a form that ignored the setting, or took one for another,
-    /// would fail.
+    /// w_k(without), π'_k ∝ tpd_k wpt_kv / (wt_k + Vβ) (removed), or ∝ c_k wpt_kv / (wt_k + Vβ)
+    /// with the document's balanced scalings c (balanced; here a c far from tpd, so that a form
+    /// reading the count in its place fails). Over a fine grid of uniform numbers each topic's
+    /// share must be p_k (computed here from the formula) within the grid's resolution, for
+    /// every word of a document. The four conditionals differ from each other by more than that
+    /// (checked), so a form that ignored the setting, or took one for another, would fail.
     #[test]
     fn dense_and_both_bucket_draws_follow_the_mean_for_mode_conditional() {
-        const OWN: [OwnDraw; 3] = [OwnDraw::Kept, OwnDraw::Document, OwnDraw::Removed];
+        const OWN: [OwnDraw; 4] = [
+            OwnDraw::Kept,
+            OwnDraw::Document,
+            OwnDraw::Removed,
+            OwnDraw::Balanced,
+        ];
         for (width, own) in CounterWidth::ALL
             .into_iter()
             .flat_map(|w| OWN.map(|o| (w, o)))
@@ -1324,7 +1497,7 @@ mod tests {
             e.own = own;
             let f = e.pool.install(|| Frozen::of(&e, true));
             // The largest change of a topic's share against each other conditional.
-            let mut largest_change = [0.0f64; 3];
+            let mut largest_change = [0.0f64; 4];
             let k = 5usize;
             let (beta, vb) = (0.05, 40.0 * 0.05);
             let d = 7;
@@ -1338,7 +1511,14 @@ mod tests {
                 r += s.doc[t] * beta * f.inv[t];
                 s.r_cum.push(r);
                 s.r2 += s.doc[t] * f.inv[t] * f.inv[t];
+                // π's document factor: the count, or (balanced) any other positive scaling of
+                // the topics the document holds, here one far from the count.
+                s.pull[t] = match own {
+                    OwnDraw::Balanced => s.doc[t] * (0.4 + 0.5 * t as f64),
+                    _ => s.doc[t],
+                };
             }
+            let pull: Vec<f64> = (0..k).map(|t| s.doc[t] * (0.4 + 0.5 * t as f64)).collect();
             for v in 0..40u32 {
                 let mut b = vec![0.0; k];
                 for i in e.counts.words.row(v as usize) {
@@ -1350,17 +1530,23 @@ mod tests {
                     .collect();
                 let dm: f64 = (0..k).map(|t| s.doc[t] * phi[t]).sum();
                 let n = |t: usize| e.counts.totals[t] as f64 + vb;
-                let dp: f64 = (0..k).map(|t| s.doc[t] * b[t] / n(t)).sum();
+                let dp =
+                    |c: &dyn Fn(usize) -> f64| -> f64 { (0..k).map(|t| c(t) * b[t] / n(t)).sum() };
                 let p_of = |own: OwnDraw| -> Vec<f64> {
                     let p: Vec<f64> = (0..k)
                         .map(|t| match own {
                             OwnDraw::Kept => (s.doc[t] + 0.3) * phi[t],
                             OwnDraw::Document => (s.doc[t] - s.doc[t] * phi[t] / dm + 0.3) * phi[t],
-                            OwnDraw::Removed => {
+                            OwnDraw::Removed | OwnDraw::Balanced => {
+                                let c = |t: usize| match own {
+                                    OwnDraw::Balanced => pull[t],
+                                    _ => s.doc[t],
+                                };
+                                let dp = dp(&c);
                                 // No topic both rows hold (possible with approximate
                                 // counters): nothing to take out.
                                 let pi = if dp > 0.0 {
-                                    s.doc[t] * b[t] / n(t) / dp
+                                    c(t) * b[t] / n(t) / dp
                                 } else {
                                     0.0
                                 };
@@ -1417,6 +1603,91 @@ mod tests {
                     largest_change[o]
                 );
             }
+        }
+    }
+
+    /// [`Frozen::balance`] on every document of a trained engine of short documents, for two
+    /// widths: on a document [`balances`] admits, the matrix π_jt ∝ c_t w_jt it leaves has row
+    /// sums 1 (by construction) and column sums that are the document's counts much more nearly
+    /// than [`OwnDraw::Removed`]'s π_jt ∝ A_t w_jt (whose rows are the same): over those
+    /// documents the largest relative column error falls at least fivefold and is under 15%
+    /// (measured: 0.81 to 0.09 with exact counters; the rounds stop at 8 or once no scaling moves
+    /// by 1%, and the slowest documents converge slowly). Every other document keeps c = A.
+    #[test]
+    fn balancing_fills_each_topic_of_the_document_with_its_count() {
+        for width in [CounterWidth::Exact, CounterWidth::Approx8] {
+            let mut e = engine_of_docs(width, 1, 3, 6);
+            let (mut admitted, mut kept) = (0, 0);
+            e.own = OwnDraw::Balanced;
+            let f = e.pool.install(|| Frozen::of(&e, true));
+            let k = e.hyper.num_topics as usize;
+            let mut s = Scratch::new(k);
+            let view = e.docs.view();
+            let (mut worst_removed, mut worst_balanced) = (0.0f64, 0.0f64);
+            for d in 0..view.len() {
+                let (rows, local) = e.counts.docs.locate(d);
+                s.doc_topics.clear();
+                for i in rows.row(local) {
+                    let t = rows.topics[i] as usize;
+                    s.doc[t] = rows.registers.estimate(i) as f64;
+                    s.pull[t] = s.doc[t];
+                    s.doc_topics.push(t as u16);
+                }
+                let words = view.doc(d);
+                // Column sums of π ∝ c w over the document's tokens.
+                let columns = |c: &[f64]| -> Vec<f64> {
+                    let mut col = vec![0.0; k];
+                    for &v in words {
+                        let wv: Vec<f64> = (0..k)
+                            .map(|t| {
+                                let row = e.counts.words.row(v as usize);
+                                e.counts.words.find(row, t as u16).map_or(0.0, |(_, b)| b)
+                                    * f.inv[t]
+                                    * c[t]
+                            })
+                            .collect();
+                        let z: f64 = wv.iter().sum();
+                        if z > 0.0 {
+                            for t in 0..k {
+                                col[t] += wv[t] / z;
+                            }
+                        }
+                    }
+                    col
+                };
+                let error = |col: &[f64], s: &Scratch| -> f64 {
+                    s.doc_topics
+                        .iter()
+                        .map(|&t| (col[t as usize] / s.doc[t as usize] - 1.0).abs())
+                        .fold(0.0, f64::max)
+                };
+                let removed = error(&columns(&s.doc), &s);
+                f.balance(&e, words, &mut s);
+                if balances(words.len(), s.doc_topics.len()) {
+                    admitted += 1;
+                    worst_removed = worst_removed.max(removed);
+                    worst_balanced = worst_balanced.max(error(&columns(&s.pull), &s));
+                } else {
+                    kept += 1;
+                    assert_eq!(s.pull, s.doc, "{width:?}: document {d}");
+                }
+                for t in 0..k {
+                    s.doc[t] = 0.0;
+                    s.pull[t] = 0.0;
+                }
+            }
+            eprintln!(
+                "{width:?}: {admitted} documents balanced, {kept} kept; column error \
+                 {worst_balanced} balanced, {worst_removed} removed"
+            );
+            assert!(
+                admitted >= 10 && kept >= 1,
+                "{admitted} balanced, {kept} kept"
+            );
+            assert!(
+                worst_balanced < 0.15 && worst_balanced * 5.0 < worst_removed,
+                "{width:?}: column error {worst_balanced} balanced, {worst_removed} removed"
+            );
         }
     }
 

@@ -179,6 +179,26 @@ __device__ __forceinline__ void row_factor(bool staged, const u16* stage_t, cons
 #define OWN_KEPT 0u
 #define OWN_DOCUMENT 1u
 #define OWN_REMOVED 2u
+#define OWN_BALANCED 3u
+// OWN_BALANCED: row scalings of the Sinkhorn balancing (cpu.rs BALANCE_ROUNDS), its stopping
+// change, and the documents it balances (cpu.rs balances: at most BALANCE_MAX_TOKENS tokens,
+// so their rows are staged, and a mean count below BALANCE_MEAN_COUNT).
+#ifndef BALANCE_ROUNDS
+#define BALANCE_ROUNDS 8
+#endif
+#ifndef BALANCE_SETTLED
+#define BALANCE_SETTLED 0.01
+#endif
+#ifndef BALANCE_MEAN_COUNT
+#define BALANCE_MEAN_COUNT 2.5
+#endif
+#ifndef BALANCE_MAX_TOKENS
+#define BALANCE_MAX_TOKENS 128
+#endif
+#define BALANCE_SLOTS ((BALANCE_MAX_TOKENS + 31) / 32)
+#if BALANCE_MAX_TOKENS > STAGE
+#error "a balanced document's row must fit the stage"
+#endif
 
 // OWN_REMOVED: Delta_k = w_k(with) - w_k(without) for a topic the document holds A times and the
 // word b times (both >= 1), inv = 1 / (n_k + V beta), 1 / (n_k - 1 + V beta) = inv / (1 - inv).
@@ -232,6 +252,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     __shared__ u16 stage_t_all[WARPS][STAGE];
     __shared__ u16 stage_r_all[WARPS][STAGE];
     __shared__ double stage_a_all[WARPS][STAGE];
+    // OWN_BALANCED: the staged row's balanced scalings c_i (cpu.rs Frozen::balance).
+    __shared__ float stage_c_all[WARPS][BALANCE_MAX_TOKENS];
+    // OWN_BALANCED: 1 / z_j of a tile of the document's tokens.
+    __shared__ double bal_rz_all[WARPS][32];
     __shared__ u64 lv[LEVELS_MAX];
     for (u32 i = threadIdx.x; i <= top && i < LEVELS_MAX; i += blockDim.x) lv[i] = levels[i];
     __syncthreads();
@@ -240,6 +264,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     u16* stage_t = stage_t_all[wib];
     u16* stage_r = stage_r_all[wib];
     double* stage_a = stage_a_all[wib];
+    float* stage_c = stage_c_all[wib];
     u32* h = hist + (u64)(blockIdx.x * WARPS + wib) * K;
     const u64 warps = (u64)gridDim.x * WARPS;
     const double s_total = s_cum[K - 1];
@@ -266,6 +291,68 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
             for (int o = 16; o > 0; o >>= 1) n_d += __shfl_xor_sync(FULL, n_d, o);
         }
         __syncwarp();
+        // OWN_BALANCED (cpu.rs Frozen::balance): the document's factor c_i of the posterior over
+        // its tokens' earlier draws, scaled until its matrix r_j c_i w_ji (w_ji = wpt[k_i][v_j]
+        // inv[k_i]) has row sums 1 and column sums tpd[m][k_i]. Documents of at most
+        // BALANCE_MAX_TOKENS tokens (so at most as many topics, staged) whose mean count is below
+        // BALANCE_MEAN_COUNT (cpu.rs balances; the others keep c = tpd, OWN_REMOVED's pi). A
+        // round takes the tokens 32 at a time: a lane per token finds its row sum z_j = sum_i c_i
+        // w_ji and leaves 1 / z_j in shared memory; then a lane per entry i adds w_ji / z_j over
+        // the tile's tokens in order, so every sum is taken in an order fixed by the document.
+        const bool balanced = mode == MODE_DRAW && own_mode == OWN_BALANCED && staged &&
+                              len <= BALANCE_MAX_TOKENS && (double)len < BALANCE_MEAN_COUNT * (double)r;
+        if (balanced) {
+            double* rz = bal_rz_all[wib];
+            for (u32 i = lane; i < r; i += 32) stage_c[i] = (float)estimate(stage_r[i], lv);
+            __syncwarp();
+            for (u32 round = 1; round < BALANCE_ROUNDS; round++) {
+                double col[BALANCE_SLOTS];
+#pragma unroll
+                for (u32 g = 0; g < BALANCE_SLOTS; g++) col[g] = 0.0;
+                for (u64 j0 = 0; j0 < len; j0 += 32) {
+                    const u64 j = j0 + lane;
+                    double z = 0.0;
+                    if (j < len) {
+                        const REG_T* wr = B + (u64)words[first + j] * K;
+                        for (u32 i = 0; i < r; i++) {
+                            const u32 k = stage_t[i], wreg = wr[k];
+                            if (wreg) z += (double)stage_c[i] * (double)estimate(wreg, lv) * inv[k];
+                        }
+                    }
+                    rz[lane] = z > 0.0 ? 1.0 / z : 0.0;
+                    __syncwarp();
+                    const u32 tile = (u32)min((u64)32, len - j0);
+#pragma unroll
+                    for (u32 g = 0; g < BALANCE_SLOTS; g++) {
+                        const u32 i = g * 32 + lane;
+                        if (i < r) {
+                            const u32 k = stage_t[i];
+                            const double ik = inv[k];
+                            double x = 0.0;
+                            for (u32 t = 0; t < tile; t++) {
+                                const u32 wreg = B[(u64)words[first + j0 + t] * K + k];
+                                if (wreg) x += (double)estimate(wreg, lv) * ik * rz[t];
+                            }
+                            col[g] += x;
+                        }
+                    }
+                    // Every lane is done with this tile's 1 / z and this round's c.
+                    __syncwarp();
+                }
+                bool moved = false;
+#pragma unroll
+                for (u32 g = 0; g < BALANCE_SLOTS; g++) {
+                    const u32 i = g * 32 + lane;
+                    if (i < r && col[g] > 0.0) {
+                        const float c = (float)((double)estimate(stage_r[i], lv) / col[g]);
+                        moved |= fabs((double)c / (double)stage_c[i] - 1.0) >= BALANCE_SETTLED;
+                        stage_c[i] = c;
+                    }
+                }
+                __syncwarp();
+                if (!__any_sync(FULL, moved)) break;
+            }
+        }
         for (u64 j = lane; j < len; j += 32) {
             // The token's place in this worker's arrays, and its global index (its keys).
             const u64 g = token_base + first + j;
@@ -278,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                 // own_sq: sum c_k phi_kv (OWN_DOCUMENT); dp: D'_mv, corr: sum A b inv Delta_k and
                 // excl: sum alpha b inv over the topics both rows hold (OWN_REMOVED).
                 double dm = 0.0, own_sq = 0.0, dp = 0.0, corr = 0.0, excl = 0.0;
-                const u32 own = mode == MODE_DRAW ? own_mode : OWN_KEPT;
+                const u32 own = mode == MODE_DRAW ? (own_mode == OWN_BALANCED ? OWN_REMOVED : own_mode) : OWN_KEPT;
                 for (u32 i = 0; i < r; i++) {
                     u32 k, reg;
                     double a;
@@ -289,8 +376,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                     if (own == OWN_DOCUMENT) {
                         own_sq += a * f * (f * inv[k]);
                     } else if (own == OWN_REMOVED && wreg) {
-                        dp += a * b;
-                        corr += a * b * own_delta((double)estimate(reg, lv), b, inv[k], alpha, beta);
+                        // pi's document factor: tpd[m][k] inv[k], or c_i inv[k] balanced.
+                        const double pa = balanced ? (double)stage_c[i] * inv[k] : a;
+                        dp += pa * b;
+                        corr += pa * b * own_delta((double)estimate(reg, lv), b, inv[k], alpha, beta);
                         excl += alpha * b * inv[k];
                     }
                 }
@@ -326,8 +415,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                         if (own == OWN_DOCUMENT) {
                             acc += fmax(c * (1.0 - f * inv[k] * own_scale), 0.0);
                         } else if (own == OWN_REMOVED && wreg) {
+                            const double pa = balanced ? (double)stage_c[i] * inv[k] : a;
                             const double d2 = c + alpha * b * inv[k] -
-                                a * b * own_scale * own_delta((double)estimate(reg, lv), b, inv[k], alpha, beta);
+                                pa * b * own_scale * own_delta((double)estimate(reg, lv), b, inv[k], alpha, beta);
                             acc += fmax(d2, 0.0);
                         } else {
                             acc += c;

@@ -588,6 +588,17 @@ mod enabled {
                 if width == CounterWidth::Exact { 4 } else { 1 }
             ),
             format!("-DAPPROX={}", u32::from(width != CounterWidth::Exact)),
+            // OwnDraw::Balanced as the CPU engine takes it (cpu.rs Frozen::balance).
+            format!("-DBALANCE_ROUNDS={}", super::super::cpu::BALANCE_ROUNDS),
+            format!("-DBALANCE_SETTLED={:?}", super::super::cpu::BALANCE_SETTLED),
+            format!(
+                "-DBALANCE_MAX_TOKENS={}",
+                super::super::cpu::BALANCE_MAX_TOKENS
+            ),
+            format!(
+                "-DBALANCE_MEAN_COUNT={:?}",
+                super::super::cpu::BALANCE_MEAN_COUNT
+            ),
         ];
         let ptx = topos_cuda::compile::compile_cached(SOURCE, options, arch)?.0;
         let module = ctx

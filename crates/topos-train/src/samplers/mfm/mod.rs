@@ -8,10 +8,10 @@
 //! of the last iteration, is ESCA's (SaberLDA Eq. 1): the token's own earlier draw stays in the
 //! counts, because there is no stored assignment to take out, so a topic a document holds once
 //! tends to keep itself and the model trails `cgs` where `esca`'s does (short documents). By
-//! default ([`OwnDraw::Removed`]) the draw is the collapsed conditional's expectation over where
-//! that earlier draw was ([`OwnDraw`] derives it), which brings the model to `cgs`'s at equal
-//! iterations with no per-token state; `--own-draw kept` is the paper's conditional. What `mfm`
-//! buys is memory.
+//! default ([`OwnDraw::Balanced`]) the draw is the collapsed conditional's expectation over where
+//! that earlier draw was, with that posterior balanced over the document's tokens ([`OwnDraw`]
+//! derives it), which brings the model to `cgs`'s at equal iterations with no per-token state;
+//! `--own-draw kept` is the paper's conditional. What `mfm` buys is memory.
 
 pub mod counters;
 pub mod cpu;
@@ -35,7 +35,7 @@ impl Sampler for Mfm {
         "Mean-for-Mode estimation: every token drawn from the means of θ and φ given the last iteration's counts; no assignments kept; counters of 32, 8 or 4 bits (--counters)"
     }
     fn when_to_use(&self) -> &'static str {
-        "when memory matters more than the speed: no per-token state, and with --counters approx8 29% less peak memory than cgs on 20M tokens at K = 100 (but the dense V x K counts of its sweep cost more than cgs at large K); with collapsed Gibbs's conditional in expectation over its own earlier draw (--own-draw removed, the default) its model is within 0.013 nats/token of cgs's at equal iterations from K = 100 to 32,768 on 20 Newsgroups, arXiv, Gutenberg and the NYTimes-shaped corpus, but 0.025-0.04 below on 8-token documents (reuters-short), where --own-draw document (out of the document's count only) is within 0.007 and which trails cgs at large K instead (0.034 at K = 10,000 and 0.10 at 32,768 on Gutenberg, 0.045 on arXiv at 1,000); with the paper's draw (--own-draw kept) esca's, 0.03-0.12 below cgs on short documents; 1.8-4x slower than esca on one thread with the paper's draw, and the default removal runs at 0.5-0.63 of the paper's draw's speed on one thread; on the GPU 4 B a token (approx8: 58% of cgs's device memory at K = 1,000 at cgs's held-out value, 61% at 10,000, but 3.5x at 32,768, where cgs keeps hybrid rows) at 0.08-0.1 of cgs's speed (0.07 at K = 32,768 on Gutenberg); the same model for any number of threads, processes or GPUs; no checkpoints, learned priors or fixed counts"
+        "when memory matters more than the speed: no per-token state, and with --counters approx8 29% less peak memory than cgs on 20M tokens at K = 100 (but the dense V x K counts of its sweep cost more than cgs at large K); with collapsed Gibbs's conditional in expectation over its own earlier draw, that posterior balanced over each short document's tokens (--own-draw balanced, the default), its model is within 0.011 nats/token of cgs's at equal iterations on every corpus measured (8-token documents, arXiv, 20 Newsgroups, Gutenberg to K = 10,000, the NYTimes-shaped corpus); --own-draw removed (each token's posterior alone) is 0.025-0.04 below cgs on 8-token documents and as good elsewhere, and balancing runs at 0.6-0.96 of its speed on the GPU (0.6-0.8 on one CPU thread) where it balances (short documents) and at its speed elsewhere; with the paper's draw (--own-draw kept) esca's, 0.03-0.12 below cgs on short documents; 1.8-4x slower than esca on one thread with the paper's draw, and the removal runs at 0.5-0.63 of the paper's draw's speed on one thread; on the GPU 4 B a token (approx8: 58% of cgs's device memory at K = 1,000 at cgs's held-out value, 61% at 10,000, but 3.5x at 32,768, where cgs keeps hybrid rows) at 0.08-0.1 of cgs's speed (0.07 at K = 32,768 on Gutenberg); the same model for any number of threads, processes or GPUs; no checkpoints, learned priors or fixed counts"
     }
     fn reference(&self) -> &'static str {
         "Tristan, Tassarotti & Steele (ICML 2015) §2 Fig. 2, §3 Alg. 1, §4.1 (approximate counters), §5 Alg. 3 (S / R_m / Q_mv buckets)"
@@ -141,7 +141,8 @@ pub fn counter_width(settings: &SamplerSettings) -> CounterWidth {
 /// π_k = A b inv / D'_mv,      D'_mv = Σ_j A_j b_j inv_j      (zero unless A ≥ 1 and b ≥ 1)
 /// ```
 ///
-/// `Removed` draws from the conditional's expectation over that posterior,
+/// `Removed` draws from the conditional's expectation over that posterior (`Balanced`, below,
+/// changes only the posterior),
 ///
 /// ```text
 /// w_k = (1 − π_k)(A + α_k)(b + β) inv  +  π_k (A − 1 + α_k)(b − 1 + β) inv⁻,    inv⁻ = 1/(wt[k] − 1 + Vβ)
@@ -160,8 +161,18 @@ pub fn counter_width(settings: &SamplerSettings) -> CounterWidth {
 /// ([`cpu`]'s `draw_word_side_removed`). Measured (BENCHMARKS.md, "mfm's own draw out of the
 /// word's count too"): within 0.013 nats/token of `cgs` at equal iterations from K = 100 to
 /// 32,768 on 20 Newsgroups, arXiv, Gutenberg and the NYTimes-shaped corpus, and 0.024–0.040
-/// below on 8-token documents, where the loss is π itself (it weighs each token alone; a
-/// posterior balanced over the document's tokens, measured there as a prototype, closes it).
+/// below on 8-token documents, where the loss is π itself: it weighs each token alone.
+///
+/// `Balanced` (the default) keeps those weights with π balanced over the document's tokens:
+/// their earlier draws put exactly A_k of them in topic k, so the matrix π_jk of the document's
+/// tokens has row sums 1 and column sums A_k, which the independent π meets only on average (two
+/// tokens whose words favour a topic the document holds once each get most of that one count).
+/// Its maximum-entropy form π_jk = r_j c_k b_jk inv_k, found by Sinkhorn scaling, replaces A_k
+/// in π's numerator and in D'_mv by the document's scalings c_k ([`cpu`]'s `Frozen::balance`,
+/// also the GPU kernel's), so every form of the draw is `Removed`'s with c in place of A. Short
+/// documents with small counts only (`cpu::balances`). Measured (BENCHMARKS.md, "mfm's own draw
+/// balanced over the document"): within 0.011 of `cgs` on every corpus there, 8-token documents
+/// included (−0.011 / −0.004 / +0.003 at K = 100 / 300 / 1,000 on one H100).
 ///
 /// `Document` takes the indicator's expectation out of the document's count only, with π_k =
 /// A φ_kv / D_mv (φ_kv = (b + β) inv, D_mv = Σ_j A_j φ_jv): p(z = k) ∝ (A − π_k + α_k) φ_kv,
@@ -176,8 +187,12 @@ pub enum OwnDraw {
     /// The earlier draw's expected count taken out of the document's row only.
     Document,
     /// The collapsed conditional's expectation over the earlier draw: out of the document's and
-    /// the word's counts (the default).
+    /// the word's counts, π weighing each token alone.
     Removed,
+    /// `Removed` with π balanced over the document's tokens: their earlier draws fill the
+    /// document's counts exactly, a constraint `Removed`'s π meets only on average
+    /// (Sinkhorn scaling, [`cpu`]'s `Frozen::balance`).
+    Balanced,
 }
 
 impl OwnDraw {
@@ -187,20 +202,28 @@ impl OwnDraw {
             OwnDraw::Kept => 0,
             OwnDraw::Document => 1,
             OwnDraw::Removed => 2,
+            OwnDraw::Balanced => 3,
         }
+    }
+
+    /// Whether the draw takes the earlier draw out of the word's count too (π over the topics
+    /// both rows hold).
+    pub fn out_of_word(self) -> bool {
+        matches!(self, OwnDraw::Removed | OwnDraw::Balanced)
     }
 }
 
-/// `--own-draw` / `own_draw=`: [`OwnDraw`], recorded as 0 (kept), 1 (document) or 2 (removed).
+/// `--own-draw` / `own_draw=`: [`OwnDraw`], recorded as 0 (kept), 1 (document), 2 (removed) or 3
+/// (balanced).
 pub static OWN_DRAW: Setting = Setting {
     key: "own_draw",
     flag: "--own-draw",
     keyword: "own_draw",
     value_name: "HOW",
-    describe: "what Mean-for-Mode's draw does with the token's own earlier draw, which it does not keep: removed (the collapsed conditional's expectation over where that draw was: out of the document's and the word's counts; within 0.013 nats/token of cgs's model at equal iterations from K = 100 to 32,768, but 0.025-0.04 below on 8-token documents), document (out of the document's count only: better on very short documents, but up to 0.10 below cgs at large K, where a word's own count matters) or kept (Tristan et al.'s conditional, esca's: trails cgs on short documents); the model records it",
-    values: SettingValues::Named(&[("removed", 2), ("document", 1), ("kept", 0)]),
-    default: 2,
-    cpu_default: 2,
+    describe: "what Mean-for-Mode's draw does with the token's own earlier draw, which it does not keep: balanced (the collapsed conditional's expectation over where that draw was, out of the document's and the word's counts, with the posterior over the document's earlier draws balanced to its counts where they are small: within 0.011 nats/token of cgs on 8-token documents), removed (the same, each token's posterior alone: 0.025-0.04 below cgs on 8-token documents), document (out of the document's count only: up to 0.10 below cgs at large K, where a word's own count matters) or kept (Tristan et al.'s conditional, esca's: trails cgs on short documents); the model records it",
+    values: SettingValues::Named(&[("balanced", 3), ("removed", 2), ("document", 1), ("kept", 0)]),
+    default: 3,
+    cpu_default: 3,
     changes_model: true,
 };
 
@@ -209,7 +232,8 @@ pub fn own_draw(settings: &SamplerSettings) -> OwnDraw {
     match OWN_DRAW.value(settings) {
         0 => OwnDraw::Kept,
         1 => OwnDraw::Document,
-        _ => OwnDraw::Removed,
+        2 => OwnDraw::Removed,
+        _ => OwnDraw::Balanced,
     }
 }
 
