@@ -1033,7 +1033,7 @@ fn mfm_engine(
     width: topos_train::sampler::CounterWidth,
     seed: u64,
     on_gpu: bool,
-    partition_tokens: Option<u64>,
+    device: DeviceOptions,
     iters: u32,
 ) -> Box<dyn Engine> {
     use topos_train::sampler::{CpuImplementation, GpuImplementation};
@@ -1042,10 +1042,7 @@ fn mfm_engine(
         settings: topos_train::SamplerSettings::default()
             .with(&topos_train::samplers::mfm::COUNTERS, width.bits())
             .unwrap(),
-        device: DeviceOptions {
-            partition_tokens,
-            ..Default::default()
-        },
+        device,
         ..EngineSetup::fresh(docs.clone(), v, mfm, hyper(8), seed, 4)
     };
     let mut e = if on_gpu {
@@ -1089,8 +1086,24 @@ fn gpu_mfm_starts_with_the_cpus_counts_for_every_counter_width() {
     let docs = TrainDocs::from(corpus.docs.clone());
     for width in CounterWidth::ALL {
         // The start draws and rounds with the CPU's keys: the same counts, bit for bit.
-        let mut g = mfm_engine(&docs, s.num_words, width, 17, true, None, 0);
-        let mut c = mfm_engine(&docs, s.num_words, width, 17, false, None, 0);
+        let mut g = mfm_engine(
+            &docs,
+            s.num_words,
+            width,
+            17,
+            true,
+            DeviceOptions::default(),
+            0,
+        );
+        let mut c = mfm_engine(
+            &docs,
+            s.num_words,
+            width,
+            17,
+            false,
+            DeviceOptions::default(),
+            0,
+        );
         let (gw, gd) = mfm_state(g.as_mut(), s.num_words, s.num_docs);
         let (cw, cd) = mfm_state(c.as_mut(), s.num_words, s.num_docs);
         assert_eq!(
@@ -1125,7 +1138,17 @@ fn gpu_mfm_recovers_known_topics_and_trains_as_the_cpu_does() {
         // width.
         let best = |on_gpu: bool| {
             (17..22)
-                .map(|seed| mfm_engine(&docs, s.num_words, width, seed, on_gpu, None, 150))
+                .map(|seed| {
+                    mfm_engine(
+                        &docs,
+                        s.num_words,
+                        width,
+                        seed,
+                        on_gpu,
+                        DeviceOptions::default(),
+                        150,
+                    )
+                })
                 .map(|mut e| (e.log_likelihood().unwrap(), e))
                 .max_by(|a, b| a.0.total_cmp(&b.0))
                 .expect("chains")
@@ -1159,6 +1182,24 @@ fn gpu_mfm_recovers_known_topics_and_trains_as_the_cpu_does() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_mfm_gives_the_same_model_for_any_chunking_and_run() {
+    // A budget with no room for the corpus beside the counts: refused, with what it needs.
+    {
+        let s = spec(5, 900);
+        let docs = TrainDocs::from(generate(&s).docs);
+        let mfm: &'static dyn Sampler = &topos_train::samplers::mfm::Mfm;
+        let setup = EngineSetup {
+            device: DeviceOptions {
+                memory_budget: Some(1),
+                ..Default::default()
+            },
+            ..EngineSetup::fresh(docs, s.num_words, mfm, hyper(8), 17, 4)
+        };
+        let Some(topos_train::sampler::GpuImplementation::Engine(open)) = mfm.gpu() else {
+            unreachable!("mfm opens an engine of its own on the GPU")
+        };
+        let err = open(None, setup).err().expect("refused").to_string();
+        assert!(err.contains("room for a document"), "{err}");
+    }
     use topos_train::sampler::CounterWidth;
     let s = spec(5, 900);
     let corpus = generate(&s);
@@ -1166,36 +1207,62 @@ fn gpu_mfm_gives_the_same_model_for_any_chunking_and_run() {
     let tokens = docs.view().num_tokens();
     for width in CounterWidth::ALL {
         let (w1, d1) = mfm_state(
-            mfm_engine(&docs, s.num_words, width, 17, true, None, 6).as_mut(),
-            s.num_words,
-            s.num_docs,
-        );
-        for parts in [1, 3, 7] {
-            let mut e = mfm_engine(
+            mfm_engine(
                 &docs,
                 s.num_words,
                 width,
                 17,
                 true,
-                Some(tokens.div_ceil(parts)),
+                DeviceOptions::default(),
                 6,
-            );
+            )
+            .as_mut(),
+            s.num_words,
+            s.num_docs,
+        );
+        // Resident in 1, 3 or 7 launches, or streamed through the device a chunk at a time
+        // (its tokens and rows uploaded, its rows read back): one model.
+        for (parts, force_streaming) in [1, 3, 7].into_iter().flat_map(|p| [(p, false), (p, true)])
+        {
+            let device = DeviceOptions {
+                partition_tokens: Some(tokens.div_ceil(parts)),
+                force_streaming,
+                ..Default::default()
+            };
+            let mut e = mfm_engine(&docs, s.num_words, width, 17, true, device, 6);
             assert_eq!(e.partitions() as u64, parts);
+            let mode = if force_streaming {
+                "streamed"
+            } else {
+                "resident"
+            };
+            assert_eq!(e.plan().unwrap()["mode"], mode);
             let (w, d) = mfm_state(e.as_mut(), s.num_words, s.num_docs);
             assert_eq!(
                 (&w.topics, &w.counts, &w.totals),
                 (&w1.topics, &w1.counts, &w1.totals),
-                "{width:?} {parts}"
+                "{width:?} {parts} {mode}"
             );
             assert_eq!(
                 (&d.topics, &d.counts),
                 (&d1.topics, &d1.counts),
-                "{width:?} {parts}"
+                "{width:?} {parts} {mode}"
             );
+            let ll = e.log_likelihood().unwrap();
+            eprintln!("mfm {width:?} {parts} {mode}: LL {ll}");
         }
         // Another seed, another model (the test can fail).
         let (w2, _) = mfm_state(
-            mfm_engine(&docs, s.num_words, width, 18, true, None, 6).as_mut(),
+            mfm_engine(
+                &docs,
+                s.num_words,
+                width,
+                18,
+                true,
+                DeviceOptions::default(),
+                6,
+            )
+            .as_mut(),
             s.num_words,
             s.num_docs,
         );
@@ -1222,7 +1289,15 @@ fn gpu_mfm_engines_sharing_the_documents_train_one_engines_model() {
         _ => unreachable!("mfm opens an engine of its own on the GPU"),
     };
     for width in [CounterWidth::Exact, CounterWidth::Approx8] {
-        let mut one = mfm_engine(&docs, s.num_words, width, 17, true, None, 6);
+        let mut one = mfm_engine(
+            &docs,
+            s.num_words,
+            width,
+            17,
+            true,
+            DeviceOptions::default(),
+            6,
+        );
         let want = mfm_state(one.as_mut(), s.num_words, s.num_docs);
         let want_ll = one.log_likelihood().unwrap();
         for n in [2usize, 3] {

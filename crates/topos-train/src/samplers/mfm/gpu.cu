@@ -5,7 +5,7 @@
 // taken whole, here by one warp each, a lane per token (the tokens of a document are independent
 // given the frozen counts, Fig. 2).
 //
-// Layout (resident):
+// Layout (resident; a streamed run holds one chunk's tokens and rows at a time):
 //   words[t]                 word of token t, corpus order (4 B a token: the only per-token array)
 //   doc_off[d]               first token of document d (D + 1 entries)
 //   row_off[d], row_len[d]   document d's row: entries row_off[d] .. row_off[d] + row_len[d] of
@@ -216,6 +216,8 @@ __device__ __forceinline__ double own_delta(double A, double b, double inv, doub
 // One sweep of Fig. 2 over documents doc_begin .. doc_end (a chunk: the model does not depend on
 // the chunks), a warp per document (grid-stride), a lane per token. token_base and doc_base: the
 // first global token and document of this worker's share (several GPUs), for the keys.
+// buf_token0, buf_row0: the first token and row entry the buffers `words` and `rows` hold (a
+// streamed run uploads a chunk's tokens and rows before its launch; resident: 0 and 0).
 //   MODE_START: each token's topic uniform (the start, iteration 0's keys), counted;
 //   MODE_DRAW: each token drawn from p(z = k) ∝ (tpd[m][k] + alpha)(wpt[k][v] + beta)/(wt[k] + V beta)
 //     with the last iteration's counts (the document's row as it was when the warp began it), and
@@ -239,7 +241,7 @@ __device__ __forceinline__ double own_delta(double A, double b, double inv, doub
 //   P_v  = alpha sum_k wpt[k][v] inv[k]   (mfm_word_prior)        S = alpha beta sum_k inv[k]
 extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     u32 mode, const u32* __restrict__ words, const u64* __restrict__ doc_off, u64 doc_begin, u64 doc_end,
-    u64 token_base, u64 doc_base,
+    u64 token_base, u64 doc_base, u64 buf_token0, u64 buf_row0,
     const u64* __restrict__ row_off, u32* __restrict__ row_len, u32* __restrict__ rows,
     const REG_T* __restrict__ B, u32* __restrict__ Bn, const u64* __restrict__ levels, u32 top,
     const double* __restrict__ inv, const double* __restrict__ s_cum, const double* __restrict__ prior,
@@ -271,7 +273,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
     long long ll_acc = 0;
     for (u64 d = doc_begin + (u64)blockIdx.x * WARPS + wib; d < doc_end; d += warps) {
         const u64 first = doc_off[d], len = doc_off[d + 1] - first;
-        const u64 roff = row_off[d];
+        // The document's tokens and row in the buffers, which hold the corpus from token
+        // buf_token0 and row entry buf_row0 on (0 and 0 when it is resident).
+        const u32* dwords = words + (first - buf_token0);
+        const u64 roff = row_off[d] - buf_row0;
         const u32 r = mode == MODE_START ? 0u : row_len[d];
         if (lane == 0) touched_n_all[wib] = 0;
         const bool staged = r <= STAGE;
@@ -313,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                     const u64 j = j0 + lane;
                     double z = 0.0;
                     if (j < len) {
-                        const REG_T* wr = B + (u64)words[first + j] * K;
+                        const REG_T* wr = B + (u64)dwords[j] * K;
                         for (u32 i = 0; i < r; i++) {
                             const u32 k = stage_t[i], wreg = wr[k];
                             if (wreg) z += (double)stage_c[i] * (double)estimate(wreg, lv) * inv[k];
@@ -330,7 +335,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
                             const double ik = inv[k];
                             double x = 0.0;
                             for (u32 t = 0; t < tile; t++) {
-                                const u32 wreg = B[(u64)words[first + j0 + t] * K + k];
+                                const u32 wreg = B[(u64)dwords[j0 + t] * K + k];
                                 if (wreg) x += (double)estimate(wreg, lv) * ik * rz[t];
                             }
                             col[g] += x;
@@ -356,7 +361,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mfm_sweep(
         for (u64 j = lane; j < len; j += 32) {
             // The token's place in this worker's arrays, and its global index (its keys).
             const u64 g = token_base + first + j;
-            const u32 v = words[first + j];
+            const u32 v = dwords[j];
             const REG_T* wrow = B + (u64)v * K;
             u32 t;
             if (mode == MODE_START) {

@@ -1,12 +1,16 @@
 //! Mean-for-Mode estimation on the GPU: an engine of its own (its state is not the assignments,
 //! so it shares neither the PDOW layout nor the sampling tree of `cuda/`), kernels in `gpu.cu`.
 //!
-//! What the device holds (resident; a corpus that does not fit is refused, nothing streamed):
-//! each token's word (4 B: the only per-token array, where the other GPU samplers keep 14 B:
-//! document, position, topic and a row entry), each document's row of non-zero counts (at most
-//! min(len, K) entries of 4 B, and its offsets), the words' registers B (V × K at the counters'
-//! width: 1 byte for approx8 and approx4, 4 exact), the sweep's exact new counts Bn (V × K × 4 B,
-//! atomics, rounded by the commit as on the CPU) and one K-entry histogram per resident warp.
+//! What the device holds: each token's word (4 B: the only per-token array, where the other GPU
+//! samplers keep 14 B: document, position, topic and a row entry), each document's row of
+//! non-zero counts (at most min(len, K) entries of 4 B, and its offsets), the words' registers B
+//! (V × K at the counters' width: 1 byte for approx8 and approx4, 4 exact), the sweep's exact new
+//! counts Bn (V × K × 4 B, atomics, rounded by the commit as on the CPU) and one K-entry histogram
+//! per resident warp. The tokens' words and the documents' rows are the part that grows with the
+//! corpus (at most 8 B a token): where they do not fit beside the rest (or `force_streaming`),
+//! the run is **streamed**: they stay on the host, and each chunk of documents is uploaded before
+//! its launch and its new rows read back after it. The kernel reads the same numbers either way,
+//! so a streamed run writes the resident run's model (tested).
 //!
 //! The start and every rounding use the CPU engine's keys, so a fresh GPU engine holds exactly
 //! the CPU's counts (tested); the draws then split the same distribution another way (document
@@ -102,6 +106,13 @@ mod enabled {
         commit_words: CudaFunction,
     }
 
+    /// What a streamed run keeps on the host: the tokens (the run's documents, not copied) and
+    /// every document's row, a chunk of which is on the device during its launch.
+    struct Streamed {
+        docs: crate::engine::TrainDocs,
+        rows: Vec<u32>,
+    }
+
     /// The `mfm` engine on one GPU.
     pub struct MfmGpuEngine {
         _ctx: Arc<CudaContext>,
@@ -130,12 +141,16 @@ mod enabled {
         threads: usize,
         sampled: bool,
         blocks: u32,
+        /// Each token's word: the whole corpus, or (streamed) the largest chunk's room.
         words: CudaSlice<u32>,
         doc_off: CudaSlice<u64>,
         row_off: CudaSlice<u64>,
         row_off_host: Vec<u64>,
         row_len: CudaSlice<u32>,
+        /// The documents' rows: all of them, or (streamed) the largest chunk's room.
         rows: CudaSlice<u32>,
+        /// A streamed run's corpus and rows on the host (`None`: resident).
+        streamed: Option<Streamed>,
         /// Registers, 1 or 4 bytes each (`u8` slices reinterpreted by the kernels).
         b: CudaSlice<u8>,
         bn: CudaSlice<u32>,
@@ -226,37 +241,82 @@ mod enabled {
                 .device
                 .memory_budget
                 .map_or(info.free_bytes, |b| b.min(info.free_bytes));
-            if need + RESERVE_BYTES > budget {
-                return Err(TrainError::Unsupported(format!(
-                    "--algo mfm on the GPU keeps the corpus resident and needs {:.2} GB of device memory ({}), {:.2} GB is available; use --device cpu, fewer topics or --counters approx8",
-                    need as f64 / 1e9,
-                    items
-                        .iter()
-                        .map(|(what, b)| format!("{what}: {:.2} GB", *b as f64 / 1e9))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    budget.saturating_sub(RESERVE_BYTES) as f64 / 1e9
-                )));
-            }
-            if setup.device.force_streaming {
-                return Err(TrainError::Unsupported(
-                    "--algo mfm on the GPU keeps the corpus resident; it does not stream".into(),
-                ));
-            }
-            let parts = setup.device.partition_tokens.map_or(1, |p| {
+            // What grows with the corpus: the tokens' words and the rows' room.
+            let corpus_bytes = 4 * view.num_tokens() + 4 * row_entries;
+            let fixed = need - corpus_bytes;
+            let resident = !setup.device.force_streaming && need + RESERVE_BYTES <= budget;
+            // Streamed: chunks whose tokens and rows fit beside the rest (each token brings at
+            // most 8 bytes), or `partition_tokens` a chunk.
+            let parts = if resident {
+                setup.device.partition_tokens.map_or(1, |p| {
+                    view.num_tokens()
+                        .div_ceil(p.max(1))
+                        .clamp(1, view.len() as u64) as usize
+                })
+            } else {
+                let room = budget.saturating_sub(fixed + RESERVE_BYTES) / 8;
+                let per_chunk = setup.device.partition_tokens.unwrap_or(room).min(room);
+                if per_chunk < longest.max(1) {
+                    return Err(TrainError::Unsupported(format!(
+                        "--algo mfm on the GPU needs {:.2} GB of device memory beside the corpus ({}) and room for a document of {longest} tokens, {:.2} GB is available; use --device cpu, fewer topics or --counters approx8",
+                        fixed as f64 / 1e9,
+                        items
+                            .iter()
+                            .map(|(what, b)| format!("{what}: {:.2} GB", *b as f64 / 1e9))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        budget.saturating_sub(RESERVE_BYTES) as f64 / 1e9
+                    )));
+                }
                 view.num_tokens()
-                    .div_ceil(p.max(1))
-                    .clamp(1, view.len() as u64) as usize
-            });
-            let chunks = crate::layout::balanced_ranges(view, parts);
+                    .div_ceil(per_chunk.max(1))
+                    .clamp(1, view.len().max(1) as u64) as usize
+            };
+            let mut chunks = crate::layout::balanced_ranges(view, parts);
+            // Whole documents make chunks uneven: cut finer until the largest fits.
+            let chunk_room = |chunks: &[Range<usize>]| {
+                chunks
+                    .iter()
+                    .map(|c| {
+                        let offsets = view.offsets();
+                        (
+                            offsets[c.end] - offsets[c.start],
+                            row_off_host[c.end] - row_off_host[c.start],
+                        )
+                    })
+                    .fold((0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
+            };
+            if !resident {
+                let mut parts = parts;
+                while fixed + 4 * chunk_room(&chunks).0 + 4 * chunk_room(&chunks).1 + RESERVE_BYTES
+                    > budget
+                    && parts < view.len()
+                {
+                    parts = (parts * 2).min(view.len());
+                    chunks = crate::layout::balanced_ranges(view, parts);
+                }
+            }
+            let (chunk_tokens, chunk_rows) = if resident {
+                (view.num_tokens(), row_entries)
+            } else {
+                chunk_room(&chunks)
+            };
+            let need = fixed + 4 * chunk_tokens + 4 * chunk_rows;
             let kernels = compile(&ctx, width, major, minor).map_err(dev)?;
             let alloc = |what: &str| format!("allocating {what}");
             let up = |what: &'static str| move || format!("copying {what} to the device");
             let g = |e: GpuError| dev(e);
-            let words = stream
-                .clone_htod(view.tokens())
-                .check(up("the tokens"))
-                .map_err(g)?;
+            let words = if resident {
+                stream
+                    .clone_htod(view.tokens())
+                    .check(up("the tokens"))
+                    .map_err(g)?
+            } else {
+                stream
+                    .alloc_zeros::<u32>(chunk_tokens.max(1) as usize)
+                    .check(|| alloc("a chunk's tokens"))
+                    .map_err(g)?
+            };
             let doc_off = stream
                 .clone_htod(view.offsets())
                 .check(up("the document offsets"))
@@ -270,9 +330,13 @@ mod enabled {
                 .check(|| alloc("the row lengths"))
                 .map_err(g)?;
             let rows = stream
-                .alloc_zeros::<u32>(row_entries.max(1) as usize)
+                .alloc_zeros::<u32>(chunk_rows.max(1) as usize)
                 .check(|| alloc("the documents' rows"))
                 .map_err(g)?;
+            let streamed = (!resident).then(|| Streamed {
+                docs: docs.clone(),
+                rows: vec![0; row_entries as usize],
+            });
             let cells = (v * kk).max(1) as usize;
             let b = stream
                 .alloc_zeros::<u8>(cells * reg_bytes as usize)
@@ -343,6 +407,7 @@ mod enabled {
                 row_off_host,
                 row_len,
                 rows,
+                streamed,
                 b,
                 bn,
                 levels,
@@ -375,10 +440,59 @@ mod enabled {
             (self.seed as u32, (self.seed >> 32) as u32)
         }
 
-        /// `mfm_sweep` over every document, a launch a chunk.
+        /// `mfm_sweep` over every document, a launch a chunk; a streamed run uploads each
+        /// chunk's tokens and rows before its launch and reads its new rows back after it.
         fn sweep(&mut self, mode: u32, iteration: u32) -> Result<(), GpuError> {
             for c in self.chunks.clone() {
-                self.sweep_chunk(mode, iteration, c.start as u64, c.end as u64)?;
+                let (buf_token0, buf_row0) = match &self.streamed {
+                    None => (0, 0),
+                    Some(host) => {
+                        let view = host.docs.view();
+                        let tokens =
+                            view.offsets()[c.start] as usize..view.offsets()[c.end] as usize;
+                        let rows =
+                            self.row_off_host[c.start] as usize..self.row_off_host[c.end] as usize;
+                        if !tokens.is_empty() {
+                            self.stream
+                                .memcpy_htod(
+                                    &view.tokens()[tokens.clone()],
+                                    &mut self.words.slice_mut(0..tokens.len()),
+                                )
+                                .check(|| "copying a chunk's tokens to the device".into())?;
+                        }
+                        // The start writes the rows it reads none of.
+                        if mode != MODE_START && !rows.is_empty() {
+                            self.stream
+                                .memcpy_htod(
+                                    &host.rows[rows.clone()],
+                                    &mut self.rows.slice_mut(0..rows.len()),
+                                )
+                                .check(|| "copying a chunk's rows to the device".into())?;
+                        }
+                        (tokens.start as u64, rows.start as u64)
+                    }
+                };
+                self.sweep_chunk(
+                    mode,
+                    iteration,
+                    c.start as u64,
+                    c.end as u64,
+                    buf_token0,
+                    buf_row0,
+                )?;
+                if let Some(host) = &mut self.streamed {
+                    let rows =
+                        self.row_off_host[c.start] as usize..self.row_off_host[c.end] as usize;
+                    if mode != MODE_LOGLIK && !rows.is_empty() {
+                        let room = rows.len();
+                        self.stream
+                            .memcpy_dtoh(&self.rows.slice(0..room), &mut host.rows[rows])
+                            .check(|| "reading a chunk's rows back".into())?;
+                        self.stream
+                            .synchronize()
+                            .check(|| "reading a chunk's rows back".into())?;
+                    }
+                }
             }
             Ok(())
         }
@@ -389,6 +503,8 @@ mod enabled {
             iteration: u32,
             begin: u64,
             end: u64,
+            buf_token0: u64,
+            buf_row0: u64,
         ) -> Result<(), GpuError> {
             let (lo, hi) = self.seed_parts();
             let k = self.hyper.num_topics;
@@ -411,6 +527,8 @@ mod enabled {
                     .arg(&end)
                     .arg(&self.token_base)
                     .arg(&self.doc_base)
+                    .arg(&buf_token0)
+                    .arg(&buf_row0)
                     .arg(&self.row_off)
                     .arg(&mut self.row_len)
                     .arg(&mut self.rows)
@@ -639,15 +757,29 @@ mod enabled {
             crate::sampler::SettingDefaults::Gpu
         }
         fn plan(&self) -> Option<serde_json::Value> {
+            let (mode, summary) = match self.streamed {
+                None => (
+                    "resident",
+                    format!(
+                        "mfm resident on the GPU: {:.2} GB ({:.1} B/token; each token keeps only its word)",
+                        self.device_bytes as f64 / 1e9,
+                        self.device_bytes as f64 / self.tokens.max(1) as f64
+                    ),
+                ),
+                Some(_) => (
+                    "streamed",
+                    format!(
+                        "mfm streamed through the GPU in {} chunks of documents: {:.2} GB on the device (each chunk's words and rows uploaded before its launch, its rows read back)",
+                        self.chunks.len(),
+                        self.device_bytes as f64 / 1e9
+                    ),
+                ),
+            };
             Some(serde_json::json!({
-                "mode": "resident",
+                "mode": mode,
                 "device_bytes": self.device_bytes,
                 "bytes_per_token": self.device_bytes as f64 / self.tokens.max(1) as f64,
-                "summary": format!(
-                    "mfm resident on the GPU: {:.2} GB ({:.1} B/token; each token keeps only its word)",
-                    self.device_bytes as f64 / 1e9,
-                    self.device_bytes as f64 / self.tokens.max(1) as f64
-                ),
+                "summary": summary,
             }))
         }
         fn sample(&mut self) -> Result<(), TrainError> {
@@ -747,11 +879,15 @@ mod enabled {
                 self.row_off_host[docs.end] as usize,
             );
             let mut entries = vec![0u32; b - a];
-            if b > a {
-                self.stream
-                    .memcpy_dtoh(&self.rows.slice(a..b), &mut entries)
-                    .check(read("the documents' rows"))
-                    .map_err(dev)?;
+            match &self.streamed {
+                Some(host) => entries.copy_from_slice(&host.rows[a..b]),
+                None if b > a => {
+                    self.stream
+                        .memcpy_dtoh(&self.rows.slice(a..b), &mut entries)
+                        .check(read("the documents' rows"))
+                        .map_err(dev)?;
+                }
+                None => {}
             }
             self.stream
                 .synchronize()
