@@ -1251,6 +1251,46 @@ fn gpu_mfm_gives_the_same_model_for_any_chunking_and_run() {
             let ll = e.log_likelihood().unwrap();
             eprintln!("mfm {width:?} {parts} {mode}: LL {ll}");
         }
+        // A device budget with room for about three of the longest documents beside the counts
+        // (the engine keeps 512 MiB aside): streamed in chunks that each fit, the same model.
+        let resident = mfm_engine(
+            &docs,
+            s.num_words,
+            width,
+            17,
+            true,
+            DeviceOptions::default(),
+            0,
+        );
+        let view = docs.view();
+        let longest = (0..view.len())
+            .map(|d| view.doc(d).len() as u64)
+            .max()
+            .unwrap();
+        let rows: u64 = (0..view.len())
+            .map(|d| (view.doc(d).len() as u64).min(8))
+            .sum();
+        let all = resident.plan().unwrap()["device_bytes"].as_u64().unwrap();
+        let fixed = all - 4 * tokens - 4 * rows;
+        let budget = (512 << 20) + fixed + 8 * 3 * longest;
+        let device = DeviceOptions {
+            memory_budget: Some(budget),
+            ..Default::default()
+        };
+        let mut e = mfm_engine(&docs, s.num_words, width, 17, true, device, 6);
+        let plan = e.plan().unwrap();
+        assert_eq!(plan["mode"], "streamed", "{plan}");
+        assert!(e.partitions() >= 3, "{plan}");
+        assert!(
+            plan["device_bytes"].as_u64().unwrap() + (512 << 20) <= budget,
+            "{plan} over {budget}"
+        );
+        let (w, d) = mfm_state(e.as_mut(), s.num_words, s.num_docs);
+        assert_eq!(
+            (&w.counts, &d.counts),
+            (&w1.counts, &d1.counts),
+            "{width:?}"
+        );
         // Another seed, another model (the test can fail).
         let (w2, _) = mfm_state(
             mfm_engine(

@@ -245,18 +245,33 @@ mod enabled {
             let corpus_bytes = 4 * view.num_tokens() + 4 * row_entries;
             let fixed = need - corpus_bytes;
             let resident = !setup.device.force_streaming && need + RESERVE_BYTES <= budget;
-            // Streamed: chunks whose tokens and rows fit beside the rest (each token brings at
-            // most 8 bytes), or `partition_tokens` a chunk.
-            let parts = if resident {
-                setup.device.partition_tokens.map_or(1, |p| {
-                    view.num_tokens()
-                        .div_ceil(p.max(1))
-                        .clamp(1, view.len() as u64) as usize
-                })
+            // The tokens and row room of each chunk of documents.
+            let chunk_room = |c: &Range<usize>| {
+                let offsets = view.offsets();
+                (
+                    offsets[c.end] - offsets[c.start],
+                    row_off_host[c.end] - row_off_host[c.start],
+                )
+            };
+            let cut = |tokens_per_chunk: u64| {
+                let parts = view
+                    .num_tokens()
+                    .div_ceil(tokens_per_chunk.max(1))
+                    .clamp(1, view.len().max(1) as u64) as usize;
+                crate::layout::balanced_ranges(view, parts)
+            };
+            let chunks = if resident {
+                setup
+                    .device
+                    .partition_tokens
+                    .map_or_else(|| crate::layout::balanced_ranges(view, 1), &cut)
             } else {
-                let room = budget.saturating_sub(fixed + RESERVE_BYTES) / 8;
-                let per_chunk = setup.device.partition_tokens.unwrap_or(room).min(room);
-                if per_chunk < longest.max(1) {
+                // Streamed: chunks whose tokens and rows fit beside the rest (each token brings
+                // at most 8 bytes), at most `partition_tokens` tokens a chunk where that is
+                // given (but never less than a document).
+                let room_bytes = budget.saturating_sub(fixed + RESERVE_BYTES);
+                let room = room_bytes / 8;
+                if room < longest.max(1) {
                     return Err(TrainError::Unsupported(format!(
                         "--algo mfm on the GPU needs {:.2} GB of device memory beside the corpus ({}) and room for a document of {longest} tokens, {:.2} GB is available; use --device cpu, fewer topics or --counters approx8",
                         fixed as f64 / 1e9,
@@ -268,38 +283,42 @@ mod enabled {
                         budget.saturating_sub(RESERVE_BYTES) as f64 / 1e9
                     )));
                 }
-                view.num_tokens()
-                    .div_ceil(per_chunk.max(1))
-                    .clamp(1, view.len().max(1) as u64) as usize
-            };
-            let mut chunks = crate::layout::balanced_ranges(view, parts);
-            // Whole documents make chunks uneven: cut finer until the largest fits.
-            let chunk_room = |chunks: &[Range<usize>]| {
-                chunks
+                let per_chunk = setup
+                    .device
+                    .partition_tokens
+                    .unwrap_or(room)
+                    .clamp(longest.max(1), room);
+                let even = cut(per_chunk);
+                // Whole documents make even chunks uneven; where the largest does not fit,
+                // documents are packed in order while they do (one always fits: 8 B a token of
+                // the longest is within the room).
+                if even
                     .iter()
-                    .map(|c| {
-                        let offsets = view.offsets();
-                        (
-                            offsets[c.end] - offsets[c.start],
-                            row_off_host[c.end] - row_off_host[c.start],
-                        )
-                    })
-                    .fold((0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
-            };
-            if !resident {
-                let mut parts = parts;
-                while fixed + 4 * chunk_room(&chunks).0 + 4 * chunk_room(&chunks).1 + RESERVE_BYTES
-                    > budget
-                    && parts < view.len()
+                    .all(|c| 4 * chunk_room(c).0 + 4 * chunk_room(c).1 <= room_bytes)
                 {
-                    parts = (parts * 2).min(view.len());
-                    chunks = crate::layout::balanced_ranges(view, parts);
+                    even
+                } else {
+                    let mut packed = Vec::new();
+                    let mut start = 0;
+                    for d in 0..view.len() {
+                        if 4 * (chunk_room(&(start..d + 1)).0 + chunk_room(&(start..d + 1)).1)
+                            > room_bytes
+                        {
+                            packed.push(start..d);
+                            start = d;
+                        }
+                    }
+                    packed.push(start..view.len());
+                    packed
                 }
-            }
+            };
             let (chunk_tokens, chunk_rows) = if resident {
                 (view.num_tokens(), row_entries)
             } else {
-                chunk_room(&chunks)
+                chunks
+                    .iter()
+                    .map(chunk_room)
+                    .fold((0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
             };
             let need = fixed + 4 * chunk_tokens + 4 * chunk_rows;
             let kernels = compile(&ctx, width, major, minor).map_err(dev)?;
