@@ -265,7 +265,8 @@ if [ "$mode" = mfm ]; then
   # whole-process wall (/usr/bin/time), peak device memory (nvidia-smi every 100 ms, less the
   # idle figure: the CUDA context included), the plan's device bytes, held-out LL at the end.
   # CORPUS (default nyt), K (default 1000), ITERS (default 100), RUNS (default: cgs esca
-  # mfm:exact mfm:approx8 mfm:approx4; mfm:exact:kept for --own-draw kept).
+  # mfm:exact mfm:approx8 mfm:approx4; mfm:exact:kept for --own-draw kept; GPU_MEMORY for a
+  # device budget).
   corpus=${CORPUS:-nyt}
   shaped_corpus "$corpus"
   idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
@@ -278,7 +279,9 @@ if [ "$mode" = mfm ]; then
       IFS=: read -r algo counters own <<< "$run"; extra=()
       [ -n "${counters:-}" ] && extra+=(--counters "$counters")
       [ -n "${own:-}" ] && extra+=(--own-draw "$own")
-      name=$corpus-${run//:/-}-$k-${dev/:/-}
+      # GPU_MEMORY: a device budget (--gpu-memory), e.g. 1.6GB to stream mfm's corpus.
+      [ -n "${GPU_MEMORY:-}" ] && extra+=(--gpu-memory "$GPU_MEMORY")
+      name=$corpus-${run//:/-}-$k-${dev/:/-}${GPU_MEMORY:+-$GPU_MEMORY}
       nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$WORK/$name.smi" &
       smi=$!
       /usr/bin/time -f "%e %M" -o "$WORK/$name.time" \

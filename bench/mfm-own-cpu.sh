@@ -4,14 +4,15 @@
 # and run: the mean over SEEDS of the held-out value after ITERS iterations, its difference to
 # cgs's, and mean tokens/s.
 # Usage: bash bench/mfm-own-cpu.sh corpus.tcorp ...   (env: KS, ITERS, THREADS, SEEDS, RUNS)
-# A run is "cgs" or "mfm:OWN[:COUNTERS]", e.g. RUNS="cgs mfm:balanced mfm:removed:approx8".
+# A run is ALGO or mfm:COUNTERS:OWN, as in bench/mfm-own-device.sh, e.g.
+# RUNS="cgs mfm:exact:balanced mfm:approx8:removed".
 set -euo pipefail
 TOPOS=${TOPOS:-target/release/topos}
 KS=${KS:-"100 300 1000"}
 ITERS=${ITERS:-200}
 THREADS=${THREADS:-2}
 SEEDS=${SEEDS:-"1 2"}
-RUNS=${RUNS:-"cgs mfm:balanced mfm:removed"}
+RUNS=${RUNS:-"cgs mfm:exact:balanced mfm:exact:removed"}
 OUT=${OUT:-/tmp/mfm-own-cpu}
 mkdir -p "$OUT"
 printf '| corpus | K | run | held-out (mean of seeds %s) | against cgs | tokens/s |\n|---|---:|---|---:|---:|---:|\n' "$SEEDS"
@@ -20,7 +21,7 @@ for corpus in "$@"; do
   for k in $KS; do
     base=""
     for run in $RUNS; do
-      IFS=: read -r algo own counters <<< "$run"
+      IFS=: read -r algo counters own <<< "$run"
       extra=()
       [[ -n ${own:-} ]] && extra+=(--own-draw "$own")
       [[ -n ${counters:-} ]] && extra+=(--counters "$counters")

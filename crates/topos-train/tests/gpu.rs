@@ -1062,6 +1062,26 @@ fn mfm_engine(
     e
 }
 
+/// [`mfm_engine`] with the device's default options.
+fn mfm_on(
+    docs: &TrainDocs,
+    v: usize,
+    width: topos_train::sampler::CounterWidth,
+    seed: u64,
+    on_gpu: bool,
+    iters: u32,
+) -> Box<dyn Engine> {
+    mfm_engine(
+        docs,
+        v,
+        width,
+        seed,
+        on_gpu,
+        DeviceOptions::default(),
+        iters,
+    )
+}
+
 fn mfm_state(
     e: &mut dyn Engine,
     v: usize,
@@ -1086,24 +1106,8 @@ fn gpu_mfm_starts_with_the_cpus_counts_for_every_counter_width() {
     let docs = TrainDocs::from(corpus.docs.clone());
     for width in CounterWidth::ALL {
         // The start draws and rounds with the CPU's keys: the same counts, bit for bit.
-        let mut g = mfm_engine(
-            &docs,
-            s.num_words,
-            width,
-            17,
-            true,
-            DeviceOptions::default(),
-            0,
-        );
-        let mut c = mfm_engine(
-            &docs,
-            s.num_words,
-            width,
-            17,
-            false,
-            DeviceOptions::default(),
-            0,
-        );
+        let mut g = mfm_on(&docs, s.num_words, width, 17, true, 0);
+        let mut c = mfm_on(&docs, s.num_words, width, 17, false, 0);
         let (gw, gd) = mfm_state(g.as_mut(), s.num_words, s.num_docs);
         let (cw, cd) = mfm_state(c.as_mut(), s.num_words, s.num_docs);
         assert_eq!(
@@ -1138,17 +1142,7 @@ fn gpu_mfm_recovers_known_topics_and_trains_as_the_cpu_does() {
         // width.
         let best = |on_gpu: bool| {
             (17..22)
-                .map(|seed| {
-                    mfm_engine(
-                        &docs,
-                        s.num_words,
-                        width,
-                        seed,
-                        on_gpu,
-                        DeviceOptions::default(),
-                        150,
-                    )
-                })
+                .map(|seed| mfm_on(&docs, s.num_words, width, seed, on_gpu, 150))
                 .map(|mut e| (e.log_likelihood().unwrap(), e))
                 .max_by(|a, b| a.0.total_cmp(&b.0))
                 .expect("chains")
@@ -1207,16 +1201,7 @@ fn gpu_mfm_gives_the_same_model_for_any_chunking_and_run() {
     let tokens = docs.view().num_tokens();
     for width in CounterWidth::ALL {
         let (w1, d1) = mfm_state(
-            mfm_engine(
-                &docs,
-                s.num_words,
-                width,
-                17,
-                true,
-                DeviceOptions::default(),
-                6,
-            )
-            .as_mut(),
+            mfm_on(&docs, s.num_words, width, 17, true, 6).as_mut(),
             s.num_words,
             s.num_docs,
         );
@@ -1253,15 +1238,7 @@ fn gpu_mfm_gives_the_same_model_for_any_chunking_and_run() {
         }
         // A device budget with room for about three of the longest documents beside the counts
         // (the engine keeps 512 MiB aside): streamed in chunks that each fit, the same model.
-        let resident = mfm_engine(
-            &docs,
-            s.num_words,
-            width,
-            17,
-            true,
-            DeviceOptions::default(),
-            0,
-        );
+        let resident = mfm_on(&docs, s.num_words, width, 17, true, 0);
         let view = docs.view();
         let longest = (0..view.len())
             .map(|d| view.doc(d).len() as u64)
@@ -1293,16 +1270,7 @@ fn gpu_mfm_gives_the_same_model_for_any_chunking_and_run() {
         );
         // Another seed, another model (the test can fail).
         let (w2, _) = mfm_state(
-            mfm_engine(
-                &docs,
-                s.num_words,
-                width,
-                18,
-                true,
-                DeviceOptions::default(),
-                6,
-            )
-            .as_mut(),
+            mfm_on(&docs, s.num_words, width, 18, true, 6).as_mut(),
             s.num_words,
             s.num_docs,
         );
@@ -1329,15 +1297,7 @@ fn gpu_mfm_engines_sharing_the_documents_train_one_engines_model() {
         _ => unreachable!("mfm opens an engine of its own on the GPU"),
     };
     for width in [CounterWidth::Exact, CounterWidth::Approx8] {
-        let mut one = mfm_engine(
-            &docs,
-            s.num_words,
-            width,
-            17,
-            true,
-            DeviceOptions::default(),
-            6,
-        );
+        let mut one = mfm_on(&docs, s.num_words, width, 17, true, 6);
         let want = mfm_state(one.as_mut(), s.num_words, s.num_docs);
         let want_ll = one.log_likelihood().unwrap();
         for n in [2usize, 3] {

@@ -305,7 +305,9 @@ impl MfmEngine {
                     if f.own == OwnDraw::Document {
                         s.r2 += a * f.inv[t] * f.inv[t];
                     }
-                    s.pull[t] = a;
+                    if f.own.out_of_word() {
+                        s.pull[t] = a;
+                    }
                 }
                 if f.own == OwnDraw::Balanced {
                     f.balance(self, words, s);
@@ -322,7 +324,11 @@ impl MfmEngine {
                 }
                 for &t in &s.doc_topics {
                     s.doc[t as usize] = 0.0;
-                    s.pull[t as usize] = 0.0;
+                }
+                if f.own.out_of_word() {
+                    for &t in &s.doc_topics {
+                        s.pull[t as usize] = 0.0;
+                    }
                 }
             }
         }

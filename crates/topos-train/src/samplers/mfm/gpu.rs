@@ -292,18 +292,17 @@ mod enabled {
                 // Whole documents make even chunks uneven; where the largest does not fit,
                 // documents are packed in order while they do (one always fits: 8 B a token of
                 // the longest is within the room).
-                if even
-                    .iter()
-                    .all(|c| 4 * chunk_room(c).0 + 4 * chunk_room(c).1 <= room_bytes)
-                {
+                let fits = |c: &Range<usize>| {
+                    let (tokens, rows) = chunk_room(c);
+                    4 * (tokens + rows) <= room_bytes
+                };
+                if even.iter().all(fits) {
                     even
                 } else {
                     let mut packed = Vec::new();
                     let mut start = 0;
                     for d in 0..view.len() {
-                        if 4 * (chunk_room(&(start..d + 1)).0 + chunk_room(&(start..d + 1)).1)
-                            > room_bytes
-                        {
+                        if !fits(&(start..d + 1)) {
                             packed.push(start..d);
                             start = d;
                         }
