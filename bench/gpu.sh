@@ -90,6 +90,12 @@ if [ "$mode" = check ]; then
   .devbin/gpu-tests --ignored --test-threads 1 --nocapture 2>&1 | tee "$WORK/tests.log"
   grep -q "test result: ok" "$WORK/tests.log"
   row "tests	$(grep 'test result' "$WORK/tests.log")"
+  # The exact samplers' conditional tests again with every document row read from memory, the
+  # path of rows too long for registers, which their short documents do not reach otherwise.
+  TOPOS_GPU_DEFINES=ROWS_IN_MEMORY=1 .devbin/gpu-tests --ignored --test-threads 1 --nocapture \
+    draws_each_token_from_the_collapsed_conditional 2>&1 | tee "$WORK/tests-rows-in-memory.log"
+  grep -q "test result: ok. 2 passed" "$WORK/tests-rows-in-memory.log"
+  row "conditional tests, rows in memory	$(grep 'test result' "$WORK/tests-rows-in-memory.log")"
   .devbin/knn-gpu-tests --ignored --test-threads 1 2>&1 | tee "$WORK/knn-tests.log"
   grep -q "test result: ok" "$WORK/knn-tests.log"
   row "k-NN tests	$(grep 'test result' "$WORK/knn-tests.log")"
@@ -171,6 +177,9 @@ shaped_corpus() {
   case $corpus in
     nyt) synth_args=(--docs 303000 --vocab 100000 --doc-len 332) ;;
     pubmed) synth_args=(--docs 8282000 --vocab 141043 --doc-len 90) ;;
+    # PubMed's documents and vocabulary at NYTimes-shaped size (99M tokens, the same partitions):
+    # for profiles and A/B runs of the short-document path.
+    pubmed-small) synth_args=(--docs 1100000 --vocab 141043 --doc-len 90) ;;
     *) echo "unknown CORPUS=$corpus"; exit 2 ;;
   esac
   if [ ! -f "/tmp/$corpus.tcorp" ]; then
@@ -353,9 +362,12 @@ fi
 if [ "$mode" = profile ]; then
   # Nsight Compute on the sampler (one launch in iteration AT, default 5) and every kernel's time
   # in that iteration, at each K given (default 1024 10000), on the NYTimes-shaped corpus, with
-  # dense word-topic counts.
-  nyt
+  # dense word-topic counts (CORPUS: nyt, the default, or another shaped_corpus).
+  corpus=${CORPUS:-nyt}
+  shaped_corpus "$corpus"
   at=${AT:-5}
+  # ALGOS: the samplers profiled (default cgs, whose kernel is fcgs's); files carry the name.
+  for algo in ${ALGOS:-cgs}; do
   for k in ${*:-1024 10000}; do
     parts=$([ "$k" -le 2048 ] && echo 7 || echo 1)
     export TOPOS_GPU_WORD_TOPICS=dense
@@ -363,23 +375,23 @@ if [ "$mode" = profile ]; then
       --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis --section SchedulerStats \
       --metrics 'dram__bytes_read.sum,dram__bytes_write.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-      topos train /tmp/nyt.tcorp -k "$k" --iters $((at + 1)) --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
-      > "$WORK/ncu-sample-$k.txt" 2>&1 || tail -20 "$WORK/ncu-sample-$k.txt"
+      topos train "/tmp/$corpus.tcorp" -k "$k" --iters $((at + 1)) --algo "$algo" --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
+      > "$WORK/ncu-sample-$corpus-$algo-$k.txt" 2>&1 || tail -20 "$WORK/ncu-sample-$corpus-$algo-$k.txt"
     ncu --clock-control none --launch-skip $(((parts * 2 + 2) * (at - 1))) --launch-count $((parts * 2 + 2)) \
       --metrics gpu__time_duration.sum \
-      topos train /tmp/nyt.tcorp -k "$k" --iters $((at + 1)) --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
-      > "$WORK/ncu-times-$k.txt" 2>&1 || tail -20 "$WORK/ncu-times-$k.txt"
+      topos train "/tmp/$corpus.tcorp" -k "$k" --iters $((at + 1)) --algo "$algo" --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
+      > "$WORK/ncu-times-$corpus-$algo-$k.txt" 2>&1 || tail -20 "$WORK/ncu-times-$corpus-$algo-$k.txt"
     if [ -n "${SOURCE:-}" ]; then
       # Per-instruction counts and stall samples of the sampler (line information compiled in).
       TOPOS_GPU_LINEINFO=1 ncu --clock-control none --kernel-name regex:^sample_ --launch-skip $((parts * (at - 1))) --launch-count 1 \
-        --section SourceCounters --section WarpStateStats -o "$WORK/src-$k" -f \
-        topos train /tmp/nyt.tcorp -k "$k" --iters $((at + 1)) --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
-        > "$WORK/ncu-src-$k.log" 2>&1 || tail -5 "$WORK/ncu-src-$k.log"
-      ncu -i "$WORK/src-$k.ncu-rep" --page source --csv --print-source sass > "$WORK/src-$k-sass.csv" 2>&1 || true
-      ncu -i "$WORK/src-$k.ncu-rep" --page source --csv --print-source cuda,sass > "$WORK/src-$k-cuda.csv" 2>&1 || true
-      ls -la "$WORK"/src-$k* | tee -a "$table"
+        --section SourceCounters --section WarpStateStats -o "$WORK/src-$corpus-$algo-$k" -f \
+        topos train "/tmp/$corpus.tcorp" -k "$k" --iters $((at + 1)) --algo "$algo" --device cuda --eval-every 0 --skip-train-ll --skip-heldout -q -o /tmp/prof.tmod \
+        > "$WORK/ncu-src-$corpus-$algo-$k.log" 2>&1 || tail -5 "$WORK/ncu-src-$corpus-$algo-$k.log"
+      ncu -i "$WORK/src-$corpus-$algo-$k.ncu-rep" --page source --csv --print-source sass > "$WORK/src-$corpus-$algo-$k-sass.csv" 2>&1 || true
+      ncu -i "$WORK/src-$corpus-$algo-$k.ncu-rep" --page source --csv --print-source cuda,sass > "$WORK/src-$corpus-$algo-$k-cuda.csv" 2>&1 || true
+      ls -la "$WORK"/src-$corpus-$algo-$k* | tee -a "$table"
     fi
-    python3 - "$WORK/ncu-times-$k.txt" "$k" <<'PY' | tee -a "$table"
+    python3 - "$WORK/ncu-times-$corpus-$algo-$k.txt" "$k" <<'PY' | tee -a "$table"
 import re, sys, collections
 t = collections.Counter(); name = None
 for line in open(sys.argv[1]):
@@ -392,8 +404,9 @@ for line in open(sys.argv[1]):
 print(f"K={sys.argv[2]} kernel ms per iteration: " + ", ".join(f"{k} {v:.2f}" for k, v in t.most_common()))
 PY
     grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Stall|Warp Cycles Per Issued|Issued Warp|No Eligible|L1/TEX Hit|L2 Hit|Memory Throughput|dram__bytes|Compute \(SM\)|Block Limit|stalled" \
-      "$WORK/ncu-sample-$k.txt" | sed "s/^/K=$k /" | head -70 | tee -a "$table"
+      "$WORK/ncu-sample-$corpus-$algo-$k.txt" | sed "s/^/$algo K=$k /" | head -70 | tee -a "$table"
     unset TOPOS_GPU_WORD_TOPICS
+  done
   done
 fi
 
@@ -404,7 +417,7 @@ tune_run() {
   local name=$1 k=$2 algo=$3 iters=${ITERS:-40}
   shift 3
   rm -f "$WORK/$name.log"  # --log appends
-  train "$name" /tmp/nyt.tcorp -k "$k" --iters "$iters" --algo "$algo" --device cuda \
+  train "$name" "/tmp/${tune_corpus:-nyt}.tcorp" -k "$k" --iters "$iters" --algo "$algo" --device cuda \
     --eval-every $((iters / 2)) --skip-heldout --skip-train-ll --log "$WORK/$name.log" -o /tmp/tune.tmod "$@"
   echo "mean $(field "$WORK/$name.json" tokens_per_second) tok/s	steady $(python3 -c "
 import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; t=json.load(open(sys.argv[2]))['train_tokens']
@@ -414,8 +427,10 @@ print(f'{(l[-1][\"iteration\"]-l[0][\"iteration\"])*t/(l[-1][\"seconds\"]-l[0][\
 if [ "$mode" = tune ]; then
   # Sampler compile settings against K (TOPOS_GPU_ROW_REGS / TOPOS_GPU_MIN_BLOCKS as
   # "regs:blocks" in TUNE, default "8:4 4:6 8:5"; "-" for the engine's own choice), and kernel
-  # variants (DEFINES: sets of NAME=VALUE joined by commas, one set per run, default none).
-  nyt
+  # variants (DEFINES: sets of NAME=VALUE joined by commas, one set per run, default none), on
+  # CORPUS (default nyt).
+  tune_corpus=${CORPUS:-nyt}
+  shaped_corpus "$tune_corpus"
   for k in ${*:-1024}; do
     for cfg in ${TUNE:-8:4 4:6 8:5}; do
       for defs in ${DEFINES:--}; do

@@ -868,6 +868,11 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef FCGS_FILL_FIND
 #define FCGS_FILL_FIND 1
 #endif
+// Tests only: every document row read from memory, as rows too long for registers are, so that
+// the conditional tests' short documents cover that path too (bench/gpu.sh check).
+#ifndef ROWS_IN_MEMORY
+#define ROWS_IN_MEMORY 0
+#endif
 // Groups of 32 leaves whose loads a warp keeps in flight when it fills the tree (the engine
 // sets 8 above K = 2,048: +1% at K = 10,000; 4 below, where 8 cost 1%).
 #ifndef LEAF_BATCH
@@ -1105,7 +1110,7 @@ __device__ __forceinline__ void sample_body(
                     ra = __shfl_sync(FULL, my_ra, j);
                     row.nnz = __shfl_sync(FULL, my_nnz, j);
                     u32 rnnz = row.nnz;
-                    in_regs = rnnz <= 32 * ROW_REGS;
+                    in_regs = !ROWS_IN_MEMORY && rnnz <= 32 * ROW_REGS;
                     if (in_regs) {
                         if (pre_j == j) {
                             lane_sum = row_class(rnnz) == 0 ? row_fill_n<ROW_HALF>(row, pre, pstar, skip_fill, hit)
