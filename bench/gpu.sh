@@ -129,12 +129,15 @@ if [ "$mode" = check ]; then
       > "$WORK/sanitizer-one-copy$extra.log" 2>&1 || { cat "$WORK/sanitizer-one-copy$extra.log"; exit 1; }
     row "memcheck	ezlda hybrid, one copy $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-one-copy$extra.log")"
   done
-  # mfm's own kernels (samplers/mfm/gpu.cu), exact and 1-byte registers, and their shared memory.
+  # mfm's own kernels (samplers/mfm/gpu.cu), exact and 1-byte registers, and their shared memory,
+  # resident and streamed (two streams, a slot and half the histograms each).
   for counters in exact approx8; do
-    compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
-      topos train /tmp/small.tcorp -k 50 --iters 3 --algo mfm --counters $counters --device cuda -q -o /tmp/s.tmod \
-      > "$WORK/sanitizer-mfm-$counters.log" 2>&1 || { cat "$WORK/sanitizer-mfm-$counters.log"; exit 1; }
-    row "memcheck	mfm $counters	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-mfm-$counters.log")"
+    for extra in "" "--gpu-stream"; do
+      compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+        topos train /tmp/small.tcorp -k 50 --iters 3 --algo mfm --counters $counters --device cuda $extra -q -o /tmp/s.tmod \
+        > "$WORK/sanitizer-mfm-$counters$extra.log" 2>&1 || { cat "$WORK/sanitizer-mfm-$counters$extra.log"; exit 1; }
+      row "memcheck	mfm $counters $extra	$(grep -o 'ERROR SUMMARY: [0-9]* errors' "$WORK/sanitizer-mfm-$counters$extra.log")"
+    done
   done
   compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
     topos train /tmp/small.tcorp -k 50 --iters 2 --algo mfm --counters approx8 --device cuda -q -o /tmp/s.tmod \

@@ -8,9 +8,11 @@
 //! counts Bn (V × K × 4 B, atomics, rounded by the commit as on the CPU) and one K-entry histogram
 //! per resident warp. The tokens' words and the documents' rows are the part that grows with the
 //! corpus (at most 8 B a token): where they do not fit beside the rest (or `force_streaming`),
-//! the run is **streamed**: they stay on the host, and each chunk of documents is uploaded before
-//! its launch and its new rows read back after it. The kernel reads the same numbers either way,
-//! so a streamed run writes the resident run's model (tested).
+//! the run is **streamed**: they stay on the host, in page-locked memory a chunk of documents at a
+//! time, and each chunk is uploaded before its launch and its new rows read back after it, on two
+//! streams with a device slot each, so that one chunk's copies overlap the other's sweep (as the
+//! other GPU samplers stream). The kernel reads the same numbers either way, so a streamed run
+//! writes the resident run's model (tested).
 //!
 //! The start and every rounding use the CPU engine's keys, so a fresh GPU engine holds exactly
 //! the CPU's counts (tested); the draws then split the same distribution another way (document
@@ -77,9 +79,11 @@ mod enabled {
     use std::ops::Range;
     use std::sync::Arc;
     use topos_cuda::cudarc::driver::{
-        CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+        CudaContext, CudaFunction, CudaSlice, CudaStream, CudaViewMut, LaunchConfig,
+        PinnedHostSlice, PushKernelArg,
     };
     use topos_cuda::device::{self, DeviceInfo};
+    use topos_cuda::pinned::{pinned_copy, pinned_zeroed};
     use topos_cuda::{Check, GpuError};
     use topos_model::{DocTopics, Hyperparameters};
 
@@ -106,11 +110,37 @@ mod enabled {
         commit_words: CudaFunction,
     }
 
-    /// What a streamed run keeps on the host: the tokens (the run's documents, not copied) and
-    /// every document's row, a chunk of which is on the device during its launch.
+    /// What a streamed run keeps on the host, in page-locked memory so that its copies run
+    /// while the device sweeps: each chunk's tokens' words and its documents' rows (the rows are
+    /// the run's state between iterations). Chunk i is copied and swept on lane i % 2, in slot
+    /// i % 2: the engine's `words` and `rows` buffers, or `words2` and `rows2`.
     struct Streamed {
-        docs: crate::engine::TrainDocs,
-        rows: Vec<u32>,
+        chunks: Vec<HostChunk>,
+        lanes: [Arc<CudaStream>; 2],
+        words2: CudaSlice<u32>,
+        rows2: CudaSlice<u32>,
+    }
+
+    struct HostChunk {
+        words: PinnedHostSlice<u32>,
+        rows: PinnedHostSlice<u32>,
+        /// The chunk's first token and first row entry (indices of the whole run's), and its
+        /// tokens and row entries (the page-locked arrays hold at least one).
+        token0: u64,
+        row0: u64,
+        token_count: usize,
+        row_count: usize,
+    }
+
+    /// The device buffers and the stream one launch of `mfm_sweep` uses (a slot of a streamed
+    /// run, or the resident arrays), with the tokens and rows the buffers start at.
+    struct Slot<'a> {
+        stream: &'a Arc<CudaStream>,
+        words: CudaViewMut<'a, u32>,
+        rows: CudaViewMut<'a, u32>,
+        hist: CudaViewMut<'a, u32>,
+        token0: u64,
+        row0: u64,
     }
 
     /// The `mfm` engine on one GPU.
@@ -245,6 +275,8 @@ mod enabled {
             let corpus_bytes = 4 * view.num_tokens() + 4 * row_entries;
             let fixed = need - corpus_bytes;
             let resident = !setup.device.force_streaming && need + RESERVE_BYTES <= budget;
+            // A streamed run's second lane sweeps beside the first, with histograms of its own.
+            let lane_hist_bytes = 4 * warps * kk;
             // The tokens and row room of each chunk of documents.
             let chunk_room = |c: &Range<usize>| {
                 let offsets = view.offsets();
@@ -267,14 +299,14 @@ mod enabled {
                     .map_or_else(|| crate::layout::balanced_ranges(view, 1), &cut)
             } else {
                 // Streamed: chunks whose tokens and rows fit beside the rest (each token brings
-                // at most 8 bytes), at most `partition_tokens` tokens a chunk where that is
-                // given (but never less than a document).
-                let room_bytes = budget.saturating_sub(fixed + RESERVE_BYTES);
+                // at most 8 bytes) in each of two slots, at most `partition_tokens` tokens a
+                // chunk where that is given (but never less than a document).
+                let room_bytes = budget.saturating_sub(fixed + lane_hist_bytes + RESERVE_BYTES) / 2;
                 let room = room_bytes / 8;
                 if room < longest.max(1) {
                     return Err(TrainError::Unsupported(format!(
-                        "--algo mfm on the GPU needs {:.2} GB of device memory beside the corpus ({}) and room for a document of {longest} tokens, {:.2} GB is available; use --device cpu, fewer topics or --counters approx8",
-                        fixed as f64 / 1e9,
+                        "--algo mfm on the GPU needs {:.2} GB of device memory beside the corpus ({}) and room for two documents of {longest} tokens, {:.2} GB is available; use --device cpu, fewer topics or --counters approx8",
+                        (fixed + lane_hist_bytes) as f64 / 1e9,
                         items
                             .iter()
                             .map(|(what, b)| format!("{what}: {:.2} GB", *b as f64 / 1e9))
@@ -319,7 +351,11 @@ mod enabled {
                     .map(chunk_room)
                     .fold((0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
             };
-            let need = fixed + 4 * chunk_tokens + 4 * chunk_rows;
+            let need = if resident {
+                fixed + 4 * chunk_tokens + 4 * chunk_rows
+            } else {
+                fixed + lane_hist_bytes + 2 * (4 * chunk_tokens + 4 * chunk_rows)
+            };
             let kernels = compile(&ctx, width, major, minor).map_err(dev)?;
             let alloc = |what: &str| format!("allocating {what}");
             let up = |what: &'static str| move || format!("copying {what} to the device");
@@ -351,10 +387,42 @@ mod enabled {
                 .alloc_zeros::<u32>(chunk_rows.max(1) as usize)
                 .check(|| alloc("the documents' rows"))
                 .map_err(g)?;
-            let streamed = (!resident).then(|| Streamed {
-                docs: docs.clone(),
-                rows: vec![0; row_entries as usize],
-            });
+            let streamed = if resident {
+                None
+            } else {
+                let lane = || {
+                    ctx.new_stream()
+                        .check(|| "creating a CUDA stream".into())
+                        .map_err(g)
+                };
+                let mut host = Vec::with_capacity(chunks.len());
+                for c in &chunks {
+                    let (t0, t1) = (view.offsets()[c.start], view.offsets()[c.end]);
+                    let (r0, r1) = (row_off_host[c.start], row_off_host[c.end]);
+                    host.push(HostChunk {
+                        // Only ever copied to the device: write-combined.
+                        words: pinned_copy(&ctx, &view.tokens()[t0 as usize..t1 as usize], true)
+                            .map_err(g)?,
+                        rows: pinned_zeroed::<u32>(&ctx, (r1 - r0) as usize, false).map_err(g)?,
+                        token0: t0,
+                        row0: r0,
+                        token_count: (t1 - t0) as usize,
+                        row_count: (r1 - r0) as usize,
+                    });
+                }
+                Some(Streamed {
+                    chunks: host,
+                    lanes: [lane()?, lane()?],
+                    words2: stream
+                        .alloc_zeros::<u32>(chunk_tokens.max(1) as usize)
+                        .check(|| alloc("a chunk's tokens"))
+                        .map_err(g)?,
+                    rows2: stream
+                        .alloc_zeros::<u32>(chunk_rows.max(1) as usize)
+                        .check(|| alloc("the documents' rows"))
+                        .map_err(g)?,
+                })
+            };
             let cells = (v * kk).max(1) as usize;
             let b = stream
                 .alloc_zeros::<u8>(cells * reg_bytes as usize)
@@ -389,8 +457,9 @@ mod enabled {
                 .alloc_zeros::<f64>(setup.num_words.max(1))
                 .check(|| alloc("the words' prior mass"))
                 .map_err(g)?;
+            let lanes = if resident { 1 } else { 2 };
             let hist = stream
-                .alloc_zeros::<u32>((warps * kk) as usize)
+                .alloc_zeros::<u32>((lanes * warps * kk) as usize)
                 .check(|| alloc("the warps' histograms"))
                 .map_err(g)?;
             let ll = stream
@@ -458,117 +527,123 @@ mod enabled {
             (self.seed as u32, (self.seed >> 32) as u32)
         }
 
-        /// `mfm_sweep` over every document, a launch a chunk; a streamed run uploads each
-        /// chunk's tokens and rows before its launch and reads its new rows back after it.
+        /// `mfm_sweep` over every document, a launch a chunk. A streamed run uploads each
+        /// chunk's tokens and rows before its launch and reads its new rows back after it, chunk
+        /// i on lane i % 2 in slot i % 2 (in order within a lane: a slot is refilled only after
+        /// its last chunk's rows are read back); both lanes start after the main stream's work
+        /// so far, and the main stream's next work waits for both.
         fn sweep(&mut self, mode: u32, iteration: u32) -> Result<(), GpuError> {
-            for c in self.chunks.clone() {
-                let (buf_token0, buf_row0) = match &self.streamed {
-                    None => (0, 0),
-                    Some(host) => {
-                        let view = host.docs.view();
-                        let tokens =
-                            view.offsets()[c.start] as usize..view.offsets()[c.end] as usize;
-                        let rows =
-                            self.row_off_host[c.start] as usize..self.row_off_host[c.end] as usize;
-                        if !tokens.is_empty() {
-                            self.stream
-                                .memcpy_htod(
-                                    &view.tokens()[tokens.clone()],
-                                    &mut self.words.slice_mut(0..tokens.len()),
-                                )
-                                .check(|| "copying a chunk's tokens to the device".into())?;
-                        }
-                        // The start writes the rows it reads none of.
-                        if mode != MODE_START && !rows.is_empty() {
-                            self.stream
-                                .memcpy_htod(
-                                    &host.rows[rows.clone()],
-                                    &mut self.rows.slice_mut(0..rows.len()),
-                                )
-                                .check(|| "copying a chunk's rows to the device".into())?;
-                        }
-                        (tokens.start as u64, rows.start as u64)
-                    }
+            let seed = self.seed_parts();
+            let MfmGpuEngine {
+                stream,
+                kernels,
+                hyper,
+                alpha,
+                own,
+                token_base,
+                doc_base,
+                chunks,
+                blocks,
+                words,
+                doc_off,
+                row_off,
+                row_len,
+                rows,
+                streamed,
+                b,
+                bn,
+                levels,
+                top,
+                inv,
+                s_cum,
+                prior,
+                hist,
+                ll,
+                ..
+            } = self;
+            let args = SweepArgs {
+                mode,
+                iteration,
+                token_base: *token_base,
+                doc_base: *doc_base,
+                doc_off,
+                row_off,
+                b,
+                levels,
+                top: *top,
+                inv,
+                s_cum,
+                prior,
+                topics: hyper.num_topics,
+                alpha: *alpha,
+                beta: hyper.beta,
+                seed,
+                own_mode: own.code(),
+                blocks: *blocks,
+            };
+            let Some(host) = streamed else {
+                let mut slot = Slot {
+                    stream,
+                    words: words.slice_mut(..),
+                    rows: rows.slice_mut(..),
+                    hist: hist.slice_mut(..),
+                    token0: 0,
+                    row0: 0,
                 };
-                self.sweep_chunk(
-                    mode,
-                    iteration,
-                    c.start as u64,
-                    c.end as u64,
-                    buf_token0,
-                    buf_row0,
-                )?;
-                if let Some(host) = &mut self.streamed {
-                    let rows =
-                        self.row_off_host[c.start] as usize..self.row_off_host[c.end] as usize;
-                    if mode != MODE_LOGLIK && !rows.is_empty() {
-                        let room = rows.len();
-                        self.stream
-                            .memcpy_dtoh(&self.rows.slice(0..room), &mut host.rows[rows])
-                            .check(|| "reading a chunk's rows back".into())?;
-                        self.stream
-                            .synchronize()
-                            .check(|| "reading a chunk's rows back".into())?;
-                    }
+                for c in chunks.iter() {
+                    launch_sweep(kernels, &args, c, &mut slot, row_len, bn, ll)?;
+                }
+                return Ok(());
+            };
+            let ordering = || "ordering streams".to_string();
+            let ready = stream.record_event(None).check(ordering)?;
+            for lane in host.lanes.iter() {
+                lane.wait(&ready).check(ordering)?;
+            }
+            // Each lane's launches get their own half of the warps' histograms.
+            let half = hist.len() / 2;
+            let (hist0, hist1) = hist.split_at_mut(half);
+            let mut slots = [
+                Slot {
+                    stream: &host.lanes[0],
+                    words: words.slice_mut(..),
+                    rows: rows.slice_mut(..),
+                    hist: hist0,
+                    token0: 0,
+                    row0: 0,
+                },
+                Slot {
+                    stream: &host.lanes[1],
+                    words: host.words2.slice_mut(..),
+                    rows: host.rows2.slice_mut(..),
+                    hist: hist1,
+                    token0: 0,
+                    row0: 0,
+                },
+            ];
+            for (i, (c, h)) in chunks.iter().zip(host.chunks.iter_mut()).enumerate() {
+                let slot = &mut slots[i % 2];
+                let lane = slot.stream;
+                (slot.token0, slot.row0) = (h.token0, h.row0);
+                if h.token_count > 0 {
+                    lane.memcpy_htod(&h.words, &mut slot.words.slice_mut(0..h.words.len()))
+                        .check(|| "copying a chunk's tokens to the device".into())?;
+                }
+                // The start writes the rows it reads none of.
+                if mode != MODE_START && h.row_count > 0 {
+                    lane.memcpy_htod(&h.rows, &mut slot.rows.slice_mut(0..h.rows.len()))
+                        .check(|| "copying a chunk's rows to the device".into())?;
+                }
+                launch_sweep(kernels, &args, c, slot, row_len, bn, ll)?;
+                if mode != MODE_LOGLIK && h.row_count > 0 {
+                    lane.memcpy_dtoh(&slot.rows.slice(0..h.rows.len()), &mut h.rows)
+                        .check(|| "reading a chunk's rows back".into())?;
                 }
             }
-            Ok(())
-        }
-
-        fn sweep_chunk(
-            &mut self,
-            mode: u32,
-            iteration: u32,
-            begin: u64,
-            end: u64,
-            buf_token0: u64,
-            buf_row0: u64,
-        ) -> Result<(), GpuError> {
-            let (lo, hi) = self.seed_parts();
-            let k = self.hyper.num_topics;
-            let beta = self.hyper.beta;
-            let own_mode = self.own.code();
-            let cfg = LaunchConfig {
-                grid_dim: (self.blocks, 1, 1),
-                block_dim: (WARPS * 32, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: argument types and order match mfm_sweep's signature; the registers are
-            // REG_BYTES wide as compiled.
-            unsafe {
-                self.stream
-                    .launch_builder(&self.kernels.sweep)
-                    .arg(&mode)
-                    .arg(&self.words)
-                    .arg(&self.doc_off)
-                    .arg(&begin)
-                    .arg(&end)
-                    .arg(&self.token_base)
-                    .arg(&self.doc_base)
-                    .arg(&buf_token0)
-                    .arg(&buf_row0)
-                    .arg(&self.row_off)
-                    .arg(&mut self.row_len)
-                    .arg(&mut self.rows)
-                    .arg(&self.b)
-                    .arg(&mut self.bn)
-                    .arg(&self.levels)
-                    .arg(&self.top)
-                    .arg(&self.inv)
-                    .arg(&self.s_cum)
-                    .arg(&self.prior)
-                    .arg(&mut self.hist)
-                    .arg(&k)
-                    .arg(&self.alpha)
-                    .arg(&beta)
-                    .arg(&lo)
-                    .arg(&hi)
-                    .arg(&iteration)
-                    .arg(&own_mode)
-                    .arg(&mut self.ll)
-                    .launch(cfg)
+            for lane in host.lanes.iter() {
+                let done = lane.record_event(None).check(ordering)?;
+                stream.wait(&done).check(ordering)?;
             }
-            .check(|| "launching mfm_sweep".into())?;
             Ok(())
         }
 
@@ -709,6 +784,84 @@ mod enabled {
         }
     }
 
+    /// What every launch of an iteration's `mfm_sweep` reads besides its slot.
+    struct SweepArgs<'a> {
+        mode: u32,
+        iteration: u32,
+        token_base: u64,
+        doc_base: u64,
+        doc_off: &'a CudaSlice<u64>,
+        row_off: &'a CudaSlice<u64>,
+        b: &'a CudaSlice<u8>,
+        levels: &'a CudaSlice<u64>,
+        top: u32,
+        inv: &'a CudaSlice<f64>,
+        s_cum: &'a CudaSlice<f64>,
+        prior: &'a CudaSlice<f64>,
+        topics: u32,
+        alpha: f64,
+        beta: f64,
+        seed: (u32, u32),
+        own_mode: u32,
+        blocks: u32,
+    }
+
+    /// One launch of `mfm_sweep` over the documents `docs`, on the slot's stream and buffers.
+    fn launch_sweep(
+        kernels: &Kernels,
+        a: &SweepArgs<'_>,
+        docs: &Range<usize>,
+        slot: &mut Slot<'_>,
+        row_len: &mut CudaSlice<u32>,
+        bn: &mut CudaSlice<u32>,
+        ll: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        let (begin, end) = (docs.start as u64, docs.end as u64);
+        let cfg = LaunchConfig {
+            grid_dim: (a.blocks, 1, 1),
+            block_dim: (WARPS * 32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: argument types and order match mfm_sweep's signature; the registers are
+        // REG_BYTES wide as compiled; the slot's buffers hold the documents' tokens and rows
+        // from its first token and row on.
+        unsafe {
+            slot.stream
+                .launch_builder(&kernels.sweep)
+                .arg(&a.mode)
+                .arg(&mut slot.words)
+                .arg(a.doc_off)
+                .arg(&begin)
+                .arg(&end)
+                .arg(&a.token_base)
+                .arg(&a.doc_base)
+                .arg(&slot.token0)
+                .arg(&slot.row0)
+                .arg(a.row_off)
+                .arg(row_len)
+                .arg(&mut slot.rows)
+                .arg(a.b)
+                .arg(bn)
+                .arg(a.levels)
+                .arg(&a.top)
+                .arg(a.inv)
+                .arg(a.s_cum)
+                .arg(a.prior)
+                .arg(&mut slot.hist)
+                .arg(&a.topics)
+                .arg(&a.alpha)
+                .arg(&a.beta)
+                .arg(&a.seed.0)
+                .arg(&a.seed.1)
+                .arg(&a.iteration)
+                .arg(&a.own_mode)
+                .arg(ll)
+                .launch(cfg)
+        }
+        .check(|| "launching mfm_sweep".into())?;
+        Ok(())
+    }
+
     fn compile(
         ctx: &Arc<CudaContext>,
         width: CounterWidth,
@@ -787,7 +940,7 @@ mod enabled {
                 Some(_) => (
                     "streamed",
                     format!(
-                        "mfm streamed through the GPU in {} chunks of documents: {:.2} GB on the device (each chunk's words and rows uploaded before its launch, its rows read back)",
+                        "mfm streamed through the GPU in {} chunks of documents: {:.2} GB on the device (each chunk's words and rows uploaded before its launch and its rows read back, on two streams, one chunk's copies beside the other's sweep)",
                         self.chunks.len(),
                         self.device_bytes as f64 / 1e9
                     ),
@@ -796,6 +949,8 @@ mod enabled {
             Some(serde_json::json!({
                 "mode": mode,
                 "device_bytes": self.device_bytes,
+                // One lane's per-warp histograms (a streamed run keeps two).
+                "histogram_bytes": 4 * u64::from(self.blocks * WARPS) * u64::from(self.hyper.num_topics),
                 "bytes_per_token": self.device_bytes as f64 / self.tokens.max(1) as f64,
                 "summary": summary,
             }))
@@ -897,20 +1052,31 @@ mod enabled {
                 self.row_off_host[docs.end] as usize,
             );
             let mut entries = vec![0u32; b - a];
-            match &self.streamed {
-                Some(host) => entries.copy_from_slice(&host.rows[a..b]),
-                None if b > a => {
-                    self.stream
-                        .memcpy_dtoh(&self.rows.slice(a..b), &mut entries)
-                        .check(read("the documents' rows"))
-                        .map_err(dev)?;
-                }
-                None => {}
+            if self.streamed.is_none() && b > a {
+                self.stream
+                    .memcpy_dtoh(&self.rows.slice(a..b), &mut entries)
+                    .check(read("the documents' rows"))
+                    .map_err(dev)?;
             }
+            // Also after the lanes' last copies back (the main stream waits for them).
             self.stream
                 .synchronize()
                 .check(read("the documents' rows"))
                 .map_err(dev)?;
+            if let Some(host) = &self.streamed {
+                for h in &host.chunks {
+                    let (lo, hi) = (h.row0 as usize, h.row0 as usize + h.row_count);
+                    let (from, to) = (a.max(lo), b.min(hi));
+                    if from < to {
+                        let rows = h
+                            .rows
+                            .as_slice()
+                            .check(read("the documents' rows"))
+                            .map_err(dev)?;
+                        entries[from - a..to - a].copy_from_slice(&rows[from - lo..to - lo]);
+                    }
+                }
+            }
             for (i, d) in docs.enumerate() {
                 let start = self.row_off_host[d] as usize - a;
                 for &e in &entries[start..start + lens[i] as usize] {
