@@ -29,6 +29,10 @@ pub struct Tuning {
     /// `TOPOS_GPU_HOST_PDOW`: build a resident corpus's PDOW arrays on the host, not the device
     /// (the A/B of the device sort; the results are the same entries).
     pub host_pdow: bool,
+    /// `TOPOS_GPU_MFM_SMEM` (0..=196,608): bytes of dynamic shared memory each block of `mfm`'s
+    /// sweep reserves and does not use, which caps the blocks resident on a multiprocessor (the
+    /// occupancy A/B of BENCHMARKS.md; the model does not change).
+    pub mfm_smem_pad: Option<u32>,
 }
 
 impl Tuning {
@@ -56,6 +60,7 @@ impl Tuning {
             knn_tile: ranged("TOPOS_KNN_TILE", 256..=8192).filter(|t| t.is_power_of_two()),
             knn_warps: ranged("TOPOS_KNN_WARPS", 1..=16),
             host_pdow: var("TOPOS_GPU_HOST_PDOW").is_some(),
+            mfm_smem_pad: ranged("TOPOS_GPU_MFM_SMEM", 0..=196_608),
         }
     }
 }

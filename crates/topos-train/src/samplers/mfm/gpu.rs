@@ -171,6 +171,8 @@ mod enabled {
         threads: usize,
         sampled: bool,
         blocks: u32,
+        /// Dynamic shared memory each sweep block reserves (`TOPOS_GPU_MFM_SMEM`; 0).
+        smem_pad: u32,
         /// Each token's word: the whole corpus, or (streamed) the largest chunk's room.
         words: CudaSlice<u32>,
         doc_off: CudaSlice<u64>,
@@ -356,7 +358,21 @@ mod enabled {
             } else {
                 fixed + lane_hist_bytes + 2 * (4 * chunk_tokens + 4 * chunk_rows)
             };
+            let own = super::super::own_draw(&setup.settings);
             let kernels = compile(&ctx, width, major, minor).map_err(dev)?;
+            let smem_pad = topos_cuda::tuning::Tuning::get().mfm_smem_pad.unwrap_or(0);
+            if smem_pad > 0 {
+                // Past the 48 KB a block gets without asking (the sweep's static arrays use
+                // most of them).
+                kernels
+                    .sweep
+                    .set_attribute(
+                        topos_cuda::cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        smem_pad as i32,
+                    )
+                    .check(|| "reserving the sweep's shared memory".into())
+                    .map_err(dev)?;
+            }
             let alloc = |what: &str| format!("allocating {what}");
             let up = |what: &'static str| move || format!("copying {what} to the device");
             let g = |e: GpuError| dev(e);
@@ -474,7 +490,7 @@ mod enabled {
                 hyper: setup.hyper,
                 alpha,
                 width,
-                own: super::super::own_draw(&setup.settings),
+                own,
                 seed: setup.seed,
                 num_words: setup.num_words as u32,
                 tokens: view.num_tokens(),
@@ -488,6 +504,7 @@ mod enabled {
                 threads: setup.threads,
                 sampled: false,
                 blocks,
+                smem_pad,
                 words,
                 doc_off,
                 row_off,
@@ -544,6 +561,7 @@ mod enabled {
                 doc_base,
                 chunks,
                 blocks,
+                smem_pad,
                 words,
                 doc_off,
                 row_off,
@@ -580,6 +598,7 @@ mod enabled {
                 seed,
                 own_mode: own.code(),
                 blocks: *blocks,
+                smem_pad: *smem_pad,
             };
             let Some(host) = streamed else {
                 let mut slot = Slot {
@@ -804,6 +823,7 @@ mod enabled {
         seed: (u32, u32),
         own_mode: u32,
         blocks: u32,
+        smem_pad: u32,
     }
 
     /// One launch of `mfm_sweep` over the documents `docs`, on the slot's stream and buffers.
@@ -820,7 +840,7 @@ mod enabled {
         let cfg = LaunchConfig {
             grid_dim: (a.blocks, 1, 1),
             block_dim: (WARPS * 32, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: a.smem_pad,
         };
         // SAFETY: argument types and order match mfm_sweep's signature; the registers are
         // REG_BYTES wide as compiled; the slot's buffers hold the documents' tokens and rows
@@ -869,26 +889,42 @@ mod enabled {
         minor: i32,
     ) -> Result<Kernels, GpuError> {
         let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
-        let options = vec![
-            "--std=c++17".to_string(),
-            "-default-device".to_string(),
-            format!(
-                "-DREG_BYTES={}",
-                if width == CounterWidth::Exact { 4 } else { 1 }
+        let defines = [
+            (
+                "REG_BYTES",
+                if width == CounterWidth::Exact { 4 } else { 1 },
             ),
-            format!("-DAPPROX={}", u32::from(width != CounterWidth::Exact)),
+            ("APPROX", u32::from(width != CounterWidth::Exact)),
             // OwnDraw::Balanced as the CPU engine takes it (cpu.rs Frozen::balance).
-            format!("-DBALANCE_ROUNDS={}", super::super::cpu::BALANCE_ROUNDS),
-            format!("-DBALANCE_SETTLED={:?}", super::super::cpu::BALANCE_SETTLED),
-            format!(
-                "-DBALANCE_MAX_TOKENS={}",
-                super::super::cpu::BALANCE_MAX_TOKENS
-            ),
-            format!(
-                "-DBALANCE_MEAN_COUNT={:?}",
-                super::super::cpu::BALANCE_MEAN_COUNT
+            ("BALANCE_ROUNDS", super::super::cpu::BALANCE_ROUNDS as u32),
+            (
+                "BALANCE_MAX_TOKENS",
+                super::super::cpu::BALANCE_MAX_TOKENS as u32,
             ),
         ];
+        // `TOPOS_GPU_DEFINES` (A/B runs) replaces a definition of the same name.
+        let tuning = topos_cuda::tuning::Tuning::get();
+        let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
+        options.extend(
+            defines
+                .iter()
+                .filter(|(name, _)| !tuning.defines.iter().any(|(n, _)| n == name))
+                .map(|(name, value)| format!("-D{name}={value}")),
+        );
+        options.extend(
+            tuning
+                .defines
+                .iter()
+                .map(|(name, value)| format!("-D{name}={value}")),
+        );
+        options.push(format!(
+            "-DBALANCE_SETTLED={:?}",
+            super::super::cpu::BALANCE_SETTLED
+        ));
+        options.push(format!(
+            "-DBALANCE_MEAN_COUNT={:?}",
+            super::super::cpu::BALANCE_MEAN_COUNT
+        ));
         let ptx = topos_cuda::compile::compile_cached(SOURCE, options, arch)?.0;
         let module = ctx
             .load_module(ptx)
