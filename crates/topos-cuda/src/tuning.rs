@@ -65,6 +65,30 @@ impl Tuning {
     }
 }
 
+impl Tuning {
+    /// NVRTC options for a kernel source: C++17, device code by default, the engine's
+    /// `defines` as `-DNAME=VALUE` (a `TOPOS_GPU_DEFINES` definition of the same name replaces
+    /// the engine's), then the tuning's, and line information if asked for.
+    pub fn nvrtc_options(&self, defines: &[(&str, u32)]) -> Vec<String> {
+        let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
+        options.extend(
+            defines
+                .iter()
+                .filter(|(name, _)| !self.defines.iter().any(|(n, _)| n == name))
+                .map(|(name, value)| format!("-D{name}={value}")),
+        );
+        options.extend(
+            self.defines
+                .iter()
+                .map(|(name, value)| format!("-D{name}={value}")),
+        );
+        if self.line_info {
+            options.push("-lineinfo".into());
+        }
+        options
+    }
+}
+
 /// `NAME=VALUE` pairs separated by spaces or commas; names of capitals and underscores.
 fn parse_defines(s: &str) -> Vec<(String, u32)> {
     s.split([' ', ','])
@@ -96,5 +120,27 @@ mod tests {
         );
         assert_eq!((t.row_regs, t.min_blocks), (None, Some(3)));
         assert!(!t.line_info && t.word_topics.is_none());
+        assert_eq!(t.mfm_smem_pad, None);
+    }
+
+    #[test]
+    fn a_tuning_definition_replaces_the_engines_own() {
+        let env = |name: &str| match name {
+            "TOPOS_GPU_DEFINES" => Some("ROW_MID=5,EXTRA=1".to_string()),
+            "TOPOS_GPU_LINEINFO" => Some(String::new()),
+            _ => None,
+        };
+        let options = Tuning::from_env(env).nvrtc_options(&[("ROW_MID", 3), ("WARPS", 8)]);
+        assert_eq!(
+            options,
+            [
+                "--std=c++17",
+                "-default-device",
+                "-DWARPS=8",
+                "-DROW_MID=5",
+                "-DEXTRA=1",
+                "-lineinfo"
+            ]
+        );
     }
 }

@@ -358,24 +358,8 @@ fn compile_ptx(
         ("LEAF_BATCH", shape.leaf_batch),
         ("WIDE_ROWS", u32::from(wide_rows)),
     ];
-    let tuning = Tuning::get();
-    let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
     // A tuning definition replaces the engine's own of the same name.
-    options.extend(
-        defines
-            .iter()
-            .filter(|(name, _)| !tuning.defines.iter().any(|(n, _)| n == name))
-            .map(|(name, value)| format!("-D{name}={value}")),
-    );
-    options.extend(
-        tuning
-            .defines
-            .iter()
-            .map(|(name, value)| format!("-D{name}={value}")),
-    );
-    if tuning.line_info {
-        options.push("-lineinfo".into());
-    }
+    let options = Tuning::get().nvrtc_options(&defines);
     Ok(topos_cuda::compile::compile_cached(SOURCE, options, arch)?.0)
 }
 

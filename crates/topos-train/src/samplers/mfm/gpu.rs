@@ -903,20 +903,7 @@ mod enabled {
             ),
         ];
         // `TOPOS_GPU_DEFINES` (A/B runs) replaces a definition of the same name.
-        let tuning = topos_cuda::tuning::Tuning::get();
-        let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
-        options.extend(
-            defines
-                .iter()
-                .filter(|(name, _)| !tuning.defines.iter().any(|(n, _)| n == name))
-                .map(|(name, value)| format!("-D{name}={value}")),
-        );
-        options.extend(
-            tuning
-                .defines
-                .iter()
-                .map(|(name, value)| format!("-D{name}={value}")),
-        );
+        let mut options = topos_cuda::tuning::Tuning::get().nvrtc_options(&defines);
         options.push(format!(
             "-DBALANCE_SETTLED={:?}",
             super::super::cpu::BALANCE_SETTLED
