@@ -31,7 +31,9 @@ pub struct Tuning {
     pub host_pdow: bool,
     /// `TOPOS_GPU_MFM_SMEM` (0..=196,608): bytes of dynamic shared memory each block of `mfm`'s
     /// sweep reserves and does not use, which caps the blocks resident on a multiprocessor (the
-    /// occupancy A/B of BENCHMARKS.md; the model does not change).
+    /// occupancy A/B of BENCHMARKS.md; the model does not change). Beside the kernel's own
+    /// static arrays (about 40 KB) it must fit the device's shared memory a block (227 KB on an
+    /// H100, so at most about 186 KB there); more is refused when the engine opens.
     pub mfm_smem_pad: Option<u32>,
 }
 
@@ -67,19 +69,27 @@ impl Tuning {
 
 impl Tuning {
     /// NVRTC options for a kernel source: C++17, device code by default, the engine's
-    /// `defines` as `-DNAME=VALUE` (a `TOPOS_GPU_DEFINES` definition of the same name replaces
-    /// the engine's), then the tuning's, and line information if asked for.
-    pub fn nvrtc_options(&self, defines: &[(&str, u32)]) -> Vec<String> {
+    /// `tunable` definitions as `-DNAME=VALUE` (a `TOPOS_GPU_DEFINES` definition of the same name
+    /// replaces the engine's), its `fixed` ones (which the host's buffers depend on: a tuning
+    /// definition of the same name is dropped), then the other tuning definitions, and line
+    /// information if asked for.
+    pub fn nvrtc_options(&self, tunable: &[(&str, u32)], fixed: &[(&str, String)]) -> Vec<String> {
         let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
         options.extend(
-            defines
+            tunable
                 .iter()
                 .filter(|(name, _)| !self.defines.iter().any(|(n, _)| n == name))
                 .map(|(name, value)| format!("-D{name}={value}")),
         );
         options.extend(
+            fixed
+                .iter()
+                .map(|(name, value)| format!("-D{name}={value}")),
+        );
+        options.extend(
             self.defines
                 .iter()
+                .filter(|(name, _)| !fixed.iter().any(|(n, _)| n == name))
                 .map(|(name, value)| format!("-D{name}={value}")),
         );
         if self.line_info {
@@ -130,15 +140,19 @@ mod tests {
             "TOPOS_GPU_LINEINFO" => Some(String::new()),
             _ => None,
         };
-        let options = Tuning::from_env(env).nvrtc_options(&[("ROW_MID", 3), ("WARPS", 8)]);
+        let options = Tuning::from_env(env).nvrtc_options(
+            &[("ROW_MID", 3), ("WARPS", 8)],
+            &[("EXTRA", "2".to_string())],
+        );
+        // EXTRA is fixed: the tuning's EXTRA=1 is dropped.
         assert_eq!(
             options,
             [
                 "--std=c++17",
                 "-default-device",
                 "-DWARPS=8",
+                "-DEXTRA=2",
                 "-DROW_MID=5",
-                "-DEXTRA=1",
                 "-lineinfo"
             ]
         );

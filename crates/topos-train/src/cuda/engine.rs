@@ -359,7 +359,7 @@ fn compile_ptx(
         ("WIDE_ROWS", u32::from(wide_rows)),
     ];
     // A tuning definition replaces the engine's own of the same name.
-    let options = Tuning::get().nvrtc_options(&defines);
+    let options = Tuning::get().nvrtc_options(&defines, &[]);
     Ok(topos_cuda::compile::compile_cached(SOURCE, options, arch)?.0)
 }
 

@@ -868,8 +868,9 @@ __device__ __forceinline__ u32 row_draw(const RowRegs& row, float scan, float la
 #ifndef FCGS_FILL_FIND
 #define FCGS_FILL_FIND 1
 #endif
-// Tests only: every document row read from memory, as rows too long for registers are, so that
-// the conditional tests' short documents cover that path too (bench/gpu.sh check).
+// Tests only: every document row of esca's, fcgs's and ezlda's sampler (sample_body; not mh's)
+// read from memory, as rows too long for registers are, so that the conditional tests' short
+// documents cover that path too (bench/gpu.sh check).
 #ifndef ROWS_IN_MEMORY
 #define ROWS_IN_MEMORY 0
 #endif

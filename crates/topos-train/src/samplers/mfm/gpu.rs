@@ -113,7 +113,8 @@ mod enabled {
     /// What a streamed run keeps on the host, in page-locked memory so that its copies run
     /// while the device sweeps: each chunk's tokens' words and its documents' rows (the rows are
     /// the run's state between iterations). Chunk i is copied and swept on lane i % 2, in slot
-    /// i % 2: the engine's `words` and `rows` buffers, or `words2` and `rows2`.
+    /// i % 2: the engine's `words` and `rows` buffers, or `words2` and `rows2`; the sweeps run
+    /// in order (they share the warps' histograms), the copies beside them.
     struct Streamed {
         chunks: Vec<HostChunk>,
         lanes: [Arc<CudaStream>; 2],
@@ -277,8 +278,6 @@ mod enabled {
             let corpus_bytes = 4 * view.num_tokens() + 4 * row_entries;
             let fixed = need - corpus_bytes;
             let resident = !setup.device.force_streaming && need + RESERVE_BYTES <= budget;
-            // A streamed run's second lane sweeps beside the first, with histograms of its own.
-            let lane_hist_bytes = 4 * warps * kk;
             // The tokens and row room of each chunk of documents.
             let chunk_room = |c: &Range<usize>| {
                 let offsets = view.offsets();
@@ -303,12 +302,12 @@ mod enabled {
                 // Streamed: chunks whose tokens and rows fit beside the rest (each token brings
                 // at most 8 bytes) in each of two slots, at most `partition_tokens` tokens a
                 // chunk where that is given (but never less than a document).
-                let room_bytes = budget.saturating_sub(fixed + lane_hist_bytes + RESERVE_BYTES) / 2;
+                let room_bytes = budget.saturating_sub(fixed + RESERVE_BYTES) / 2;
                 let room = room_bytes / 8;
                 if room < longest.max(1) {
                     return Err(TrainError::Unsupported(format!(
                         "--algo mfm on the GPU needs {:.2} GB of device memory beside the corpus ({}) and room for two documents of {longest} tokens, {:.2} GB is available; use --device cpu, fewer topics or --counters approx8",
-                        (fixed + lane_hist_bytes) as f64 / 1e9,
+                        fixed as f64 / 1e9,
                         items
                             .iter()
                             .map(|(what, b)| format!("{what}: {:.2} GB", *b as f64 / 1e9))
@@ -356,7 +355,7 @@ mod enabled {
             let need = if resident {
                 fixed + 4 * chunk_tokens + 4 * chunk_rows
             } else {
-                fixed + lane_hist_bytes + 2 * (4 * chunk_tokens + 4 * chunk_rows)
+                fixed + 2 * (4 * chunk_tokens + 4 * chunk_rows)
             };
             let own = super::super::own_draw(&setup.settings);
             let kernels = compile(&ctx, width, major, minor).map_err(dev)?;
@@ -473,9 +472,8 @@ mod enabled {
                 .alloc_zeros::<f64>(setup.num_words.max(1))
                 .check(|| alloc("the words' prior mass"))
                 .map_err(g)?;
-            let lanes = if resident { 1 } else { 2 };
             let hist = stream
-                .alloc_zeros::<u32>((lanes * warps * kk) as usize)
+                .alloc_zeros::<u32>((warps * kk) as usize)
                 .check(|| alloc("the warps' histograms"))
                 .map_err(g)?;
             let ll = stream
@@ -619,43 +617,45 @@ mod enabled {
             for lane in host.lanes.iter() {
                 lane.wait(&ready).check(ordering)?;
             }
-            // Each lane's launches get their own half of the warps' histograms.
-            let half = hist.len() / 2;
-            let (hist0, hist1) = hist.split_at_mut(half);
+            // The sweeps themselves run one after another (each fills the device): chunk i's
+            // launch waits for chunk i − 1's, issued on the other lane, so both share the warps'
+            // histograms; only the copies overlap a sweep.
             let mut slots = [
-                Slot {
-                    stream: &host.lanes[0],
-                    words: words.slice_mut(..),
-                    rows: rows.slice_mut(..),
-                    hist: hist0,
-                    token0: 0,
-                    row0: 0,
-                },
-                Slot {
-                    stream: &host.lanes[1],
-                    words: host.words2.slice_mut(..),
-                    rows: host.rows2.slice_mut(..),
-                    hist: hist1,
-                    token0: 0,
-                    row0: 0,
-                },
+                (&host.lanes[0], words.slice_mut(..), rows.slice_mut(..)),
+                (
+                    &host.lanes[1],
+                    host.words2.slice_mut(..),
+                    host.rows2.slice_mut(..),
+                ),
             ];
+            let mut swept: Option<topos_cuda::cudarc::driver::CudaEvent> = None;
             for (i, (c, h)) in chunks.iter().zip(host.chunks.iter_mut()).enumerate() {
-                let slot = &mut slots[i % 2];
-                let lane = slot.stream;
-                (slot.token0, slot.row0) = (h.token0, h.row0);
+                let (lane, slot_words, slot_rows) = &mut slots[i % 2];
+                let lane: &Arc<CudaStream> = lane;
                 if h.token_count > 0 {
-                    lane.memcpy_htod(&h.words, &mut slot.words.slice_mut(0..h.words.len()))
+                    lane.memcpy_htod(&h.words, &mut slot_words.slice_mut(0..h.words.len()))
                         .check(|| "copying a chunk's tokens to the device".into())?;
                 }
                 // The start writes the rows it reads none of.
                 if mode != MODE_START && h.row_count > 0 {
-                    lane.memcpy_htod(&h.rows, &mut slot.rows.slice_mut(0..h.rows.len()))
+                    lane.memcpy_htod(&h.rows, &mut slot_rows.slice_mut(0..h.rows.len()))
                         .check(|| "copying a chunk's rows to the device".into())?;
                 }
-                launch_sweep(kernels, &args, c, slot, row_len, bn, ll)?;
+                if let Some(previous) = &swept {
+                    lane.wait(previous).check(ordering)?;
+                }
+                let mut slot = Slot {
+                    stream: lane,
+                    words: slot_words.slice_mut(..),
+                    rows: slot_rows.slice_mut(..),
+                    hist: hist.slice_mut(..),
+                    token0: h.token0,
+                    row0: h.row0,
+                };
+                launch_sweep(kernels, &args, c, &mut slot, row_len, bn, ll)?;
+                swept = Some(lane.record_event(None).check(ordering)?);
                 if mode != MODE_LOGLIK && h.row_count > 0 {
-                    lane.memcpy_dtoh(&slot.rows.slice(0..h.rows.len()), &mut h.rows)
+                    lane.memcpy_dtoh(&slot_rows.slice(0..h.rows.len()), &mut h.rows)
                         .check(|| "reading a chunk's rows back".into())?;
                 }
             }
@@ -889,29 +889,37 @@ mod enabled {
         minor: i32,
     ) -> Result<Kernels, GpuError> {
         let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
-        let defines = [
+        // Every definition here is fixed: the registers' width sizes the host's buffers, and
+        // the balancing's constants are the CPU engine's.
+        let fixed = [
             (
                 "REG_BYTES",
-                if width == CounterWidth::Exact { 4 } else { 1 },
+                (if width == CounterWidth::Exact { 4 } else { 1 }).to_string(),
             ),
-            ("APPROX", u32::from(width != CounterWidth::Exact)),
+            (
+                "APPROX",
+                u32::from(width != CounterWidth::Exact).to_string(),
+            ),
             // OwnDraw::Balanced as the CPU engine takes it (cpu.rs Frozen::balance).
-            ("BALANCE_ROUNDS", super::super::cpu::BALANCE_ROUNDS as u32),
+            (
+                "BALANCE_ROUNDS",
+                super::super::cpu::BALANCE_ROUNDS.to_string(),
+            ),
+            (
+                "BALANCE_SETTLED",
+                format!("{:?}", super::super::cpu::BALANCE_SETTLED),
+            ),
             (
                 "BALANCE_MAX_TOKENS",
-                super::super::cpu::BALANCE_MAX_TOKENS as u32,
+                super::super::cpu::BALANCE_MAX_TOKENS.to_string(),
+            ),
+            (
+                "BALANCE_MEAN_COUNT",
+                format!("{:?}", super::super::cpu::BALANCE_MEAN_COUNT),
             ),
         ];
-        // `TOPOS_GPU_DEFINES` (A/B runs) replaces a definition of the same name.
-        let mut options = topos_cuda::tuning::Tuning::get().nvrtc_options(&defines);
-        options.push(format!(
-            "-DBALANCE_SETTLED={:?}",
-            super::super::cpu::BALANCE_SETTLED
-        ));
-        options.push(format!(
-            "-DBALANCE_MEAN_COUNT={:?}",
-            super::super::cpu::BALANCE_MEAN_COUNT
-        ));
+        // Other `TOPOS_GPU_DEFINES` definitions reach the kernels (A/B runs).
+        let options = topos_cuda::tuning::Tuning::get().nvrtc_options(&[], &fixed);
         let ptx = topos_cuda::compile::compile_cached(SOURCE, options, arch)?.0;
         let module = ctx
             .load_module(ptx)
@@ -972,8 +980,6 @@ mod enabled {
             Some(serde_json::json!({
                 "mode": mode,
                 "device_bytes": self.device_bytes,
-                // One lane's per-warp histograms (a streamed run keeps two).
-                "histogram_bytes": 4 * u64::from(self.blocks * WARPS) * u64::from(self.hyper.num_topics),
                 "bytes_per_token": self.device_bytes as f64 / self.tokens.max(1) as f64,
                 "summary": summary,
             }))
