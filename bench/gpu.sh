@@ -96,6 +96,26 @@ if [ "$mode" = check ]; then
     draws_each_token_from_the_collapsed_conditional 2>&1 | tee "$WORK/tests-rows-in-memory.log"
   grep -q "test result: ok. 2 passed" "$WORK/tests-rows-in-memory.log"
   row "conditional tests, rows in memory	$(grep 'test result' "$WORK/tests-rows-in-memory.log")"
+  # The streamed runs again in pageable host memory (the fallback where page-locking is
+  # refused): the same models; and a CLI run says so in its plan and writes the pinned run's model.
+  TOPOS_GPU_PAGEABLE=1 .devbin/gpu-tests --ignored --test-threads 1 --nocapture \
+    streamed_and_partitioned_runs_equal_the_resident_run gpu_mfm_gives_the_same_model_for_any_chunking_and_run \
+    gpu_mh_recovers_known_topics_and_streams_to_the_resident_model 2>&1 | tee "$WORK/tests-pageable.log"
+  grep -q "test result: ok. 3 passed" "$WORK/tests-pageable.log"
+  row "streamed tests, pageable host memory	$(grep 'test result' "$WORK/tests-pageable.log")"
+  topos synth -o /tmp/pg.tcorp --docs 3000 --vocab 5000 --topics 20 --doc-len 100 --quiet
+  for algo in cgs mfm; do
+    sums=""
+    for pageable in 0 1; do
+      TOPOS_GPU_PAGEABLE=$pageable topos train /tmp/pg.tcorp -k 50 --iters 5 --algo $algo --device cuda \
+        --gpu-stream --json -q -o /tmp/pg.tmod > "$WORK/pageable-$algo-$pageable.json"
+      python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['gpu_plan']; assert p['host_memory_pageable'] == (sys.argv[2] == '1'), p" \
+        "$WORK/pageable-$algo-$pageable.json" $pageable
+      sums="$sums $(cksum < /tmp/pg.tmod | cut -d' ' -f1)"
+    done
+    set -- $sums; [ "$1" = "$2" ] || { echo "pageable $algo wrote another model: $sums"; exit 1; }
+    row "streamed $algo, pinned and pageable	same model ($1)"
+  done
   .devbin/knn-gpu-tests --ignored --test-threads 1 2>&1 | tee "$WORK/knn-tests.log"
   grep -q "test result: ok" "$WORK/knn-tests.log"
   row "k-NN tests	$(grep 'test result' "$WORK/knn-tests.log")"

@@ -382,8 +382,14 @@ impl Engine for CudaEngine {
     fn plan(&self) -> Option<serde_json::Value> {
         let mut v = serde_json::to_value(&self.plan).ok()?;
         if let Some(o) = v.as_object_mut() {
-            o.insert("summary".into(), self.plan.to_string().into());
+            let pageable = self.kernels.host_memory_pageable();
+            let mut summary = self.plan.to_string();
+            if pageable {
+                summary.push_str(PAGEABLE_NOTE);
+            }
+            o.insert("summary".into(), summary.into());
             o.insert("streamed".into(), (self.plan.mode == Mode::Streamed).into());
+            o.insert("host_memory_pageable".into(), pageable.into());
             let open: serde_json::Map<String, serde_json::Value> = self
                 .open_seconds
                 .iter()
@@ -479,6 +485,9 @@ impl Engine for CudaEngine {
         self.checked_topics(start, out)
     }
 }
+
+/// What a streamed run's plan adds when its host memory could not be page-locked.
+pub(crate) const PAGEABLE_NOTE: &str = "; host memory pageable (page-locking was refused, or TOPOS_GPU_PAGEABLE=1): copies do not overlap the sweeps";
 
 /// The GPUs' NCCL communicator for a run of several workers, when every worker has NCCL and
 /// `TOPOS_GPU_EXCHANGE` is not `host` (all agree first, through the host transport, so that none

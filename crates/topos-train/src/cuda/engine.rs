@@ -18,9 +18,9 @@ use std::sync::Arc;
 use topos_corpus::Docs;
 use topos_cuda::cudarc::driver::{
     sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaEvent, CudaFunction, CudaSlice,
-    CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
+    CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
-use topos_cuda::pinned::{pinned_copy, pinned_zeroed};
+use topos_cuda::pinned::HostBuffer;
 use topos_cuda::tuning::Tuning;
 use topos_cuda::{Check, GpuError};
 
@@ -90,13 +90,14 @@ struct DeviceChunk {
     word_of_ready: bool,
 }
 
-/// A chunk's arrays in page-locked host memory (streamed runs).
+/// A chunk's arrays in host memory (streamed runs): page-locked, or pageable where page-locking
+/// was refused ([`HostBuffer`]).
 struct HostChunk {
-    token_doc: PinnedHostSlice<u32>,
-    token_src: PinnedHostSlice<u32>,
-    items: PinnedHostSlice<u32>,
-    doc_off: PinnedHostSlice<u32>,
-    z: PinnedHostSlice<u16>,
+    token_doc: HostBuffer<u32>,
+    token_src: HostBuffer<u32>,
+    items: HostBuffer<u32>,
+    doc_off: HostBuffer<u32>,
+    z: HostBuffer<u16>,
 }
 
 /// Doc-topic rows of the chunk being sampled: one entry per non-zero, topic and count packed in
@@ -822,11 +823,11 @@ impl Engine {
                 let mut pairs = Vec::with_capacity(num_pairs);
                 for _ in 0..num_pairs {
                     pairs.push((
-                        pinned_zeroed::<u32>(&ctx, cap, false)?,
-                        pinned_zeroed::<u32>(&ctx, if with_docs { cap } else { 1 }, false)?,
+                        HostBuffer::<u32>::zeroed(&ctx, cap, false)?,
+                        HostBuffer::<u32>::zeroed(&ctx, if with_docs { cap } else { 1 }, false)?,
                     ));
                 }
-                let staging = "filling page-locked host memory";
+                let staging = "filling host memory for the upload";
                 let mut bufs = Vec::with_capacity(2);
                 for (s, d) in pairs.iter_mut() {
                     bufs.push((
@@ -995,13 +996,13 @@ impl Engine {
                 for (p, it) in shapes.iter().zip(&items) {
                     let n = p.num_tokens;
                     // Cached (not write-combined): the counting sort scatters its writes.
-                    let mut token_src = pinned_zeroed::<u32>(&ctx, n, false)?;
-                    let mut token_doc = pinned_zeroed::<u32>(&ctx, n, false)?;
+                    let mut token_src = HostBuffer::<u32>::zeroed(&ctx, n, false)?;
+                    let mut token_doc = HostBuffer::<u32>::zeroed(&ctx, n, false)?;
                     {
-                        let fill = "filling page-locked host memory";
+                        let fill = "filling host memory for streaming";
                         let src_all = token_src.as_mut_slice().check(|| fill.into())?;
                         let doc_all = token_doc.as_mut_slice().check(|| fill.into())?;
-                        // The whole chunk is page-locked already: pieces go straight there.
+                        // The whole chunk is in its host buffer already: pieces go straight there.
                         let mut filler = p.filler_reusing(docs, std::mem::take(&mut sort_scratch));
                         for piece in p.pieces(piece_tokens.max(1)) {
                             let first = p.word_starts[piece.start] as usize;
@@ -1011,11 +1012,11 @@ impl Engine {
                         sort_scratch = filler.into_scratch();
                     }
                     // Read back every iteration: not write-combined.
-                    let mut z = pinned_zeroed::<u16>(&ctx, n, false)?;
+                    let mut z = HostBuffer::<u16>::zeroed(&ctx, n, false)?;
                     {
                         let zs = &mut z
                             .as_mut_slice()
-                            .check(|| "filling page-locked host memory".into())?[..n];
+                            .check(|| "filling host memory for streaming".into())?[..n];
                         match start_topics {
                             StartTopics::Given(all) => {
                                 zs.copy_from_slice(&all[p.token_start as usize..][..n])
@@ -1028,8 +1029,8 @@ impl Engine {
                     host.push(HostChunk {
                         token_doc,
                         token_src,
-                        items: pinned_copy(&ctx, &flatten(it), true)?,
-                        doc_off: pinned_copy(&ctx, &chunks::doc_offsets(docs, p), true)?,
+                        items: HostBuffer::copy_of(&ctx, &flatten(it), true)?,
+                        doc_off: HostBuffer::copy_of(&ctx, &chunks::doc_offsets(docs, p), true)?,
                         z,
                     });
                 }
@@ -1134,6 +1135,21 @@ impl Engine {
         clock.lap("counts");
         engine.open_seconds = clock.laps;
         Ok(engine)
+    }
+
+    /// Whether a streamed corpus lives in pageable host memory because page-locking was refused
+    /// (its copies then do not overlap the sweeps; see [`HostBuffer`]).
+    pub fn host_memory_pageable(&self) -> bool {
+        match &self.storage {
+            Storage::Streamed { host, .. } => host.iter().any(|h| {
+                !(h.token_doc.is_pinned()
+                    && h.token_src.is_pinned()
+                    && h.items.is_pinned()
+                    && h.doc_off.is_pinned()
+                    && h.z.is_pinned())
+            }),
+            Storage::Resident { .. } => false,
+        }
     }
 
     /// Seconds of each step of opening.

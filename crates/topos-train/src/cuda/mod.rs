@@ -27,6 +27,8 @@ pub mod engine;
 pub(crate) use enabled::join_nccl;
 #[cfg(feature = "cuda")]
 pub use enabled::CudaEngine;
+#[cfg(feature = "cuda")]
+pub(crate) use enabled::PAGEABLE_NOTE;
 
 #[cfg(not(feature = "cuda"))]
 mod disabled;

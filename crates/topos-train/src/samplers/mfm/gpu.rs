@@ -79,11 +79,10 @@ mod enabled {
     use std::ops::Range;
     use std::sync::Arc;
     use topos_cuda::cudarc::driver::{
-        CudaContext, CudaFunction, CudaSlice, CudaStream, CudaViewMut, LaunchConfig,
-        PinnedHostSlice, PushKernelArg,
+        CudaContext, CudaFunction, CudaSlice, CudaStream, CudaViewMut, LaunchConfig, PushKernelArg,
     };
     use topos_cuda::device::{self, DeviceInfo};
-    use topos_cuda::pinned::{pinned_copy, pinned_zeroed};
+    use topos_cuda::pinned::HostBuffer;
     use topos_cuda::{Check, GpuError};
     use topos_model::{DocTopics, Hyperparameters};
 
@@ -111,7 +110,7 @@ mod enabled {
     }
 
     /// What a streamed run keeps on the host, in page-locked memory so that its copies run
-    /// while the device sweeps: each chunk's tokens' words and its documents' rows (the rows are
+    /// while the device sweeps (pageable where page-locking is refused: [`HostBuffer`]): each chunk's tokens' words and its documents' rows (the rows are
     /// the run's state between iterations). Chunk i is copied and swept on lane i % 2, in slot
     /// i % 2: the engine's `words` and `rows` buffers, or `words2` and `rows2`; the sweeps run
     /// in order (they share the warps' histograms), the copies beside them.
@@ -123,10 +122,10 @@ mod enabled {
     }
 
     struct HostChunk {
-        words: PinnedHostSlice<u32>,
-        rows: PinnedHostSlice<u32>,
+        words: HostBuffer<u32>,
+        rows: HostBuffer<u32>,
         /// The chunk's first token and first row entry (indices of the whole run's), and its
-        /// tokens and row entries (the page-locked arrays hold at least one).
+        /// tokens and row entries (the host buffers hold at least one).
         token0: u64,
         row0: u64,
         token_count: usize,
@@ -416,9 +415,14 @@ mod enabled {
                     let (r0, r1) = (row_off_host[c.start], row_off_host[c.end]);
                     host.push(HostChunk {
                         // Only ever copied to the device: write-combined.
-                        words: pinned_copy(&ctx, &view.tokens()[t0 as usize..t1 as usize], true)
+                        words: HostBuffer::copy_of(
+                            &ctx,
+                            &view.tokens()[t0 as usize..t1 as usize],
+                            true,
+                        )
+                        .map_err(g)?,
+                        rows: HostBuffer::<u32>::zeroed(&ctx, (r1 - r0) as usize, false)
                             .map_err(g)?,
-                        rows: pinned_zeroed::<u32>(&ctx, (r1 - r0) as usize, false).map_err(g)?,
                         token0: t0,
                         row0: r0,
                         token_count: (t1 - t0) as usize,
@@ -977,8 +981,19 @@ mod enabled {
                     ),
                 ),
             };
+            let pageable = self.streamed.as_ref().is_some_and(|h| {
+                h.chunks
+                    .iter()
+                    .any(|c| !(c.words.is_pinned() && c.rows.is_pinned()))
+            });
+            let summary = if pageable {
+                summary + crate::cuda::PAGEABLE_NOTE
+            } else {
+                summary
+            };
             Some(serde_json::json!({
                 "mode": mode,
+                "host_memory_pageable": pageable,
                 "device_bytes": self.device_bytes,
                 "bytes_per_token": self.device_bytes as f64 / self.tokens.max(1) as f64,
                 "summary": summary,
