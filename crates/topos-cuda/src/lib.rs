@@ -4,7 +4,8 @@
 //! * [`device`]: `--device` specs, finding GPUs with the driver loaded at run time.
 //! * [`error`]: [`GpuError`], every driver call's result with what was being done.
 //! * [`compile`]: NVRTC compilation with an on-disk cache of the PTX.
-//! * [`pinned`]: page-locked host memory for streaming.
+//! * [`pinned`]: page-locked host memory for streaming, with a pageable fallback.
+//! * [`lanes`]: the two streams a streamed corpus's chunks take in turn.
 //! * [`nccl`]: sums of device buffers over the GPUs of a run (NCCL, loaded at run time).
 //! * [`tuning`]: the `TOPOS_GPU_*` knobs, read once.
 //!
@@ -15,6 +16,7 @@
 pub mod compile;
 pub mod device;
 pub mod error;
+pub mod lanes;
 pub mod nccl;
 pub mod pinned;
 pub mod tuning;

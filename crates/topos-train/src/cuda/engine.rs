@@ -20,6 +20,7 @@ use topos_cuda::cudarc::driver::{
     sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaEvent, CudaFunction, CudaSlice,
     CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
+use topos_cuda::lanes::Lanes;
 use topos_cuda::pinned::HostBuffer;
 use topos_cuda::tuning::Tuning;
 use topos_cuda::{Check, GpuError};
@@ -154,7 +155,7 @@ pub struct Engine {
     ctx: Arc<CudaContext>,
     /// Main stream (model updates) and the two chunk streams.
     main: Arc<CudaStream>,
-    lanes: [Arc<CudaStream>; 2],
+    lanes: Lanes,
     kernels: Kernels,
     cfg: EngineConfig,
     /// Word-topic counts (dense or hybrid rows, see `word_topics`) and where each word's row is.
@@ -681,10 +682,7 @@ impl Engine {
         // is written by two streams except through atomics.
         unsafe { ctx.disable_event_tracking() };
         let main = ctx.new_stream().check(|| "creating a CUDA stream".into())?;
-        let lanes = [
-            ctx.new_stream().check(|| "creating a CUDA stream".into())?,
-            ctx.new_stream().check(|| "creating a CUDA stream".into())?,
-        ];
+        let lanes = Lanes::new(&ctx)?;
         let k = cfg.topics as usize;
         let cells = words.cells as usize;
         if smem_bytes > max_shared_per_block {
@@ -1062,14 +1060,12 @@ impl Engine {
                 };
                 Storage::Streamed {
                     host,
-                    slots: Box::new([slot(&lanes[0])?, slot(&lanes[1])?]),
+                    slots: Box::new([slot(lanes.of(0))?, slot(lanes.of(1))?]),
                 }
             }
         };
         main.synchronize().check(|| "uploading the corpus".into())?;
-        for l in &lanes {
-            l.synchronize().check(|| "allocating chunk slots".into())?;
-        }
+        lanes.synchronize(|| "allocating chunk slots".into())?;
         clock.lap("upload");
         clock.laps.extend(upload_laps);
         let inv_f64 = main
@@ -1291,7 +1287,6 @@ impl Engine {
         if self.cfg.three_branch {
             self.top_topics()?;
         }
-        let ready = record(&self.main)?;
         let Self {
             main,
             lanes,
@@ -1345,12 +1340,10 @@ impl Engine {
                 }
             }
             Storage::Streamed { host, slots } => {
-                for l in lanes.iter() {
-                    l.wait(&ready).check(|| "ordering streams".into())?;
-                }
+                lanes.follow(main)?;
                 // The two slots share one histogram scratch: give each its half.
                 for (i, (h, m)) in host.iter_mut().zip(meta.iter()).enumerate() {
-                    let s = &lanes[i % 2];
+                    let s = lanes.of(i);
                     let (d, rows) = &mut slots[i % 2];
                     copy_in(s, h, d, m)?;
                     let half = (*scratch_warps / 2).max(1);
@@ -1369,10 +1362,7 @@ impl Engine {
                     s.memcpy_dtoh(&d.z.slice(0..m.tokens), &mut h.z)
                         .check(|| "copying a chunk's assignments back".into())?;
                 }
-                for l in lanes.iter() {
-                    let done = record(l)?;
-                    main.wait(&done).check(|| "ordering streams".into())?;
-                }
+                lanes.join(main)?;
             }
         }
         Ok(())
@@ -1536,20 +1526,14 @@ impl Engine {
                 }
             }
             Storage::Streamed { host, slots } => {
-                let cleared = record(main)?;
-                for l in lanes.iter() {
-                    l.wait(&cleared).check(|| "ordering streams".into())?;
-                }
+                lanes.follow(main)?;
                 for (i, (h, m)) in host.iter().zip(meta.iter()).enumerate() {
-                    let s = &lanes[i % 2];
+                    let s = lanes.of(i);
                     let (d, _) = &mut slots[i % 2];
                     copy_in_for_count(s, h, d)?;
                     launch_count(s, kernels, d, m, k, rows, b)?;
                 }
-                for l in lanes.iter() {
-                    let done = record(l)?;
-                    main.wait(&done).check(|| "ordering streams".into())?;
-                }
+                lanes.join(main)?;
             }
         }
         Ok(())
@@ -1579,10 +1563,8 @@ impl Engine {
         // What the last exchange prepared is done before anything else (a log-likelihood's
         // rebuild shares its scratch) runs.
         if self.prepared.is_some() || matches!(self.storage, Storage::Streamed { .. }) {
-            for l in &self.lanes {
-                l.synchronize()
-                    .check(|| format!("running iteration {iteration}"))?;
-            }
+            self.lanes
+                .synchronize(|| format!("running iteration {iteration}"))?;
         }
         Ok(())
     }
@@ -1891,10 +1873,8 @@ impl Engine {
 
     /// The current topics of tokens `start..start + out.len()` (corpus order).
     pub fn download_topics(&mut self, start: u64, out: &mut [u16]) -> Result<(), GpuError> {
-        for l in &self.lanes {
-            l.synchronize()
-                .check(|| "finishing the last chunks".into())?;
-        }
+        self.lanes
+            .synchronize(|| "finishing the last chunks".into())?;
         let end = start + out.len() as u64;
         for (i, m) in self.meta.iter().enumerate() {
             let (c0, c1) = (m.token_start, m.token_start + m.tokens as u64);
@@ -2154,7 +2134,7 @@ impl Engine {
         let ([chunk], [m]) = (chunks.as_mut_slice(), meta.as_slice()) else {
             return Ok(());
         };
-        let side = &lanes[0];
+        let side = lanes.of(0);
         side.memset_zeros(b)
             .check(|| "clearing the next word-topic counts".into())?;
         if m.tokens > 0 {
@@ -2199,9 +2179,7 @@ impl Engine {
         self.main
             .synchronize()
             .check(|| "finishing the sweep".into())?;
-        for l in &self.lanes {
-            l.synchronize().check(|| "finishing the sweep".into())?;
-        }
+        self.lanes.synchronize(|| "finishing the sweep".into())?;
         self.prepare_next_sweep()?;
         let started = std::time::Instant::now();
         // The sweep's topic totals travel with the counts (K numbers), so that the commit need

@@ -82,6 +82,7 @@ mod enabled {
         CudaContext, CudaFunction, CudaSlice, CudaStream, CudaViewMut, LaunchConfig, PushKernelArg,
     };
     use topos_cuda::device::{self, DeviceInfo};
+    use topos_cuda::lanes::Lanes;
     use topos_cuda::pinned::HostBuffer;
     use topos_cuda::{Check, GpuError};
     use topos_model::{DocTopics, Hyperparameters};
@@ -116,7 +117,7 @@ mod enabled {
     /// in order (they share the warps' histograms), the copies beside them.
     struct Streamed {
         chunks: Vec<HostChunk>,
-        lanes: [Arc<CudaStream>; 2],
+        lanes: Lanes,
         words2: CudaSlice<u32>,
         rows2: CudaSlice<u32>,
     }
@@ -404,11 +405,6 @@ mod enabled {
             let streamed = if resident {
                 None
             } else {
-                let lane = || {
-                    ctx.new_stream()
-                        .check(|| "creating a CUDA stream".into())
-                        .map_err(g)
-                };
                 let mut host = Vec::with_capacity(chunks.len());
                 for c in &chunks {
                     let (t0, t1) = (view.offsets()[c.start], view.offsets()[c.end]);
@@ -431,7 +427,7 @@ mod enabled {
                 }
                 Some(Streamed {
                     chunks: host,
-                    lanes: [lane()?, lane()?],
+                    lanes: Lanes::new(&ctx).map_err(g)?,
                     words2: stream
                         .alloc_zeros::<u32>(chunk_tokens.max(1) as usize)
                         .check(|| alloc("a chunk's tokens"))
@@ -617,17 +613,14 @@ mod enabled {
                 return Ok(());
             };
             let ordering = || "ordering streams".to_string();
-            let ready = stream.record_event(None).check(ordering)?;
-            for lane in host.lanes.iter() {
-                lane.wait(&ready).check(ordering)?;
-            }
+            host.lanes.follow(stream)?;
             // The sweeps themselves run one after another (each fills the device): chunk i's
             // launch waits for chunk i − 1's, issued on the other lane, so both share the warps'
             // histograms; only the copies overlap a sweep.
             let mut slots = [
-                (&host.lanes[0], words.slice_mut(..), rows.slice_mut(..)),
+                (host.lanes.of(0), words.slice_mut(..), rows.slice_mut(..)),
                 (
-                    &host.lanes[1],
+                    host.lanes.of(1),
                     host.words2.slice_mut(..),
                     host.rows2.slice_mut(..),
                 ),
@@ -663,10 +656,7 @@ mod enabled {
                         .check(|| "reading a chunk's rows back".into())?;
                 }
             }
-            for lane in host.lanes.iter() {
-                let done = lane.record_event(None).check(ordering)?;
-                stream.wait(&done).check(ordering)?;
-            }
+            host.lanes.join(stream)?;
             Ok(())
         }
 
