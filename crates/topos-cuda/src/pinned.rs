@@ -28,8 +28,10 @@ pub fn pinned_zeroed<T: DeviceRepr + ValidAsZeroBits>(
 /// Host memory a streamed corpus keeps between its trips to the device: page-locked where the
 /// driver grants it, so that copies run beside kernels; ordinary pageable memory where it does
 /// not (a host short of memory it can lock, a container or VM that caps page-locked memory, or
-/// `TOPOS_GPU_PAGEABLE=1`). With pageable memory the driver stages every copy, and a copy back
-/// returns only once it is done, so the run goes on, without the overlap, instead of failing.
+/// `TOPOS_GPU_PAGEABLE=1`). With pageable memory the driver stages the copies through its own
+/// buffers, so they mostly do not overlap kernels, and the run goes on instead of failing. Either
+/// way the caller orders host reads and writes after the copies with the stream (synchronizing
+/// it, or an event), as for any host memory.
 pub enum HostBuffer<T> {
     Pinned(PinnedHostSlice<T>),
     Pageable(Vec<T>),
@@ -42,18 +44,43 @@ fn pageable_forced() -> bool {
     *FORCED.get_or_init(|| std::env::var("TOPOS_GPU_PAGEABLE").as_deref() == Ok("1"))
 }
 
+/// Set at the first refusal: the process's later buffers go pageable without asking again, so
+/// that small buffers do not take the last memory the host could lock while the large ones go
+/// pageable.
+static REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a failed page-locked allocation is the driver refusing the memory (then pageable
+/// memory may serve) rather than another failure (a broken context, say), which must surface.
+fn refusal(e: &GpuError) -> bool {
+    use cudarc::driver::sys::cudaError_enum as E;
+    matches!(
+        e,
+        GpuError::Driver { source, .. } if matches!(
+            source.0,
+            E::CUDA_ERROR_OUT_OF_MEMORY
+                | E::CUDA_ERROR_NOT_PERMITTED
+                | E::CUDA_ERROR_NOT_SUPPORTED
+                | E::CUDA_ERROR_OPERATING_SYSTEM
+        )
+    )
+}
+
 impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> HostBuffer<T> {
     /// `len` elements (at least one), page-locked if the driver grants them, else pageable;
-    /// zeroed when pageable, to be filled by the caller either way. An error only when even
-    /// pageable memory cannot be had.
+    /// zeroed when pageable, to be filled by the caller either way. An error when the driver
+    /// fails for another reason than refusing the memory, or when even pageable memory cannot
+    /// be had.
     pub fn zeroed(
         ctx: &Arc<CudaContext>,
         len: usize,
         write_combined: bool,
     ) -> Result<Self, GpuError> {
-        if !pageable_forced() {
-            if let Ok(p) = pinned_zeroed(ctx, len, write_combined) {
-                return Ok(HostBuffer::Pinned(p));
+        use std::sync::atomic::Ordering;
+        if !pageable_forced() && !REFUSED.load(Ordering::Relaxed) {
+            match pinned_zeroed(ctx, len, write_combined) {
+                Ok(p) => return Ok(HostBuffer::Pinned(p)),
+                Err(e) if refusal(&e) => REFUSED.store(true, Ordering::Relaxed),
+                Err(e) => return Err(e),
             }
         }
         let n = len.max(1);
@@ -99,7 +126,8 @@ impl<T> HostBuffer<T> {
 }
 
 impl<T: ValidAsZeroBits> HostBuffer<T> {
-    /// The elements, once the copies that write them are done.
+    /// The elements (page-locked: after the copies cudarc tracked on them; the caller orders
+    /// the others).
     pub fn as_slice(&self) -> Result<&[T], cudarc::driver::DriverError> {
         match self {
             HostBuffer::Pinned(p) => p.as_slice(),
@@ -107,7 +135,7 @@ impl<T: ValidAsZeroBits> HostBuffer<T> {
         }
     }
 
-    /// The elements to write, once the copies that read them are done.
+    /// The elements to write (as [`HostBuffer::as_slice`]).
     pub fn as_mut_slice(&mut self) -> Result<&mut [T], cudarc::driver::DriverError> {
         match self {
             HostBuffer::Pinned(p) => p.as_mut_slice(),
@@ -152,6 +180,22 @@ impl<T> HostSlice<T> for HostBuffer<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_refused_allocation_falls_back_to_pageable_memory() {
+        use cudarc::driver::{sys::cudaError_enum as E, DriverError};
+        let failed = |code| {
+            Err::<(), _>(DriverError(code))
+                .check(|| "allocating page-locked memory".into())
+                .unwrap_err()
+        };
+        assert!(refusal(&failed(E::CUDA_ERROR_OUT_OF_MEMORY)));
+        assert!(refusal(&failed(E::CUDA_ERROR_NOT_PERMITTED)));
+        // A broken context is the run's error, not a reason to go on pageable.
+        assert!(!refusal(&failed(E::CUDA_ERROR_ILLEGAL_ADDRESS)));
+        assert!(!refusal(&failed(E::CUDA_ERROR_INVALID_CONTEXT)));
+        assert!(!refusal(&GpuError::NoDriver));
+    }
 
     #[test]
     fn pageable_buffers_read_and_write_like_slices() {

@@ -146,7 +146,7 @@ mod enabled {
 
     /// The `mfm` engine on one GPU.
     pub struct MfmGpuEngine {
-        _ctx: Arc<CudaContext>,
+        ctx: Arc<CudaContext>,
         stream: Arc<CudaStream>,
         kernels: Kernels,
         info: DeviceInfo,
@@ -197,6 +197,14 @@ mod enabled {
         hist: CudaSlice<u32>,
         ll: CudaSlice<u64>,
         device_bytes: u64,
+    }
+
+    impl Drop for MfmGpuEngine {
+        /// The device's queued work (a streamed chunk's copy back into host memory, say) ends
+        /// before the buffers it touches are freed.
+        fn drop(&mut self) {
+            let _ = self.ctx.synchronize();
+        }
     }
 
     impl MfmGpuEngine {
@@ -481,7 +489,7 @@ mod enabled {
                 .check(|| alloc("the log-likelihood sum"))
                 .map_err(g)?;
             let mut engine = MfmGpuEngine {
-                _ctx: ctx,
+                ctx,
                 stream,
                 kernels,
                 info,
