@@ -8,7 +8,7 @@ use cudarc::driver::{
 use std::sync::Arc;
 
 /// `len` elements of page-locked host memory (at least one), to be filled by the caller.
-pub fn pinned_zeroed<T: DeviceRepr + ValidAsZeroBits>(
+fn pinned_zeroed<T: DeviceRepr + ValidAsZeroBits>(
     ctx: &Arc<CudaContext>,
     len: usize,
     write_combined: bool,
@@ -35,13 +35,6 @@ pub fn pinned_zeroed<T: DeviceRepr + ValidAsZeroBits>(
 pub enum HostBuffer<T> {
     Pinned(PinnedHostSlice<T>),
     Pageable(Vec<T>),
-}
-
-/// Whether `TOPOS_GPU_PAGEABLE=1` asks for pageable host memory (tests of the fallback, or a
-/// host where page-locking large buffers is unwelcome).
-fn pageable_forced() -> bool {
-    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FORCED.get_or_init(|| std::env::var("TOPOS_GPU_PAGEABLE").as_deref() == Ok("1"))
 }
 
 /// Set at the first refusal: the process's later buffers go pageable without asking again, so
@@ -76,7 +69,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> HostBuffer<T> {
         write_combined: bool,
     ) -> Result<Self, GpuError> {
         use std::sync::atomic::Ordering;
-        if !pageable_forced() && !REFUSED.load(Ordering::Relaxed) {
+        if !crate::tuning::Tuning::get().pageable && !REFUSED.load(Ordering::Relaxed) {
             match pinned_zeroed(ctx, len, write_combined) {
                 Ok(p) => return Ok(HostBuffer::Pinned(p)),
                 Err(e) if refusal(&e) => REFUSED.store(true, Ordering::Relaxed),

@@ -35,6 +35,9 @@ pub struct Tuning {
     /// static arrays (about 40 KB) it must fit the device's shared memory a block (227 KB on an
     /// H100, so at most about 186 KB there); more is refused when the engine opens.
     pub mfm_smem_pad: Option<u32>,
+    /// `TOPOS_GPU_PAGEABLE=1`: streamed corpora in pageable host memory from the start, as
+    /// where the driver refuses to page-lock it (`pinned::HostBuffer`; the fallback's tests).
+    pub pageable: bool,
 }
 
 impl Tuning {
@@ -63,6 +66,7 @@ impl Tuning {
             knn_warps: ranged("TOPOS_KNN_WARPS", 1..=16),
             host_pdow: var("TOPOS_GPU_HOST_PDOW").is_some(),
             mfm_smem_pad: ranged("TOPOS_GPU_MFM_SMEM", 0..=196_608),
+            pageable: var("TOPOS_GPU_PAGEABLE").as_deref() == Some("1"),
         }
     }
 }
@@ -121,6 +125,7 @@ mod tests {
             "TOPOS_GPU_DEFINES" => Some("ROW_MID=5,LEAF_BATCH=8 bad=1 X=y".to_string()),
             "TOPOS_GPU_ROW_REGS" => Some("99".to_string()),
             "TOPOS_GPU_MIN_BLOCKS" => Some("3".to_string()),
+            "TOPOS_GPU_PAGEABLE" => Some("yes".to_string()),
             _ => None,
         };
         let t = Tuning::from_env(env);
@@ -131,6 +136,9 @@ mod tests {
         assert_eq!((t.row_regs, t.min_blocks), (None, Some(3)));
         assert!(!t.line_info && t.word_topics.is_none());
         assert_eq!(t.mfm_smem_pad, None);
+        // Only `1` asks for pageable memory.
+        assert!(!t.pageable);
+        assert!(Tuning::from_env(|n| (n == "TOPOS_GPU_PAGEABLE").then(|| "1".into())).pageable);
     }
 
     #[test]

@@ -111,8 +111,9 @@ mod enabled {
     }
 
     /// What a streamed run keeps on the host, in page-locked memory so that its copies run
-    /// while the device sweeps (pageable where page-locking is refused: [`HostBuffer`]): each chunk's tokens' words and its documents' rows (the rows are
-    /// the run's state between iterations). Chunk i is copied and swept on lane i % 2, in slot
+    /// while the device sweeps (pageable where page-locking is refused: [`HostBuffer`]): each
+    /// chunk's tokens' words and its documents' rows (the rows are the run's state between
+    /// iterations). Chunk i is copied and swept on lane i % 2, in slot
     /// i % 2: the engine's `words` and `rows` buffers, or `words2` and `rows2`; the sweeps run
     /// in order (they share the warps' histograms), the copies beside them.
     struct Streamed {
