@@ -35,6 +35,20 @@ if [ "${TESTS:-1}" = 1 ]; then
   (cd .devbin && TOPOS_EXCHANGE=sparse ./gpu-tests --ignored --test-threads 1 --nocapture \
     gpu_engines_sharing 2>&1) > "$OUT/gpu-tests-sparse.log" || { tail -40 "$OUT/gpu-tests-sparse.log"; exit 1; }
   grep -E "test result|engines on" "$OUT/gpu-tests-sparse.log" | tee -a "$table"
+  # The sliced sweep cut seven ways (uneven word ranges, some slices small), sparse.
+  (cd .devbin && TOPOS_EXCHANGE=sparse TOPOS_EXCHANGE_SLICES=7 ./gpu-tests --ignored --test-threads 1 \
+    --nocapture gpu_engines_sharing 2>&1) > "$OUT/gpu-tests-slices7.log" || { tail -40 "$OUT/gpu-tests-slices7.log"; exit 1; }
+  grep -E "test result|engines on" "$OUT/gpu-tests-slices7.log" | tee -a "$table"
+  # memcheck on every GPU of one process, the sweep in slices, sparse and dense (not fatal here:
+  # NCCL's own host calls are reported too; the log's device errors are read by hand).
+  topos synth -o /tmp/small.tcorp --docs 1500 --vocab 3000 --topics 20 --doc-len 120 --quiet
+  for way in sparse dense; do
+    TOPOS_EXCHANGE=$way timeout 300 compute-sanitizer --tool memcheck --print-limit 50 \
+      topos train /tmp/small.tcorp -k 50 --iters 3 --device cuda:all -q -o /tmp/s.tmod \
+      > "$OUT/sanitizer-slices-$way.log" 2>&1 || true
+    echo "memcheck cuda:all $way: $(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUT/sanitizer-slices-$way.log")," \
+      "invalid accesses: $(grep -c 'Invalid __global__' "$OUT/sanitizer-slices-$way.log")" | tee -a "$table"
+  done
 fi
 
 # The corpora of the GPU section of BENCHMARKS.md (PubMed-shaped: 0.1% held out, as there).

@@ -9,7 +9,7 @@
 //! usual bootstrap through MPI, or through memory between the threads of one process).
 
 use crate::error::GpuError;
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtrMut};
 use cudarc::nccl::{Comm, Id, ReduceOp};
 use std::sync::Arc;
 
@@ -42,7 +42,8 @@ unsafe impl Send for DeviceComm {}
 
 impl DeviceComm {
     /// Joins the communicator `id` (from [`new_id`]) as `rank` of `workers`, enqueuing on
-    /// `stream`. Every worker must call it at the same time: it waits for all of them.
+    /// `stream` (every collective of the communicator runs there: the caller orders it against
+    /// its other streams with events). Every worker must call it at the same time: it waits for all of them.
     pub fn join(
         stream: Arc<CudaStream>,
         rank: usize,
@@ -74,9 +75,9 @@ impl DeviceComm {
         self.comm.world_size()
     }
 
-    /// `buf` summed element-wise over every GPU, in place (enqueued on the communicator's
-    /// stream; every worker must call it).
-    pub fn sum_u32(&mut self, buf: &mut CudaSlice<u32>) -> Result<(), GpuError> {
+    /// `buf` (a buffer or a view of one) summed element-wise over every GPU, in place (enqueued
+    /// on the communicator's stream; every worker must call it).
+    pub fn sum_u32(&mut self, buf: &mut impl DevicePtrMut<u32>) -> Result<(), GpuError> {
         self.comm
             .all_reduce_in_place(buf, &ReduceOp::Sum)
             .map_err(|e| nccl_error("summing the counts", e))?;

@@ -60,6 +60,9 @@ pub struct ExchangeReport {
     /// non-zeros, 8·(K + 2) bytes): waiting there is waiting for the slowest worker to finish its
     /// sweep, the run's imbalance rather than the cost of moving counts.
     pub waiting_seconds: f64,
+    /// Slices of the vocabulary a GPU's sweep ran in, each exchanged while the next sampled
+    /// (GPUs over NCCL; 1: the whole sweep, then the exchange; 0: not a GPU run).
+    pub slices: u32,
 }
 
 impl ExchangeReport {

@@ -967,9 +967,10 @@ fn gpu_engines_sharing_the_documents_train_one_engines_model() {
     for algo in SAMPLERS {
         let mut one = gpu(&docs, s.num_words, algo, 12, DeviceOptions::default());
         step(&mut one, 6);
-        for n in [2usize, 3] {
+        for (n, streamed) in [(2usize, true), (3, true), (2, false), (3, false)] {
             // Members on every GPU of the machine in turn (all on one where there is one), one
-            // streamed, so each path of the engine takes part.
+            // streamed, so each path of the engine takes part; or all resident, so that over
+            // NCCL the sweep runs in slices exchanged while the next slices sample.
             let transports: Vec<Arc<InProcess>> =
                 InProcess::group(n).into_iter().map(Arc::new).collect();
             // Opened at once: joining the group (and NCCL) is collective.
@@ -984,7 +985,7 @@ fn gpu_engines_sharing_the_documents_train_one_engines_model() {
                             algo,
                             12,
                             DeviceOptions {
-                                force_streaming: i == 1,
+                                force_streaming: streamed && i == 1,
                                 ..Default::default()
                             },
                         );
@@ -1006,8 +1007,8 @@ fn gpu_engines_sharing_the_documents_train_one_engines_model() {
             );
             let report = group.exchange_report().unwrap();
             eprintln!(
-                "{algo:?}: {n} engines on {count} GPU(s): LL {lb} (one engine {la}); exchanges: {} by NCCL's all-reduce, {} by NCCL sparse, {} through the host",
-                report.nccl, report.nccl_sparse, report.dense
+                "{algo:?}: {n} engines on {count} GPU(s), one streamed: {streamed}: LL {lb} (one engine {la}); exchanges: {} by NCCL's all-reduce, {} by NCCL sparse, {} through the host; the sweep in {} slice(s)",
+                report.nccl, report.nccl_sparse, report.dense, report.slices
             );
             assert!(a == b, "{algo:?}: {n} engines changed the assignments");
             assert_eq!(la.to_bits(), lb.to_bits());

@@ -296,7 +296,7 @@ impl CudaEngine {
         let mut kernels = kernels;
         let mut comm = match &shard {
             Some(_) => join_nccl(
-                &kernels.main_stream(),
+                &kernels.exchange_stream(),
                 kernels.ordinal(),
                 setup.transport.as_ref(),
             )?,
@@ -428,6 +428,7 @@ impl Engine for CudaEngine {
             .map_err(to_train)?;
         self.exchanges.count(way);
         self.exchanges.seconds += seconds;
+        self.exchanges.slices = self.kernels.exchange_slices();
         Ok(())
     }
     fn exchange_report(&self) -> Option<crate::exchange::ExchangeReport> {

@@ -17,8 +17,8 @@ use std::ops::Range;
 use std::sync::Arc;
 use topos_corpus::Docs;
 use topos_cuda::cudarc::driver::{
-    sys::CUfunction_attribute_enum as FnAttr, CudaContext, CudaEvent, CudaFunction, CudaSlice,
-    CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+    sys::CUevent_flags::CU_EVENT_DEFAULT, sys::CUfunction_attribute_enum as FnAttr, CudaContext,
+    CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use topos_cuda::lanes::Lanes;
 use topos_cuda::pinned::HostBuffer;
@@ -156,6 +156,10 @@ pub struct Engine {
     /// Main stream (model updates) and the two chunk streams.
     main: Arc<CudaStream>,
     lanes: Lanes,
+    /// The stream of NCCL's collectives and the exchange's own kernels, at the device's highest
+    /// priority: while a sweep runs in slices, a slice's exchange gets its blocks as the later
+    /// slices' sampling blocks retire, instead of after all of them.
+    exchange: Arc<CudaStream>,
     kernels: Kernels,
     cfg: EngineConfig,
     /// Word-topic counts (dense or hybrid rows, see `word_topics`) and where each word's row is.
@@ -205,6 +209,12 @@ pub struct Engine {
     /// The sparse exchange's buffers, made at the first exchange over NCCL that has room for
     /// them (`None` until then, or for good when there is no room).
     sparse: Option<SparseExchange>,
+    /// The sweep cut at words into slices whose counts are exchanged while later slices sample
+    /// (several GPUs over NCCL, a resident corpus; decided at the first such exchange, see
+    /// [`Engine::slice_the_sweep`]).
+    slicing: Slicing,
+    /// The last sweep's events when it ran in slices, for the exchange that follows it.
+    sliced_sweep: Option<SlicedSweep>,
     /// Set by an exchange that, while the counts travel, cleared the next sweep's B′ (the B
     /// the sweep just read) and rebuilt its document rows on a chunk stream (see
     /// [`Engine::prepare_next_sweep`]): the event the next sweep waits for instead of doing
@@ -230,8 +240,6 @@ enum NextTotals {
 struct SparseExchange {
     /// Entries per GPU that fit: an exchange whose largest GPU has more goes dense.
     capacity: u64,
-    /// Tiles of the counts (a header place each in `own`).
-    tiles: u64,
     /// This GPU's entries in `compact_counts`'s layout: the two counts, 2·`tiles` header
     /// words, `capacity` entries.
     own: CudaSlice<u32>,
@@ -241,9 +249,56 @@ struct SparseExchange {
     /// The largest GPU's entry count, summed over the GPUs by a max.
     largest: CudaSlice<u64>,
     /// Exchanges left to go dense without compacting, after one whose largest GPU had too many
-    /// entries (the same on every GPU: it follows from the max they share).
-    dense_for: u32,
+    /// entries (the same on every GPU: it follows from the max they share), a number for each
+    /// slice of the sweep.
+    dense_for: Vec<u32>,
 }
+
+/// A sweep's work items grouped by slices of the vocabulary, so that a slice's new counts are
+/// final when its items are sampled and can travel while the next slices sample (the overlap of
+/// communication with computation in CuLDA_CGS §6.2 and ezLDA's multi-GPU pipeline, here over
+/// word ranges of one sweep). Every GPU cuts at the same words, chosen from their summed token
+/// counts, so that their collectives cover the same cells in the same order.
+struct Slices {
+    /// First word of each slice, then V.
+    words: Vec<u32>,
+    /// First work item of each slice in the regrouped item list, then the number of items.
+    items: Vec<u32>,
+}
+
+/// Whether the sweep runs in slices, decided by every GPU together at the first exchange over
+/// NCCL.
+enum Slicing {
+    Undecided,
+    Whole,
+    Sliced(Slices),
+}
+
+/// What a sweep in slices leaves for its exchange.
+struct SlicedSweep {
+    /// Recorded on the main stream after each slice's sampling.
+    slices: Vec<CudaEvent>,
+    /// After the whole sweep (the topic histogram included), with timing: the exchange's time
+    /// not hidden behind the sweep is measured from it.
+    end: CudaEvent,
+}
+
+/// Slices a sweep is cut into when [`SLICED_FROM_GPUS`] or more GPUs exchange over NCCL
+/// (`TOPOS_EXCHANGE_SLICES` overrides it; 1 runs the sweep whole and then the exchange).
+const EXCHANGE_SLICES: u32 = 4;
+
+/// The fewest GPUs at which the sweep runs in slices by default. Measured (BENCHMARKS, "The
+/// exchange beside the sweep"): on two H200s the slices hid 70-80% of the exchange but the loop
+/// moved -0.5 to +0.8%, because the exchange's kernels share the sweep's SMs and bandwidth; on
+/// four, where each GPU's share of the sweep is smaller against the same V·K exchange, they took
+/// 1.0-3.0% off the loop in every pair.
+const SLICED_FROM_GPUS: usize = 4;
+
+/// Blocks a multiprocessor for the exchange's grid-stride kernels.
+const EXCHANGE_BLOCKS_PER_SM: u64 = 8;
+
+/// Word buckets of the token histogram the GPUs sum to agree on the slices' first words.
+const SLICE_BUCKETS: u32 = 4096;
 
 /// Cells a tile of `compact_counts` (its blocks of [`BLOCK`] threads, 8 cells a thread): an
 /// entry's offset in its tile has kernels.cu's `COMPACT_OFFSET_BITS` (11) bits.
@@ -593,6 +648,57 @@ impl DeviceSort {
 }
 
 /// A one-dimensional launch of `blocks` blocks of `threads` threads, no dynamic shared memory.
+/// Where a sweep's slices start: word 0, then the first word after each bucket edge at which
+/// the tokens counted so far (`token_hist`, tokens a bucket of equal word ranges) reach the next
+/// of `wanted` equal shares, then `words`. Fewer slices where shares fall in one bucket.
+fn slice_cuts(token_hist: &[u64], words: u32, wanted: u32) -> Vec<u32> {
+    let buckets = token_hist.len().max(1) as u64;
+    let tokens: u64 = token_hist.iter().sum();
+    let mut cuts = vec![0u32];
+    let (mut seen, mut next) = (0u64, 1u64);
+    for (b, &t) in token_hist.iter().enumerate() {
+        seen += t;
+        while next < u64::from(wanted) && seen * u64::from(wanted) >= tokens * next {
+            // The bucket's end: the first word of bucket b + 1.
+            let edge = ((b as u64 + 1) * u64::from(words)).div_ceil(buckets) as u32;
+            if edge > *cuts.last().expect("starts with 0") && edge < words {
+                cuts.push(edge);
+            }
+            next += 1;
+        }
+    }
+    cuts.push(words);
+    cuts
+}
+
+/// Work items (4 words each, the word first and its tokens third) grouped by the slice of their
+/// word (`cuts` from [`slice_cuts`]), largest first within a slice (ties by word and first
+/// entry, as [`chunks::items`] orders them), and the first item of each slice, then the number
+/// of items.
+fn group_items_by_slice(items: &[u32], cuts: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let slice_of = |w: u32| cuts.partition_point(|&c| c <= w) - 1;
+    let mut list: Vec<[u32; 4]> = items
+        .chunks_exact(4)
+        .map(|c| [c[0], c[1], c[2], c[3]])
+        .collect();
+    list.sort_by(|a, b| {
+        slice_of(a[0])
+            .cmp(&slice_of(b[0]))
+            .then(b[2].cmp(&a[2]))
+            .then(a[0].cmp(&b[0]))
+            .then(a[1].cmp(&b[1]))
+    });
+    let mut item_cuts = vec![0u32; cuts.len()];
+    for (i, it) in list.iter().enumerate() {
+        item_cuts[slice_of(it[0]) + 1] = i as u32 + 1;
+    }
+    // A slice with no items here starts and ends where the one before ended.
+    for j in 1..item_cuts.len() {
+        item_cuts[j] = item_cuts[j].max(item_cuts[j - 1]);
+    }
+    (list.into_iter().flatten().collect(), item_cuts)
+}
+
 fn grid(blocks: u32, threads: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (blocks, 1, 1),
@@ -683,6 +789,12 @@ impl Engine {
         unsafe { ctx.disable_event_tracking() };
         let main = ctx.new_stream().check(|| "creating a CUDA stream".into())?;
         let lanes = Lanes::new(&ctx)?;
+        // Numerically smallest is highest; (0, 0) where the device has no priorities.
+        let (_, highest) = topos_cuda::cudarc::driver::result::stream::get_priority_range()
+            .check(|| "reading the stream priorities".into())?;
+        let exchange = ctx
+            .new_stream_with_priority(highest)
+            .check(|| "creating a CUDA stream".into())?;
         let k = cfg.topics as usize;
         let cells = words.cells as usize;
         if smem_bytes > max_shared_per_block {
@@ -1092,6 +1204,7 @@ impl Engine {
             ctx,
             main,
             lanes,
+            exchange,
             kernels,
             cfg,
             b,
@@ -1124,6 +1237,8 @@ impl Engine {
             mh_starts: None,
             mh_own_kept: false,
             sparse: None,
+            slicing: Slicing::Undecided,
+            sliced_sweep: None,
             prepared: None,
             open_seconds: Vec::new(),
         };
@@ -1311,6 +1426,8 @@ impl Engine {
             mh_starts,
             mh_own_kept,
             one_copy,
+            slicing,
+            sliced_sweep,
             ..
         } = self;
         let model = Model {
@@ -1334,9 +1451,34 @@ impl Engine {
         };
         match storage {
             Storage::Resident { chunks, rows } => {
+                let last = chunks.len().saturating_sub(1);
                 for (i, (c, m)) in chunks.iter_mut().zip(meta.iter()).enumerate() {
                     let rows_ready = i == 0 && prepared.is_some();
-                    sweep(main, kernels, &model, c, rows, scratch, bn, m, rows_ready)?;
+                    match &*slicing {
+                        // In slices (several GPUs): the last chunk's, whose ends are the events
+                        // each slice's exchange waits for (`Engine::exchange_on_gpus`); a slice
+                        // of words is final once the last chunk has sampled it.
+                        Slicing::Sliced(slices) if i == last => {
+                            let mut view = scratch.slice_mut(..);
+                            let ends = sweep_view(
+                                main,
+                                kernels,
+                                &model,
+                                c,
+                                rows,
+                                &mut view,
+                                bn,
+                                m,
+                                rows_ready,
+                                Some(&slices.items),
+                            )?;
+                            let end = main
+                                .record_event(Some(CU_EVENT_DEFAULT))
+                                .check(|| "recording a CUDA event".into())?;
+                            *sliced_sweep = Some(SlicedSweep { slices: ends, end });
+                        }
+                        _ => sweep(main, kernels, &model, c, rows, scratch, bn, m, rows_ready)?,
+                    }
                 }
             }
             Storage::Streamed { host, slots } => {
@@ -1358,7 +1500,18 @@ impl Engine {
                         scratch_warps: half,
                         ..model
                     };
-                    sweep_view(s, kernels, &model_half, d, rows, &mut part, bn, m, false)?;
+                    sweep_view(
+                        s,
+                        kernels,
+                        &model_half,
+                        d,
+                        rows,
+                        &mut part,
+                        bn,
+                        m,
+                        false,
+                        None,
+                    )?;
                     s.memcpy_dtoh(&d.z.slice(0..m.tokens), &mut h.z)
                         .check(|| "copying a chunk's assignments back".into())?;
                 }
@@ -1390,9 +1543,9 @@ impl Engine {
         self.ctx.ordinal()
     }
 
-    /// The stream every kernel of the iteration is ordered on (NCCL's collectives join it).
-    pub fn main_stream(&self) -> Arc<CudaStream> {
-        self.main.clone()
+    /// The stream NCCL's collectives are enqueued on (a communicator joins it).
+    pub fn exchange_stream(&self) -> Arc<CudaStream> {
+        self.exchange.clone()
     }
 
     /// ezlda: each word's two topics of largest p*(k) from the frozen counts (`word_top2`), what
@@ -2176,33 +2329,15 @@ impl Engine {
             ));
         }
         self.grouped = true;
-        self.main
-            .synchronize()
-            .check(|| "finishing the sweep".into())?;
-        self.lanes.synchronize(|| "finishing the sweep".into())?;
+        if let Some(comm) = comm {
+            return self.exchange_on_gpus(comm);
+        }
+        self.finish_sweep()?;
         self.prepare_next_sweep()?;
         let started = std::time::Instant::now();
         // The sweep's topic totals travel with the counts (K numbers), so that the commit need
         // not sum B′'s columns.
         let with_totals = self.next_totals == NextTotals::Local;
-        if let Some(comm) = comm {
-            // On the GPUs, enqueued on the main stream: the non-zero cells gathered, or NCCL's
-            // all-reduce of the dense counts.
-            let way = if self.sparse_exchange(comm)? {
-                crate::exchange::Way::NcclSparse
-            } else {
-                comm.sum_u32(&mut self.bn)?;
-                crate::exchange::Way::Nccl
-            };
-            if with_totals {
-                comm.sum_u64(&mut self.n_next)?;
-                self.next_totals = NextTotals::Summed;
-            }
-            self.main
-                .synchronize()
-                .check(|| "summing the counts over the GPUs".into())?;
-            return Ok((started.elapsed().as_secs_f64(), way));
-        }
         let cells = self.bn.len();
         let block = (1usize << 22).min(cells.max(1));
         let mut host = vec![0u32; block];
@@ -2240,6 +2375,178 @@ impl Engine {
         Ok((started.elapsed().as_secs_f64(), crate::exchange::Way::Dense))
     }
 
+    /// Slices of the vocabulary the sweep runs in (1: whole; see [`Engine::slice_the_sweep`]).
+    pub fn exchange_slices(&self) -> u32 {
+        match &self.slicing {
+            Slicing::Sliced(slices) => slices.words.len() as u32 - 1,
+            _ => 1,
+        }
+    }
+
+    /// Waits for the sweep's streams.
+    fn finish_sweep(&mut self) -> Result<(), GpuError> {
+        self.main
+            .synchronize()
+            .check(|| "finishing the sweep".into())?;
+        self.lanes.synchronize(|| "finishing the sweep".into())
+    }
+
+    /// [`Engine::exchange_counts`] over NCCL, on the exchange stream: slice by slice as each
+    /// slice of the sweep ends, while the next slices sample (when the sweep ran in slices),
+    /// else after the whole sweep. Each slice's cells go sparse (the non-zero cells gathered,
+    /// [`Engine::sparse_exchange`]) or dense (NCCL's all-reduce); then the topic totals. The
+    /// seconds returned are those the exchange took once this device's sweep had ended (the
+    /// part not hidden behind it, timed by events when it ran in slices).
+    fn exchange_on_gpus(
+        &mut self,
+        comm: &mut topos_cuda::nccl::DeviceComm,
+    ) -> Result<(f64, crate::exchange::Way), GpuError> {
+        let with_totals = self.next_totals == NextTotals::Local;
+        let topics = u64::from(self.cfg.topics);
+        let x = self.exchange.clone();
+        let sliced = self.sliced_sweep.take();
+        let ranges: Vec<Range<u64>> = match (&sliced, &self.slicing) {
+            (Some(_), Slicing::Sliced(slices)) => slices
+                .words
+                .windows(2)
+                .map(|w| u64::from(w[0]) * topics..u64::from(w[1]) * topics)
+                .collect(),
+            _ => {
+                self.finish_sweep()?;
+                std::iter::once(0..self.bn.len() as u64).collect()
+            }
+        };
+        // The next sweep's clearing and rows, once the whole sweep has read B and the rows.
+        if let Some(sweep) = &sliced {
+            self.lanes
+                .of(0)
+                .wait(&sweep.end)
+                .check(|| "ordering streams".into())?;
+        }
+        self.prepare_next_sweep()?;
+        let started = std::time::Instant::now();
+        let mut dense = false;
+        for (i, cells) in ranges.iter().enumerate() {
+            if let Some(sweep) = &sliced {
+                x.wait(&sweep.slices[i])
+                    .check(|| "ordering streams".into())?;
+            }
+            if !self.sparse_exchange(comm, cells.clone(), i)? {
+                comm.sum_u32(&mut self.bn.slice_mut(cells.start as usize..cells.end as usize))?;
+                dense = true;
+            }
+        }
+        // The sweep's topic totals travel with the counts (K numbers), so that the commit need
+        // not sum B′'s columns.
+        if let Some(sweep) = &sliced {
+            x.wait(&sweep.end).check(|| "ordering streams".into())?;
+        }
+        if with_totals {
+            comm.sum_u64(&mut self.n_next)?;
+            self.next_totals = NextTotals::Summed;
+        }
+        let what = || "summing the counts over the GPUs".to_string();
+        let seconds = match &sliced {
+            Some(sweep) => {
+                let done = x.record_event(Some(CU_EVENT_DEFAULT)).check(what)?;
+                x.synchronize().check(what)?;
+                f64::from(sweep.end.elapsed_ms(&done).check(what)?.max(0.0)) / 1e3
+            }
+            None => {
+                x.synchronize().check(what)?;
+                started.elapsed().as_secs_f64()
+            }
+        };
+        if matches!(self.slicing, Slicing::Undecided) {
+            self.slice_the_sweep(comm)?;
+        }
+        let way = if dense {
+            crate::exchange::Way::Nccl
+        } else {
+            crate::exchange::Way::NcclSparse
+        };
+        Ok((seconds, way))
+    }
+
+    /// Decides, with every other GPU, whether the sweep runs in slices, and where they are
+    /// cut: a collective (each GPU calls it at its first exchange over NCCL). Each GPU adds its
+    /// last chunk's tokens to a histogram of [`SLICE_BUCKETS`] equal word ranges, with whether
+    /// it can slice (a resident corpus, two copies of the counts) and the slices it wants
+    /// (`TOPOS_EXCHANGE_SLICES`); the sums decide for all: no slices if one cannot or they
+    /// want different numbers, else cuts at the bucket edges nearest equal shares of the
+    /// tokens (a slice's sampling time and its non-zero cells both follow its tokens). The
+    /// work items are then regrouped by slice, largest first within each (their order does
+    /// not change the model: each token's draw is keyed by its index, and B′ only receives
+    /// atomic additions). Only the last chunk runs in slices: the chunks before it are sampled
+    /// whole first (they share one set of document rows), and a word's counts are final once
+    /// the last chunk has sampled it.
+    fn slice_the_sweep(&mut self, comm: &mut topos_cuda::nccl::DeviceComm) -> Result<(), GpuError> {
+        let wanted = std::env::var("TOPOS_EXCHANGE_SLICES")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(if comm.workers() >= SLICED_FROM_GPUS {
+                EXCHANGE_SLICES
+            } else {
+                1
+            })
+            .clamp(1, 64);
+        let words = self.cfg.words.max(1);
+        let buckets = SLICE_BUCKETS.min(words) as usize;
+        let what = || "agreeing on the sweep's slices".to_string();
+        // The last chunk's items: the others are sampled whole before it.
+        let items: Option<Vec<u32>> = match (&self.storage, self.meta.last()) {
+            (Storage::Resident { chunks, .. }, Some(m)) if !self.one_copy => {
+                let last = chunks.last().expect("a chunk for each meta");
+                let v = self
+                    .main
+                    .clone_dtoh(&last.items.slice(0..4 * m.items))
+                    .check(what)?;
+                self.main.synchronize().check(what)?;
+                Some(v)
+            }
+            _ => None,
+        };
+        let able = wanted > 1 && items.is_some();
+        let bucket_of = |w: u32| (u64::from(w) * buckets as u64 / u64::from(words)) as usize;
+        let mut sums = vec![0u64; buckets + 3];
+        for it in items.iter().flat_map(|v| v.chunks_exact(4)) {
+            sums[bucket_of(it[0])] += u64::from(it[2]);
+        }
+        sums[buckets] = u64::from(!able);
+        sums[buckets + 1] = u64::from(wanted);
+        sums[buckets + 2] = u64::from(wanted) * u64::from(wanted);
+        let mut device = self.exchange.clone_htod(&sums).check(what)?;
+        comm.sum_u64(&mut device)?;
+        let sums = self.exchange.clone_dtoh(&device).check(what)?;
+        self.exchange.synchronize().check(what)?;
+        let workers = comm.workers() as u64;
+        let (unable, total_wanted, squares) = (sums[buckets], sums[buckets + 1], sums[buckets + 2]);
+        // Equal wants iff Σs² · G = (Σs)² (Cauchy–Schwarz), the same test on every GPU.
+        let agreed = squares * workers == total_wanted * total_wanted;
+        let (Some(mut items), true, true) = (items, unable == 0, agreed) else {
+            self.slicing = Slicing::Whole;
+            return Ok(());
+        };
+        let cuts = slice_cuts(&sums[..buckets], words, wanted);
+        let (grouped, item_cuts) = group_items_by_slice(&items, &cuts);
+        items = grouped;
+        let Some(last) = (match &mut self.storage {
+            Storage::Resident { chunks, .. } => chunks.last_mut(),
+            Storage::Streamed { .. } => None,
+        }) else {
+            unreachable!("checked above")
+        };
+        self.main
+            .memcpy_htod(&items, &mut last.items.slice_mut(0..items.len()))
+            .check(what)?;
+        self.main.synchronize().check(what)?;
+        self.slicing = Slicing::Sliced(Slices {
+            words: cuts,
+            items: item_cuts,
+        });
+        Ok(())
+    }
+
     /// The sum over the GPUs of `bn` (dense, V × K), sparse: each GPU lists its non-zero cells
     /// tile by tile (2,048 cells a tile: a header a tile with non-zeros, then 4 bytes a
     /// non-zero, its offset in the tile and its count; `compact_counts` in kernels.cu), NCCL
@@ -2255,10 +2562,16 @@ impl Engine {
     /// of the counts, allocated at the first exchange), makes every GPU go dense, and the next
     /// [`DENSE_AFTER_MISS`] exchanges go dense without compacting.
     ///
+    /// `range` is the cells to sum (a slice of the sweep's words, or all of them), `slot` its
+    /// place among the slices (each keeps its own count of exchanges to go dense). Everything
+    /// runs on the exchange stream.
+    ///
     /// Returns whether the counts were summed (`false`: nothing was changed, go dense).
     fn sparse_exchange(
         &mut self,
         comm: &mut topos_cuda::nccl::DeviceComm,
+        range: Range<u64>,
+        slot: usize,
     ) -> Result<bool, GpuError> {
         use crate::exchange::Way;
         let forced = crate::exchange::forced_way();
@@ -2292,24 +2605,22 @@ impl Engine {
                 };
             let len = |n: u64| (n as usize).max(1);
             let per_gpu = if capacity > 0 { per_gpu } else { 1 };
+            let s = &self.exchange;
             self.sparse = Some(SparseExchange {
                 capacity,
-                tiles,
-                own: self
-                    .main
+                own: s
                     .alloc_zeros::<u32>(len(per_gpu))
                     .check(|| what("entries"))?,
-                all: self
-                    .main
+                all: s
                     .alloc_zeros::<u32>(len(workers * per_gpu))
                     .check(|| what("gathered entries"))?,
-                status: self.main.alloc_zeros::<u64>(2).check(|| what("counters"))?,
-                largest: self.main.alloc_zeros::<u64>(1).check(|| what("counters"))?,
-                dense_for: 0,
+                status: s.alloc_zeros::<u64>(2).check(|| what("counters"))?,
+                largest: s.alloc_zeros::<u64>(1).check(|| what("counters"))?,
+                dense_for: Vec::new(),
             });
         }
         let Self {
-            main,
+            exchange: main,
             kernels,
             bn,
             sparse,
@@ -2320,27 +2631,41 @@ impl Engine {
         if x.capacity == 0 {
             return Ok(false);
         }
-        if x.dense_for > 0 {
-            x.dense_for -= 1;
+        if x.dense_for.len() <= slot {
+            x.dense_for.resize(slot + 1, 0);
+        }
+        if x.dense_for[slot] > 0 {
+            x.dense_for[slot] -= 1;
             return Ok(false);
         }
+        // This range's share of the break-even (all of the buffer when forced sparse).
+        let cells = range.end - range.start;
+        let tiles = cells.div_ceil(COMPACT_TILE);
+        let limit = if forced == Some(Way::Sparse) {
+            x.capacity
+        } else {
+            x.capacity.min(cells * (workers - 1) / (workers * workers))
+        };
+        let (lo, hi) = (range.start as usize, range.end as usize);
         main.memset_zeros(&mut x.status)
             .check(|| what("counters"))?;
         // Grid-stride kernels: 8 blocks a multiprocessor, fewer for little work.
         let stride_grid = |work: u64| {
-            let blocks = (u64::from(*multiprocessors).max(1) * 8)
+            let blocks = (u64::from(*multiprocessors).max(1) * EXCHANGE_BLOCKS_PER_SM)
                 .min(work.div_ceil(u64::from(BLOCK)).max(1));
             grid(blocks as u32, BLOCK)
         };
         let cfg = stride_grid(cells);
+        let counts = bn.slice(lo..hi);
         // SAFETY: argument types match the kernel's signature; `own` has room for the counts,
-        // `tiles` headers and `capacity` entries; its blocks are BLOCK threads (the tile size).
+        // `tiles` headers and `capacity` entries (made for all the cells, this range has at
+        // most as many tiles); its blocks are BLOCK threads (the tile size).
         unsafe {
             main.launch_builder(&kernels.compact_counts)
-                .arg(&*bn)
+                .arg(&counts)
                 .arg(&cells)
                 .arg(&mut x.own)
-                .arg(&x.tiles)
+                .arg(&tiles)
                 .arg(&x.capacity)
                 .arg(&mut x.status)
                 .launch(cfg)
@@ -2350,7 +2675,7 @@ impl Engine {
         main.synchronize().check(|| what("compacting"))?;
         let (len, headers, too_large) =
             (status[0] & ((1 << 40) - 1), status[0] >> 40, status[1] != 0);
-        let want = if too_large || len > x.capacity {
+        let want = if too_large || len > limit {
             u64::MAX
         } else {
             len
@@ -2363,7 +2688,7 @@ impl Engine {
         let m = largest[0];
         if m == u64::MAX {
             if forced != Some(Way::Sparse) {
-                x.dense_for = DENSE_AFTER_MISS;
+                x.dense_for[slot] = DENSE_AFTER_MISS;
             }
             return Ok(false);
         }
@@ -2373,27 +2698,29 @@ impl Engine {
         // The counts at the head of this GPU's list (both fit 32 bits: len ≤ capacity).
         main.memcpy_htod(&[len as u32, headers as u32], &mut x.own.slice_mut(0..2))
             .check(|| what("counters"))?;
-        let stride = 2 + 2 * x.tiles + m;
+        let stride = 2 + 2 * tiles + m;
         comm.gather_u32(
             &x.own.slice(0..stride as usize),
             &mut x.all.slice_mut(0..(workers * stride) as usize),
         )?;
-        let headers_all = workers * x.tiles;
+        let headers_all = workers * tiles;
         let cfg = grid(
-            (u64::from(*multiprocessors).max(1) * 8)
+            (u64::from(*multiprocessors).max(1) * EXCHANGE_BLOCKS_PER_SM)
                 .min(headers_all.div_ceil(u64::from(BLOCK / 32)).max(1)) as u32,
             BLOCK,
         );
         let (workers32, skip) = (workers as u32, rank as u32);
+        let mut counts = bn.slice_mut(lo..hi);
         // SAFETY: argument types match the kernel's signature; `all` holds `workers` lists of
-        // `stride` words, each with `tiles` header places, every cell of an entry < V·K.
+        // `stride` words, each with `tiles` header places, every cell of an entry inside the
+        // range.
         unsafe {
             main.launch_builder(&kernels.add_entries)
-                .arg(&mut *bn)
+                .arg(&mut counts)
                 .arg(&x.all)
                 .arg(&workers32)
                 .arg(&stride)
-                .arg(&x.tiles)
+                .arg(&tiles)
                 .arg(&skip)
                 .launch(cfg)
         }
@@ -2559,7 +2886,7 @@ fn sweep(
     rows_ready: bool,
 ) -> Result<(), GpuError> {
     let mut view = scratch.slice_mut(..);
-    sweep_view(s, k, model, c, rows, &mut view, bn, m, rows_ready)
+    sweep_view(s, k, model, c, rows, &mut view, bn, m, rows_ready, None).map(drop)
 }
 
 /// Rebuilds the chunk's doc-topic rows from its assignments (SaberLDA §3.3).
@@ -2613,7 +2940,9 @@ fn launch_rebuild(
 }
 
 /// Rebuilds the chunk's doc-topic rows from its assignments (unless `rows_ready`: the last
-/// exchange did), then samples all its tokens.
+/// exchange did), then samples all its tokens: in one launch, or (`cuts`, the first item of
+/// each slice and then the number of items) in a launch a slice, with an event recorded after
+/// each, which it returns.
 #[allow(clippy::too_many_arguments)]
 fn sweep_view(
     s: &Arc<CudaStream>,
@@ -2625,9 +2954,21 @@ fn sweep_view(
     bn: &mut CudaSlice<u32>,
     m: &ChunkMeta,
     rows_ready: bool,
-) -> Result<(), GpuError> {
+    cuts: Option<&[u32]>,
+) -> Result<Vec<CudaEvent>, GpuError> {
+    let whole = [0, m.items as u32];
+    let (cuts, events) = match cuts {
+        Some(cuts) => (cuts, true),
+        None => (&whole[..], false),
+    };
+    let mut ends = Vec::new();
     if m.tokens == 0 {
-        return Ok(());
+        if events {
+            for _ in cuts.windows(2) {
+                ends.push(record(s)?);
+            }
+        }
+        return Ok(ends);
     }
     let topics = model.cfg.topics;
     let three = model.cfg.three_branch.then_some(model.top2);
@@ -2645,12 +2986,6 @@ fn sweep_view(
         )?;
     }
     let cfg = model.cfg;
-    let num_items = m.items as u32;
-    let sample_cfg = LaunchConfig {
-        grid_dim: (num_items, 1, 1),
-        block_dim: (model.sample_threads, 1, 1),
-        shared_mem_bytes: model.smem_bytes,
-    };
     let (alpha, beta) = (cfg.alpha as f32, cfg.beta as f32);
     let v_beta = f64::from(cfg.words) * cfg.beta;
     let (seed_lo, seed_hi) = (cfg.seed as u32, (cfg.seed >> 32) as u32);
@@ -2661,57 +2996,76 @@ fn sweep_view(
     let mh_starts = model
         .mh_starts
         .map(|s| s.slice(m.token_start as usize..m.token_start as usize + m.tokens));
-    // SAFETY: argument types and order match `sample` in kernels.cu (sample_ezlda: four more,
-    // sample_mh: three more).
-    unsafe {
-        let mut b = s.launch_builder(&k.sample);
-        b.arg(&c.items)
-            .arg(&num_items)
-            .arg(&c.token_doc)
-            .arg(&c.token_src)
-            .arg(&c.doc_off)
-            .arg(&rows.entries)
-            .arg(&rows.nnz)
-            .arg(model.b)
-            .arg(model.word_off)
-            .arg(model.word_slots)
-            .arg(model.n)
-            .arg(model.inv_norm)
-            .arg(&topics)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&v_beta)
-            .arg(&mut c.z);
-        // B′, or a null pointer with one copy (the kernel then adds nothing).
-        if model.write_next {
-            b.arg(bn);
-        } else {
-            b.arg(&null);
+    for cut in cuts.windows(2) {
+        let num_items = cut[1] - cut[0];
+        if num_items == 0 {
+            if events {
+                ends.push(record(s)?);
+            }
+            continue;
         }
-        b.arg(&token_base)
-            .arg(&seed_lo)
-            .arg(&seed_hi)
-            .arg(&model.iteration);
-        if three.is_some() {
-            b.arg(model.top2)
-                .arg(model.top3)
-                .arg(&rows.pairs)
-                .arg(model.skip_stats);
+        let items = c.items.slice(4 * cut[0] as usize..4 * cut[1] as usize);
+        let sample_cfg = LaunchConfig {
+            grid_dim: (num_items, 1, 1),
+            block_dim: (model.sample_threads, 1, 1),
+            shared_mem_bytes: model.smem_bytes,
+        };
+        // SAFETY: argument types and order match `sample` in kernels.cu (sample_ezlda: four more,
+        // sample_mh: three more); `items` holds `num_items` work items.
+        unsafe {
+            let mut b = s.launch_builder(&k.sample);
+            b.arg(&items)
+                .arg(&num_items)
+                .arg(&c.token_doc)
+                .arg(&c.token_src)
+                .arg(&c.doc_off)
+                .arg(&rows.entries)
+                .arg(&rows.nnz)
+                .arg(model.b)
+                .arg(model.word_off)
+                .arg(model.word_slots)
+                .arg(model.n)
+                .arg(model.inv_norm)
+                .arg(&topics)
+                .arg(&alpha)
+                .arg(&beta)
+                .arg(&v_beta)
+                .arg(&mut c.z);
+            // B′, or a null pointer with one copy (the kernel then adds nothing).
+            if model.write_next {
+                b.arg(&mut *bn);
+            } else {
+                b.arg(&null);
+            }
+            b.arg(&token_base)
+                .arg(&seed_lo)
+                .arg(&seed_hi)
+                .arg(&model.iteration);
+            if three.is_some() {
+                b.arg(model.top2)
+                    .arg(model.top3)
+                    .arg(&rows.pairs)
+                    .arg(model.skip_stats);
+            }
+            // mh: its steps, and its test hook's chain starts (this chunk's; a null pointer in
+            // runs) and control.
+            if cfg.mh_steps.is_some() {
+                b.arg(&mh_steps);
+                match &mh_starts {
+                    Some(starts) => b.arg(starts),
+                    None => b.arg(&null),
+                };
+                b.arg(&own_kept);
+            }
+            b.launch(sample_cfg)
         }
-        // mh: its steps, and its test hook's chain starts (this chunk's; a null pointer in
-        // runs) and control.
-        if cfg.mh_steps.is_some() {
-            b.arg(&mh_steps);
-            match &mh_starts {
-                Some(starts) => b.arg(starts),
-                None => b.arg(&null),
-            };
-            b.arg(&own_kept);
+        .check(|| "launching sample".into())?;
+        if events {
+            ends.push(record(s)?);
         }
-        b.launch(sample_cfg)
     }
-    .check(|| "launching sample".into())?;
-    launch_histogram(s, k, model, &c.z, m.tokens as u64)
+    launch_histogram(s, k, model, &c.z, m.tokens as u64)?;
+    Ok(ends)
 }
 
 /// n_next += the topics of a chunk's new assignments (see `topic_histogram`).
@@ -2749,6 +3103,68 @@ fn launch_histogram(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slices_cut_at_equal_shares_of_the_tokens() {
+        // Even tokens: equal word ranges.
+        assert_eq!(slice_cuts(&[10; 8], 800, 4), vec![0, 200, 400, 600, 800]);
+        // One slice wanted, or no tokens at all: the whole vocabulary.
+        assert_eq!(slice_cuts(&[10; 8], 800, 1), vec![0, 800]);
+        // Most tokens in the first bucket: the two shares it holds give one cut after it, the
+        // third share ends in the second bucket, and the empty tail joins the last slice.
+        assert_eq!(
+            slice_cuts(&[70, 10, 10, 10, 0, 0, 0, 0], 800, 4),
+            vec![0, 100, 200, 800]
+        );
+        assert_eq!(
+            slice_cuts(&[5, 5, 5, 5, 5, 5, 5, 5], 10, 4),
+            vec![0, 3, 5, 8, 10]
+        );
+        // Uneven bucket edges (V not a multiple of the buckets): cuts strictly increase below V.
+        for words in [7u32, 9, 13, 4097] {
+            let hist = vec![3u64; 8.min(words as usize)];
+            let cuts = slice_cuts(&hist, words, 5);
+            assert_eq!((cuts[0], *cuts.last().unwrap()), (0, words));
+            assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
+        }
+    }
+
+    #[test]
+    fn items_regroup_by_slice_largest_first() {
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as u32
+        };
+        let mut items = Vec::new();
+        for i in 0..500u32 {
+            items.extend([next() % 1000, i * 10, 1 + next() % 300, 0]);
+        }
+        // The words' slices, one of a single word (likely with no item).
+        let cuts = vec![0, 250, 251, 600, 1000];
+        let (grouped, item_cuts) = group_items_by_slice(&items, &cuts);
+        let mut a: Vec<_> = items.chunks(4).map(|c| c.to_vec()).collect();
+        let mut b: Vec<_> = grouped.chunks(4).map(|c| c.to_vec()).collect();
+        let by_slice: Vec<Vec<Vec<u32>>> = (0..cuts.len() - 1)
+            .map(|j| b[item_cuts[j] as usize..item_cuts[j + 1] as usize].to_vec())
+            .collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "a permutation of the items");
+        assert_eq!(item_cuts[0], 0);
+        assert_eq!(*item_cuts.last().unwrap() as usize, items.len() / 4);
+        for (j, slice) in by_slice.iter().enumerate() {
+            assert!(slice
+                .iter()
+                .all(|it| cuts[j] <= it[0] && it[0] < cuts[j + 1]));
+            assert!(
+                slice.windows(2).all(|w| w[0][2] >= w[1][2]),
+                "largest first"
+            );
+        }
+    }
 
     #[test]
     fn tree_sizes_match_the_kernel_layout() {
