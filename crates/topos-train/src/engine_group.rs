@@ -6,7 +6,8 @@
 //! collectives that meet (the exchange, the likelihood's sum, the gather of assignments); the
 //! first member's answer is the group's (all hold the whole corpus's counts). A member that fails
 //! breaks the group's collectives ([`InProcess::fail`]), so the others return instead of waiting
-//! for it, and its error is the group's.
+//! for it, and its error is the group's. The per-iteration call ([`Engine::iterate`]) runs on a
+//! crew of threads kept for the group's life, one a member, instead of threads spawned for it.
 
 use crate::counts::WordTopics;
 use crate::engine::Engine;
@@ -21,6 +22,12 @@ use topos_corpus::Docs;
 pub struct EngineGroup {
     members: Vec<Box<dyn Engine>>,
     transports: Vec<Arc<InProcess>>,
+    /// One thread a member for [`Engine::iterate`], kept between iterations: spawning and
+    /// joining a thread a GPU every iteration cost `--device cuda:all` about 0.1 ms an
+    /// iteration each round (BENCHMARKS.md, "One round of threads an iteration"). Only the
+    /// iteration uses it: a member's own rayon work (reading rows back, say) would run on this
+    /// pool's few threads, so the other calls keep scoped threads and the global pool.
+    crew: Option<rayon::ThreadPool>,
 }
 
 impl EngineGroup {
@@ -28,9 +35,17 @@ impl EngineGroup {
     pub fn new(members: Vec<Box<dyn Engine>>, transports: Vec<Arc<InProcess>>) -> Self {
         assert_eq!(members.len(), transports.len());
         assert!(!members.is_empty());
+        // Without a crew (the threads refused), iterations spawn their threads as the other
+        // calls do.
+        let crew = rayon::ThreadPoolBuilder::new()
+            .num_threads(members.len())
+            .thread_name(|i| format!("topos-member-{i}"))
+            .build()
+            .ok();
         EngineGroup {
             members,
             transports,
+            crew,
         }
     }
 
@@ -41,9 +56,46 @@ impl EngineGroup {
         f: impl Fn(usize, &mut dyn Engine, &dyn Transport) -> Result<T, TrainError> + Sync,
     ) -> Result<T, TrainError> {
         let members: Vec<&mut Box<dyn Engine>> = self.members.iter_mut().collect();
-        let mut results = on_each_member(&self.transports, members, "an engine", |i, m, t| {
+        let results = on_each_member(&self.transports, members, "an engine", |i, m, t| {
             f(i, m.as_mut(), t)
         });
+        first_result(results)
+    }
+
+    /// [`EngineGroup::all`] on the crew: member i on the crew's thread i.
+    fn all_on_crew<T: Send>(
+        &mut self,
+        f: impl Fn(usize, &mut dyn Engine, &dyn Transport) -> Result<T, TrainError> + Sync,
+    ) -> Result<T, TrainError> {
+        let Some(crew) = &self.crew else {
+            return self.all(f);
+        };
+        // Each slot is taken once, by its own thread.
+        let members: Vec<std::sync::Mutex<Option<&mut Box<dyn Engine>>>> = self
+            .members
+            .iter_mut()
+            .map(|m| std::sync::Mutex::new(Some(m)))
+            .collect();
+        let transports = &self.transports;
+        let results = crew.broadcast(|ctx| {
+            let i = ctx.index();
+            let member = members[i]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .expect("one crew thread a member");
+            on_member(i, member, &transports[i], "an engine", &|i, m, t| {
+                f(i, m.as_mut(), t)
+            })
+        });
+        first_result(results)
+    }
+}
+
+/// The first member's result, or the first error that is not another member's failure seen
+/// through a broken collective.
+fn first_result<T>(mut results: Vec<Result<T, TrainError>>) -> Result<T, TrainError> {
+    {
         let broken =
             |e: &TrainError| matches!(e, TrainError::Transport(t) if t.transport == "in-process");
         if let Some(i) = results
@@ -55,6 +107,29 @@ impl EngineGroup {
         }
         results.swap_remove(0)
     }
+}
+
+/// Member i's work on the calling thread, armed as [`on_each_member`] arms it: a failure or a
+/// panic breaks the group's collectives, and a panic is the member's error.
+fn on_member<I, T>(
+    i: usize,
+    item: I,
+    transport: &InProcess,
+    what: &str,
+    work: &(impl Fn(usize, I, &InProcess) -> Result<T, TrainError> + Sync),
+) -> Result<T, TrainError> {
+    let guard = transport.fail_unless_disarmed();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(i, item, transport)))
+        .unwrap_or_else(|_| {
+            Err(TrainError::Unsupported(format!(
+                "{what} of the group panicked"
+            )))
+        });
+    guard.disarm();
+    if r.is_err() {
+        transport.fail();
+    }
+    r
 }
 
 /// Runs `work(i, items[i], member i's transport)` for every member at once, on a thread each,
@@ -72,17 +147,7 @@ pub(crate) fn on_each_member<I: Send, T: Send>(
             .into_iter()
             .zip(transports)
             .enumerate()
-            .map(|(i, (item, t))| {
-                s.spawn(move || {
-                    let guard = t.fail_unless_disarmed();
-                    let r = work(i, item, t.as_ref());
-                    guard.disarm();
-                    if r.is_err() {
-                        t.fail();
-                    }
-                    r
-                })
-            })
+            .map(|(i, (item, t))| s.spawn(move || on_member(i, item, t, what, work)))
             .collect();
         handles
             .into_iter()
@@ -146,8 +211,8 @@ impl Engine for EngineGroup {
         self.all(|_, m, _| m.commit())
     }
     fn iterate(&mut self, _transport: &dyn Transport) -> Result<(), TrainError> {
-        // The three steps on each member's thread, one round of threads an iteration.
-        self.all(|_, m, t| m.iterate(t))
+        // The three steps on each member's crew thread.
+        self.all_on_crew(|_, m, t| m.iterate(t))
     }
     fn log_likelihood(&mut self) -> Result<f64, TrainError> {
         self.all(|_, m, _| m.log_likelihood())
@@ -244,7 +309,8 @@ mod tests {
     }
 
     #[test]
-    fn a_group_of_cpu_engines_is_one_engine_and_a_failing_member_ends_it() {
+    fn a_group_of_cpu_engines_is_one_engine_on_spawned_threads_or_its_crew_and_a_failing_member_ends_it(
+    ) {
         let spec = SyntheticSpec {
             num_docs: 120,
             num_words: 60,
@@ -278,11 +344,13 @@ mod tests {
             });
             let mut group = EngineGroup::new(members, transports.clone());
             assert_eq!(group.partitions(), 6);
-            for _ in 0..3 {
+            // Step by step on spawned threads, then whole iterations on the crew.
+            for _ in 0..2 {
                 group.sample().unwrap();
                 group.exchange(&crate::transport::Local).unwrap();
                 group.commit().unwrap();
             }
+            group.iterate(&crate::transport::Local).unwrap();
             if n == 2 {
                 for _ in 0..3 {
                     one.sample().unwrap();
@@ -299,6 +367,8 @@ mod tests {
             transports[n - 1].fail();
             group.sample().unwrap();
             let e = group.exchange(&crate::transport::Local).unwrap_err();
+            assert!(e.to_string().contains("another worker"), "{e}");
+            let e = group.iterate(&crate::transport::Local).unwrap_err();
             assert!(e.to_string().contains("another worker"), "{e}");
         }
     }

@@ -71,11 +71,10 @@ fn gpu(
     CudaEngine::open(None, setup(docs, v, sampler, k, device)).unwrap()
 }
 
+/// Whole iterations, as the run drives them (an engine group runs them on its crew).
 fn step(e: &mut dyn Engine, iterations: u32) {
     for _ in 0..iterations {
-        e.sample().unwrap();
-        e.exchange(&Local).unwrap();
-        e.commit().unwrap();
+        e.iterate(&Local).unwrap();
     }
 }
 
