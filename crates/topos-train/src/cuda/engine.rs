@@ -222,6 +222,10 @@ pub struct Engine {
     prepared: Option<CudaEvent>,
     /// Seconds of each step of [`Engine::new`].
     open_seconds: Vec<(&'static str, f64)>,
+    /// Host memory the word-topic rows are copied back into ([`Engine::download_rows`]), kept
+    /// between pieces so that writing a model does not fault in fresh pages for every piece
+    /// (page-locked where granted, so the copies also run at DMA speed).
+    row_staging: Option<HostBuffer<u32>>,
 }
 
 /// What `n_next` holds.
@@ -1241,6 +1245,7 @@ impl Engine {
             sliced_sweep: None,
             prepared: None,
             open_seconds: Vec::new(),
+            row_staging: None,
         };
         engine.initial_counts()?;
         clock.lap("counts");
@@ -2059,7 +2064,9 @@ impl Engine {
 
     /// The current word-topic counts of `words` as sparse rows, into `out` (cleared first;
     /// totals left empty): each format's rows of the range are one contiguous span of B (dense
-    /// rows in word order, then hashed rows in word order), copied back and decoded.
+    /// rows in word order, then hashed rows in word order), copied back into the engine's
+    /// staging buffer and decoded in parallel, each word's entries written in place (their
+    /// number counted first).
     pub fn download_rows(
         &mut self,
         words: Range<u32>,
@@ -2088,55 +2095,93 @@ impl Engine {
             }
             (lo < hi).then_some(lo as usize..hi as usize)
         };
-        let fetch = |r: Option<Range<usize>>| -> Result<(usize, Vec<u32>), GpuError> {
-            match r {
-                None => Ok((0, Vec::new())),
-                Some(r) => {
-                    let v = self
-                        .main
-                        .clone_dtoh(&self.b.slice(r.clone()))
-                        .check(|| "copying word-topic rows back".into())?;
-                    Ok((r.start, v))
-                }
+        let (dense_span, hashed_span) = (span(true), span(false));
+        let len = |r: &Option<Range<usize>>| r.as_ref().map_or(0, |r| r.len());
+        let (dense_len, hashed_len) = (len(&dense_span), len(&hashed_span));
+        let what = || "copying word-topic rows back".to_string();
+        if self
+            .row_staging
+            .as_ref()
+            .is_none_or(|b| b.len() < dense_len + hashed_len)
+        {
+            self.row_staging = None;
+            self.row_staging = Some(HostBuffer::zeroed(
+                &self.ctx,
+                dense_len + hashed_len,
+                false,
+            )?);
+        }
+        let staging = self
+            .row_staging
+            .as_mut()
+            .expect("allocated above")
+            .as_mut_slice()
+            .check(what)?;
+        let (dense, rest) = staging.split_at_mut(dense_len);
+        let hashed = &mut rest[..hashed_len];
+        for (r, dst) in [(&dense_span, &mut *dense), (&hashed_span, &mut *hashed)] {
+            if let Some(r) = r {
+                self.main
+                    .memcpy_dtoh(&self.b.slice(r.clone()), dst)
+                    .check(what)?;
+            }
+        }
+        self.main.synchronize().check(what)?;
+        let (dense, hashed) = (&*dense, &*hashed);
+        let dense_base = dense_span.map_or(0, |r| r.start);
+        let hashed_base = hashed_span.map_or(0, |r| r.start);
+        // A word's cells: its dense row, or its hashed slots (topic + 1 in the high half).
+        let cells = |o: u64, s: u32| -> (&[u32], bool) {
+            if s >= k {
+                (&dense[o as usize - dense_base..][..k as usize], true)
+            } else if s > 0 {
+                (&hashed[o as usize - hashed_base..][..s as usize], false)
+            } else {
+                (&[], true)
             }
         };
-        let (dense_base, dense) = fetch(span(true))?;
-        let (hashed_base, hashed) = fetch(span(false))?;
-        self.main
-            .synchronize()
-            .check(|| "copying word-topic rows back".into())?;
-        // Each word's row decoded on its own (in parallel), then laid end to end.
-        let rows: Vec<(Vec<u16>, Vec<u32>)> = offs
+        let nnz: Vec<usize> = offs
             .par_iter()
             .zip(slots.par_iter())
-            .map(|(&o, &s)| {
-                let (mut topics, mut counts) = (Vec::new(), Vec::new());
-                if s >= k {
-                    let row = &dense[o as usize - dense_base..][..k as usize];
-                    for (t, &c) in row.iter().enumerate() {
-                        if c > 0 {
-                            topics.push(t as u16);
-                            counts.push(c);
-                        }
+            .map(|(&o, &s)| cells(o, s).0.iter().filter(|&&c| c != 0).count())
+            .collect();
+        for &m in &nnz {
+            let last = *out.offsets.last().expect("starts at 0");
+            out.offsets.push(last + m as u64);
+        }
+        let total = *out.offsets.last().expect("starts at 0") as usize;
+        out.topics.resize(total, 0);
+        out.counts.resize(total, 0);
+        let mut rows = Vec::with_capacity(nnz.len());
+        let (mut topics, mut counts) = (&mut out.topics[..], &mut out.counts[..]);
+        for &m in &nnz {
+            let (t, t_rest) = std::mem::take(&mut topics).split_at_mut(m);
+            let (c, c_rest) = std::mem::take(&mut counts).split_at_mut(m);
+            rows.push((t, c));
+            (topics, counts) = (t_rest, c_rest);
+        }
+        rows.into_par_iter()
+            .zip(offs.par_iter().zip(slots.par_iter()))
+            .for_each(|((topics, counts), (&o, &s))| {
+                let (cells, dense) = cells(o, s);
+                let nonzero = cells.iter().enumerate().filter(|&(_, &c)| c != 0);
+                if dense {
+                    for ((t, n), (topic, &c)) in
+                        topics.iter_mut().zip(counts.iter_mut()).zip(nonzero)
+                    {
+                        (*t, *n) = (topic as u16, c);
                     }
-                } else if s > 0 {
-                    let cells = &hashed[o as usize - hashed_base..][..s as usize];
-                    let mut pairs: Vec<(u16, u32)> = cells
-                        .iter()
-                        .filter(|&&c| c != 0)
-                        .map(|&c| (((c >> 16) - 1) as u16, c & 0xffff))
+                } else {
+                    let mut pairs: Vec<(u16, u32)> = nonzero
+                        .map(|(_, &c)| (((c >> 16) - 1) as u16, c & 0xffff))
                         .collect();
                     pairs.sort_unstable();
-                    (topics, counts) = pairs.into_iter().unzip();
+                    for ((t, n), (topic, c)) in topics.iter_mut().zip(counts.iter_mut()).zip(pairs)
+                    {
+                        (*t, *n) = (topic, c);
+                    }
                 }
-                (topics, counts)
-            })
-            .collect();
-        for (t, c) in rows {
-            out.topics.extend_from_slice(&t);
-            out.counts.extend_from_slice(&c);
-            out.offsets.push(out.topics.len() as u64);
-        }
+            });
         Ok(())
     }
 
