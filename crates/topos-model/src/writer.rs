@@ -100,20 +100,36 @@ impl ModelWriter {
                 "word {word}: topics and counts differ in length"
             )));
         }
-        let mut previous: Option<u16> = None;
-        for (&t, &c) in topics.iter().zip(counts) {
-            if usize::from(t) >= self.num_topics || previous.is_some_and(|p| p >= t) || c == 0 {
-                return Err(bad(format!(
-                    "word {word}: pair ({t}, {c}) is out of order, out of range or zero"
-                )));
+        // One pass appends the row's bytes (its length, then 6 bytes a pair) and adds its column
+        // sums, with the checks folded into one flag; a bad row's bytes are taken back, and its
+        // sums do not matter (the writer is abandoned with the error).
+        let n = topics.len();
+        let start = self.buf.buf.len();
+        self.buf.buf.resize(start + 4 + 6 * n, 0);
+        let out = &mut self.buf.buf[start..];
+        out[..4].copy_from_slice(&(n as u32).to_le_bytes());
+        let mut previous = -1i32;
+        let mut wrong = false;
+        for ((&t, &c), pair) in topics.iter().zip(counts).zip(out[4..].chunks_exact_mut(6)) {
+            wrong |= (usize::from(t) >= self.num_topics) | (i32::from(t) <= previous) | (c == 0);
+            previous = i32::from(t);
+            if let Some(sum) = self.column_sums.get_mut(usize::from(t)) {
+                *sum += u64::from(c);
             }
-            previous = Some(t);
-            self.column_sums[usize::from(t)] += u64::from(c);
+            pair[..2].copy_from_slice(&t.to_le_bytes());
+            pair[2..].copy_from_slice(&c.to_le_bytes());
         }
-        self.buf.u32(topics.len() as u32);
-        for (&t, &c) in topics.iter().zip(counts) {
-            self.buf.u16(t);
-            self.buf.u32(c);
+        if wrong {
+            self.buf.buf.truncate(start);
+            let mut previous: Option<u16> = None;
+            for (&t, &c) in topics.iter().zip(counts) {
+                if usize::from(t) >= self.num_topics || previous.is_some_and(|p| p >= t) || c == 0 {
+                    return Err(bad(format!(
+                        "word {word}: pair ({t}, {c}) is out of order, out of range or zero"
+                    )));
+                }
+                previous = Some(t);
+            }
         }
         self.words_written += 1;
         if self.buf.len() >= FLUSH_BYTES {
@@ -379,6 +395,36 @@ mod tests {
             let (back, read_sum) = TopicModel::read_with_checksum(&path).unwrap();
             assert_eq!(back, m);
             assert_eq!(read_sum, sum);
+        }
+    }
+
+    #[test]
+    fn the_model_writer_refuses_a_row_out_of_order_out_of_range_or_with_a_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = random_model(3, 5, 0.5, 1);
+        for (topics, counts) in [
+            (&[1u16, 1][..], &[2u32, 3][..]),
+            (&[3, 2], &[1, 1]),
+            (&[0, 5], &[1, 1]),
+            (&[0, 2], &[1, 0]),
+        ] {
+            let path = dir.path().join("m.tmod");
+            let mut w = ModelWriter::create(
+                &path,
+                &m.vocab,
+                m.hyper.clone(),
+                &m.provenance,
+                &m.topic_totals,
+                None,
+                None,
+            )
+            .unwrap();
+            w.push_word(&[0, 4], &[1, 2]).unwrap();
+            let e = w.push_word(topics, counts).unwrap_err().to_string();
+            assert!(
+                e.contains("word 1: pair") && e.contains("out of order, out of range or zero"),
+                "{topics:?} {counts:?}: {e}"
+            );
         }
     }
 
