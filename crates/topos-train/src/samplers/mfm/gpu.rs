@@ -190,6 +190,9 @@ mod enabled {
         bn: CudaSlice<u32>,
         levels: CudaSlice<u64>,
         levels_host: Vec<u64>,
+        /// Host memory the registers are copied back into ([`MfmGpuEngine::word_topics`]),
+        /// kept between pieces so that writing a model faults in no fresh pages a piece.
+        row_staging: Option<HostBuffer<u8>>,
         top: u32,
         totals: CudaSlice<u64>,
         inv: CudaSlice<f64>,
@@ -523,6 +526,7 @@ mod enabled {
                 bn,
                 levels,
                 levels_host,
+                row_staging: None,
                 top,
                 totals,
                 inv,
@@ -773,8 +777,9 @@ mod enabled {
                 .map_err(dev)
         }
 
-        /// The words' registers of rows `words`, as counts.
-        fn word_rows(&self, words: Range<u32>) -> Result<Vec<u64>, GpuError> {
+        /// The words' registers of rows `words` (1 or 4 bytes a cell, `reg`), copied into the
+        /// engine's staging buffer.
+        fn word_registers(&mut self, words: Range<u32>) -> Result<(&[u8], usize), GpuError> {
             let k = u64::from(self.hyper.num_topics);
             let reg = if self.width == CounterWidth::Exact {
                 4
@@ -785,24 +790,22 @@ mod enabled {
                 (u64::from(words.start) * k * reg) as usize,
                 (u64::from(words.end) * k * reg) as usize,
             );
-            let mut bytes = vec![0u8; b - a];
+            let what = || "reading the word-topic counts".to_string();
+            if self.row_staging.as_ref().is_none_or(|s| s.len() < b - a) {
+                self.row_staging = None;
+                self.row_staging = Some(HostBuffer::zeroed(&self.ctx, b - a, false)?);
+            }
+            let staging = self
+                .row_staging
+                .as_mut()
+                .expect("allocated above")
+                .as_mut_slice()
+                .check(what)?;
             self.stream
-                .memcpy_dtoh(&self.b.slice(a..b), &mut bytes)
-                .check(|| "reading the word-topic counts".into())?;
-            self.stream
-                .synchronize()
-                .check(|| "reading the word-topic counts".into())?;
-            Ok(if reg == 4 {
-                bytes
-                    .chunks_exact(4)
-                    .map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-                    .collect()
-            } else {
-                bytes
-                    .iter()
-                    .map(|&r| self.levels_host[r as usize])
-                    .collect()
-            })
+                .memcpy_dtoh(&self.b.slice(a..b), &mut staging[..b - a])
+                .check(what)?;
+            self.stream.synchronize().check(what)?;
+            Ok((&staging[..b - a], reg as usize))
         }
     }
 
@@ -1049,19 +1052,59 @@ mod enabled {
             words: Range<u32>,
             out: &mut WordTopics,
         ) -> Result<(), TrainError> {
+            use rayon::prelude::*;
             let k = self.hyper.num_topics as usize;
-            let counts = self.word_rows(words).map_err(dev)?;
             out.clear_rows(self.hyper.num_topics);
-            for row in counts.chunks_exact(k.max(1)) {
-                for (t, &n) in row.iter().enumerate() {
-                    if n > 0 {
-                        out.topics.push(t as u16);
-                        out.counts.push(n.min(u64::from(u32::MAX)) as u32);
+            let levels = std::mem::take(&mut self.levels_host);
+            let read = self.word_registers(words);
+            let result = read.map(|(registers, reg)| {
+                // A cell's count: its 4-byte exact counter, or its 1-byte register's level.
+                let count = |cell: &[u8]| -> u64 {
+                    if reg == 4 {
+                        u64::from(u32::from_le_bytes([cell[0], cell[1], cell[2], cell[3]]))
+                    } else {
+                        levels[usize::from(cell[0])]
                     }
+                };
+                let rows: Vec<&[u8]> = registers.chunks_exact((k * reg).max(1)).collect();
+                // Each word's non-zeros counted, then written in place, in parallel.
+                let nnz: Vec<usize> = rows
+                    .par_iter()
+                    .map(|row| row.chunks_exact(reg).filter(|&c| count(c) > 0).count())
+                    .collect();
+                for &m in &nnz {
+                    let last = *out.offsets.last().expect("starts at 0");
+                    out.offsets.push(last + m as u64);
                 }
-                out.offsets.push(out.topics.len() as u64);
-            }
-            Ok(())
+                let total = *out.offsets.last().expect("starts at 0") as usize;
+                out.topics.resize(total, 0);
+                out.counts.resize(total, 0);
+                let mut parts = Vec::with_capacity(nnz.len());
+                let (mut topics, mut counts) = (&mut out.topics[..], &mut out.counts[..]);
+                for &m in &nnz {
+                    let (t, t_rest) = std::mem::take(&mut topics).split_at_mut(m);
+                    let (c, c_rest) = std::mem::take(&mut counts).split_at_mut(m);
+                    parts.push((t, c));
+                    (topics, counts) = (t_rest, c_rest);
+                }
+                parts
+                    .into_par_iter()
+                    .zip(rows.par_iter())
+                    .for_each(|((topics, counts), row)| {
+                        let nonzero = row
+                            .chunks_exact(reg)
+                            .map(count)
+                            .enumerate()
+                            .filter(|&(_, n)| n > 0);
+                        for ((t, c), (topic, n)) in
+                            topics.iter_mut().zip(counts.iter_mut()).zip(nonzero)
+                        {
+                            (*t, *c) = (topic as u16, n.min(u64::from(u32::MAX)) as u32);
+                        }
+                    });
+            });
+            self.levels_host = levels;
+            result.map_err(dev)
         }
         fn assignments(&mut self, _start: u64, _out: &mut [u16]) -> Result<(), TrainError> {
             Err(TrainError::Unsupported(
