@@ -46,7 +46,9 @@ pub enum FormatError {
     },
     #[error("{path}: corrupted {kind} file (checksum mismatch); re-create it")]
     Corrupt { path: String, kind: &'static str },
-    #[error("{path}: malformed {kind} file: {what}")]
+    /// `what` may quote the file (a decoder's message about a string in it), so its line
+    /// breaks are printed as spaces: the message stays one line.
+    #[error("{path}: malformed {kind} file: {}", what.replace(['\r', '\n'], " "))]
     Malformed {
         path: String,
         kind: &'static str,
@@ -266,6 +268,22 @@ mod tests {
         supported: &[1, 2],
         version_hint: "upgrade topos",
     };
+
+    /// Found by the property tests (a mutated private model): a decoder's message that quotes
+    /// the file, here serde_json's "unknown field" with a line break in the field's name, is
+    /// still one line.
+    #[test]
+    fn a_malformed_file_is_reported_in_one_line_whatever_it_quotes() {
+        let e = FormatError::Malformed {
+            path: "m.tmod".into(),
+            kind: "model",
+            what: "privacy guarantee: unknown field `eps\nilon`, expected one of `epsilon`\r\n"
+                .into(),
+        };
+        let msg = e.to_string();
+        assert!(!msg.contains('\n') && !msg.contains('\r'), "{msg:?}");
+        assert!(msg.contains("unknown field `eps ilon`"), "{msg}");
+    }
 
     /// Found by the property tests: a length field near 2^64 overflowed `32 + len` (a panic in
     /// debug builds, a wrong "trailing bytes" message in release).
