@@ -88,6 +88,21 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> HostBuffer<T> {
         Ok(HostBuffer::Pageable(v))
     }
 
+    /// The buffer in `slot` if it holds at least `len` elements, else a new one of `len` put
+    /// there (the old one freed first): host memory reused across copies of varying size, so
+    /// that each copy does not fault in fresh pages.
+    pub fn at_least<'a>(
+        slot: &'a mut Option<Self>,
+        ctx: &Arc<CudaContext>,
+        len: usize,
+    ) -> Result<&'a mut Self, GpuError> {
+        if slot.as_ref().is_none_or(|b| b.len() < len) {
+            *slot = None;
+            *slot = Some(Self::zeroed(ctx, len, false)?);
+        }
+        Ok(slot.as_mut().expect("filled above"))
+    }
+
     /// A copy of `src`, page-locked if the driver grants it, else pageable.
     pub fn copy_of(
         ctx: &Arc<CudaContext>,

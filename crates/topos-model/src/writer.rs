@@ -398,6 +398,20 @@ mod tests {
         }
     }
 
+    /// A writer of `m`'s vocabulary and priors at `path`, promising the column sums `totals`.
+    fn writer_of(m: &TopicModel, path: &Path, totals: &[u64]) -> ModelWriter {
+        ModelWriter::create(
+            path,
+            &m.vocab,
+            m.hyper.clone(),
+            &m.provenance,
+            totals,
+            None,
+            None,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn the_model_writer_refuses_a_row_out_of_order_out_of_range_or_with_a_zero() {
         let dir = tempfile::tempdir().unwrap();
@@ -409,16 +423,7 @@ mod tests {
             (&[0, 2], &[1, 0]),
         ] {
             let path = dir.path().join("m.tmod");
-            let mut w = ModelWriter::create(
-                &path,
-                &m.vocab,
-                m.hyper.clone(),
-                &m.provenance,
-                &m.topic_totals,
-                None,
-                None,
-            )
-            .unwrap();
+            let mut w = writer_of(&m, &path, &m.topic_totals);
             w.push_word(&[0, 4], &[1, 2]).unwrap();
             let e = w.push_word(topics, counts).unwrap_err().to_string();
             assert!(
@@ -435,16 +440,7 @@ mod tests {
         let m = random_model(20, 5, 0.5, 1);
         let mut totals = m.topic_totals.clone();
         totals[0] += 1;
-        let mut w = ModelWriter::create(
-            &path,
-            &m.vocab,
-            m.hyper.clone(),
-            &m.provenance,
-            &totals,
-            None,
-            None,
-        )
-        .unwrap();
+        let mut w = writer_of(&m, &path, &totals);
         for v in 0..20 {
             let row = m.word_row(v);
             let topics: Vec<u16> = (0..5).filter(|&t| row[t] > 0).map(|t| t as u16).collect();
@@ -453,16 +449,7 @@ mod tests {
         }
         assert!(w.stage().unwrap_err().to_string().contains("topic totals"));
         assert!(!path.exists());
-        let mut w = ModelWriter::create(
-            &path,
-            &m.vocab,
-            m.hyper.clone(),
-            &m.provenance,
-            &m.topic_totals,
-            None,
-            None,
-        )
-        .unwrap();
+        let mut w = writer_of(&m, &path, &m.topic_totals);
         assert!(w.push_word(&[3, 1], &[1, 1]).is_err());
         assert!(w.push_word(&[5], &[1]).is_err());
         assert!(w.push_word(&[1], &[0]).is_err());

@@ -36,6 +36,42 @@ impl WordTopics {
         self.offsets.push(0);
     }
 
+    /// Appends one row per item of `rows` (after [`WordTopics::clear_rows`]), in parallel and
+    /// in place: `nonzeros(row)` counts the row's pairs, then `fill(row, topics, counts)` writes
+    /// exactly that many, topics ascending. No allocation a row: a GPU engine decodes its
+    /// copied-back counts this way when a model is written (V rows of up to K cells).
+    pub fn push_rows_in_parallel<R: Sync>(
+        &mut self,
+        rows: &[R],
+        nonzeros: impl Fn(&R) -> usize + Sync,
+        fill: impl Fn(&R, &mut [u16], &mut [u32]) + Sync,
+    ) {
+        let nnz: Vec<usize> = rows.par_iter().map(&nonzeros).collect();
+        let first = self.topics.len();
+        for &m in &nnz {
+            let last = *self
+                .offsets
+                .last()
+                .expect("clear_rows starts the offsets at 0");
+            self.offsets.push(last + m as u64);
+        }
+        let total = *self.offsets.last().expect("pushed above") as usize;
+        self.topics.resize(total, 0);
+        self.counts.resize(total, 0);
+        let mut parts = Vec::with_capacity(nnz.len());
+        let (mut topics, mut counts) = (&mut self.topics[first..], &mut self.counts[first..]);
+        for &m in &nnz {
+            let (t, t_rest) = std::mem::take(&mut topics).split_at_mut(m);
+            let (c, c_rest) = std::mem::take(&mut counts).split_at_mut(m);
+            parts.push((t, c));
+            (topics, counts) = (t_rest, c_rest);
+        }
+        parts
+            .into_par_iter()
+            .zip(rows.par_iter())
+            .for_each(|((t, c), row)| fill(row, t, c));
+    }
+
     /// Number of words.
     pub fn num_words(&self) -> usize {
         self.offsets.len() - 1
@@ -355,6 +391,52 @@ pub fn count_word_topics(
 mod tests {
     use super::*;
     use topos_corpus::OwnedDocs;
+
+    #[test]
+    fn rows_pushed_in_parallel_equal_rows_pushed_one_by_one() {
+        // Dense rows of K cells with zeros (a GPU's copied-back counts), appended in pieces.
+        let k = 37usize;
+        let cells: Vec<Vec<u32>> = (0..500u32)
+            .map(|w| {
+                (0..k as u32)
+                    .map(|t| {
+                        if (w * 31 + t * 17) % 5 < 2 {
+                            w + t + 1
+                        } else {
+                            0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut expected = WordTopics::default();
+        expected.clear_rows(k as u32);
+        let mut got = WordTopics::default();
+        got.clear_rows(k as u32);
+        for piece in cells.chunks(123) {
+            for row in piece {
+                for (t, &c) in row.iter().enumerate() {
+                    if c > 0 {
+                        expected.topics.push(t as u16);
+                        expected.counts.push(c);
+                    }
+                }
+                expected.offsets.push(expected.topics.len() as u64);
+            }
+            got.push_rows_in_parallel(
+                piece,
+                |row| row.iter().filter(|&&c| c > 0).count(),
+                |row, topics, counts| {
+                    let nonzero = row.iter().enumerate().filter(|&(_, &c)| c > 0);
+                    for ((t, n), (topic, &c)) in topics.iter_mut().zip(counts).zip(nonzero) {
+                        (*t, *n) = (topic as u16, c);
+                    }
+                },
+            );
+        }
+        assert_eq!(got, expected);
+        assert!(got.num_words() == 500 && !got.topics.is_empty());
+    }
 
     /// Many words, rare and frequent, over several partitions and topic counts: the counts equal a
     /// dense brute-force count cell by cell, rows ascending with no zeros.

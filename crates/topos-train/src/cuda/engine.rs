@@ -2065,8 +2065,7 @@ impl Engine {
     /// The current word-topic counts of `words` as sparse rows, into `out` (cleared first;
     /// totals left empty): each format's rows of the range are one contiguous span of B (dense
     /// rows in word order, then hashed rows in word order), copied back into the engine's
-    /// staging buffer and decoded in parallel, each word's entries written in place (their
-    /// number counted first).
+    /// staging buffer and decoded in parallel ([`WordTopics::push_rows_in_parallel`]).
     pub fn download_rows(
         &mut self,
         words: Range<u32>,
@@ -2099,24 +2098,10 @@ impl Engine {
         let len = |r: &Option<Range<usize>>| r.as_ref().map_or(0, |r| r.len());
         let (dense_len, hashed_len) = (len(&dense_span), len(&hashed_span));
         let what = || "copying word-topic rows back".to_string();
-        if self
-            .row_staging
-            .as_ref()
-            .is_none_or(|b| b.len() < dense_len + hashed_len)
-        {
-            self.row_staging = None;
-            self.row_staging = Some(HostBuffer::zeroed(
-                &self.ctx,
-                dense_len + hashed_len,
-                false,
-            )?);
-        }
-        let staging = self
-            .row_staging
-            .as_mut()
-            .expect("allocated above")
-            .as_mut_slice()
-            .check(what)?;
+        let staging =
+            HostBuffer::at_least(&mut self.row_staging, &self.ctx, dense_len + hashed_len)?
+                .as_mut_slice()
+                .check(what)?;
         let (dense, rest) = staging.split_at_mut(dense_len);
         let hashed = &mut rest[..hashed_len];
         for (r, dst) in [(&dense_span, &mut *dense), (&hashed_span, &mut *hashed)] {
@@ -2140,29 +2125,11 @@ impl Engine {
                 (&[], true)
             }
         };
-        let nnz: Vec<usize> = offs
-            .par_iter()
-            .zip(slots.par_iter())
-            .map(|(&o, &s)| cells(o, s).0.iter().filter(|&&c| c != 0).count())
-            .collect();
-        for &m in &nnz {
-            let last = *out.offsets.last().expect("starts at 0");
-            out.offsets.push(last + m as u64);
-        }
-        let total = *out.offsets.last().expect("starts at 0") as usize;
-        out.topics.resize(total, 0);
-        out.counts.resize(total, 0);
-        let mut rows = Vec::with_capacity(nnz.len());
-        let (mut topics, mut counts) = (&mut out.topics[..], &mut out.counts[..]);
-        for &m in &nnz {
-            let (t, t_rest) = std::mem::take(&mut topics).split_at_mut(m);
-            let (c, c_rest) = std::mem::take(&mut counts).split_at_mut(m);
-            rows.push((t, c));
-            (topics, counts) = (t_rest, c_rest);
-        }
-        rows.into_par_iter()
-            .zip(offs.par_iter().zip(slots.par_iter()))
-            .for_each(|((topics, counts), (&o, &s))| {
+        let words: Vec<(u64, u32)> = offs.iter().copied().zip(slots.iter().copied()).collect();
+        out.push_rows_in_parallel(
+            &words,
+            |&(o, s)| cells(o, s).0.iter().filter(|&&c| c != 0).count(),
+            |&(o, s), topics, counts| {
                 let (cells, dense) = cells(o, s);
                 let nonzero = cells.iter().enumerate().filter(|&(_, &c)| c != 0);
                 if dense {
@@ -2181,7 +2148,8 @@ impl Engine {
                         (*t, *n) = (topic, c);
                     }
                 }
-            });
+            },
+        );
         Ok(())
     }
 

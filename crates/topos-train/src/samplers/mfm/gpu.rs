@@ -791,14 +791,7 @@ mod enabled {
                 (u64::from(words.end) * k * reg) as usize,
             );
             let what = || "reading the word-topic counts".to_string();
-            if self.row_staging.as_ref().is_none_or(|s| s.len() < b - a) {
-                self.row_staging = None;
-                self.row_staging = Some(HostBuffer::zeroed(&self.ctx, b - a, false)?);
-            }
-            let staging = self
-                .row_staging
-                .as_mut()
-                .expect("allocated above")
+            let staging = HostBuffer::at_least(&mut self.row_staging, &self.ctx, b - a)?
                 .as_mut_slice()
                 .check(what)?;
             self.stream
@@ -1052,7 +1045,6 @@ mod enabled {
             words: Range<u32>,
             out: &mut WordTopics,
         ) -> Result<(), TrainError> {
-            use rayon::prelude::*;
             let k = self.hyper.num_topics as usize;
             out.clear_rows(self.hyper.num_topics);
             let levels = std::mem::take(&mut self.levels_host);
@@ -1067,30 +1059,10 @@ mod enabled {
                     }
                 };
                 let rows: Vec<&[u8]> = registers.chunks_exact((k * reg).max(1)).collect();
-                // Each word's non-zeros counted, then written in place, in parallel.
-                let nnz: Vec<usize> = rows
-                    .par_iter()
-                    .map(|row| row.chunks_exact(reg).filter(|&c| count(c) > 0).count())
-                    .collect();
-                for &m in &nnz {
-                    let last = *out.offsets.last().expect("starts at 0");
-                    out.offsets.push(last + m as u64);
-                }
-                let total = *out.offsets.last().expect("starts at 0") as usize;
-                out.topics.resize(total, 0);
-                out.counts.resize(total, 0);
-                let mut parts = Vec::with_capacity(nnz.len());
-                let (mut topics, mut counts) = (&mut out.topics[..], &mut out.counts[..]);
-                for &m in &nnz {
-                    let (t, t_rest) = std::mem::take(&mut topics).split_at_mut(m);
-                    let (c, c_rest) = std::mem::take(&mut counts).split_at_mut(m);
-                    parts.push((t, c));
-                    (topics, counts) = (t_rest, c_rest);
-                }
-                parts
-                    .into_par_iter()
-                    .zip(rows.par_iter())
-                    .for_each(|((topics, counts), row)| {
+                out.push_rows_in_parallel(
+                    &rows,
+                    |row| row.chunks_exact(reg).filter(|&c| count(c) > 0).count(),
+                    |row, topics, counts| {
                         let nonzero = row
                             .chunks_exact(reg)
                             .map(count)
@@ -1101,7 +1073,8 @@ mod enabled {
                         {
                             (*t, *c) = (topic as u16, n.min(u64::from(u32::MAX)) as u32);
                         }
-                    });
+                    },
+                );
             });
             self.levels_host = levels;
             result.map_err(dev)
