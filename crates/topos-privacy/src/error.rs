@@ -60,8 +60,9 @@ pub enum PrivacyError {
     #[error("{}: another topos process has held the privacy ledger's lock for {seconds} s; wait for it to finish and try again (the lock is released by the system when that process exits, so a crashed one never leaves it behind)", path.display())]
     Locked { path: PathBuf, seconds: f64 },
 
-    /// An unreadable ledger file.
-    #[error("{path}: malformed privacy ledger: {what}")]
+    /// An unreadable ledger file. `what` may quote the file (serde_json's message about a field
+    /// name in it), so its line breaks are printed as spaces: the message stays one line.
+    #[error("{path}: malformed privacy ledger: {}", what.replace(['\r', '\n'], " "))]
     BadLedger { path: String, what: String },
 
     /// A malformed `budget.toml` or constraint.

@@ -579,6 +579,18 @@ mod tests {
         Epsilon::new(x).unwrap()
     }
 
+    /// A decoder's message that quotes the ledger (a name holding a line break) stays one line.
+    #[test]
+    fn a_malformed_ledger_is_reported_in_one_line_whatever_it_quotes() {
+        let e = PrivacyError::BadLedger {
+            path: "c.tcorp.ledger".into(),
+            what: "unknown variant `gau\nssian`, expected `laplace`\r\n".into(),
+        };
+        let msg = e.to_string();
+        assert!(!msg.contains('\n') && !msg.contains('\r'), "{msg:?}");
+        assert!(msg.contains("`gau ssian`"), "{msg}");
+    }
+
     #[test]
     fn dates() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
