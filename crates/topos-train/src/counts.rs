@@ -36,17 +36,18 @@ impl WordTopics {
         self.offsets.push(0);
     }
 
-    /// Appends one row per item of `rows` (after [`WordTopics::clear_rows`]), in parallel and
-    /// in place: `nonzeros(row)` counts the row's pairs, then `fill(row, topics, counts)` writes
-    /// exactly that many, topics ascending. No allocation a row: a GPU engine decodes its
-    /// copied-back counts this way when a model is written (V rows of up to K cells).
-    pub fn push_rows_in_parallel<R: Sync>(
+    /// Appends rows `0..rows` (after [`WordTopics::clear_rows`]), in parallel and in place:
+    /// `nonzeros(i)` counts row i's pairs, then `fill(i, topics, counts)` writes exactly that
+    /// many, topics ascending. Rows are named by index so that a caller needs no list of them:
+    /// a GPU engine decodes its copied-back counts this way when a model is written (V rows of
+    /// up to K cells), with no allocation a row.
+    pub fn push_rows_in_parallel(
         &mut self,
-        rows: &[R],
-        nonzeros: impl Fn(&R) -> usize + Sync,
-        fill: impl Fn(&R, &mut [u16], &mut [u32]) + Sync,
+        rows: usize,
+        nonzeros: impl Fn(usize) -> usize + Sync,
+        fill: impl Fn(usize, &mut [u16], &mut [u32]) + Sync,
     ) {
-        let nnz: Vec<usize> = rows.par_iter().map(&nonzeros).collect();
+        let nnz: Vec<usize> = (0..rows).into_par_iter().map(&nonzeros).collect();
         let first = self.topics.len();
         for &m in &nnz {
             let last = *self
@@ -68,8 +69,8 @@ impl WordTopics {
         }
         parts
             .into_par_iter()
-            .zip(rows.par_iter())
-            .for_each(|((t, c), row)| fill(row, t, c));
+            .enumerate()
+            .for_each(|(i, (t, c))| fill(i, t, c));
     }
 
     /// Number of words.
@@ -424,10 +425,10 @@ mod tests {
                 expected.offsets.push(expected.topics.len() as u64);
             }
             got.push_rows_in_parallel(
-                piece,
-                |row| row.iter().filter(|&&c| c > 0).count(),
-                |row, topics, counts| {
-                    let nonzero = row.iter().enumerate().filter(|&(_, &c)| c > 0);
+                piece.len(),
+                |i| piece[i].iter().filter(|&&c| c > 0).count(),
+                |i, topics, counts| {
+                    let nonzero = piece[i].iter().enumerate().filter(|&(_, &c)| c > 0);
                     for ((t, n), (topic, &c)) in topics.iter_mut().zip(counts).zip(nonzero) {
                         (*t, *n) = (topic as u16, c);
                     }

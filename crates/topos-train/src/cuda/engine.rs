@@ -2072,12 +2072,7 @@ impl Engine {
         out: &mut WordTopics,
     ) -> Result<(), GpuError> {
         let k = self.cfg.topics;
-        out.num_topics = k;
-        out.offsets.clear();
-        out.topics.clear();
-        out.counts.clear();
-        out.totals.clear();
-        out.offsets.push(0);
+        out.clear_rows(k);
         let range = words.start as usize..words.end as usize;
         let (offs, slots) = (
             &self.host_word_off[range.clone()],
@@ -2125,12 +2120,17 @@ impl Engine {
                 (&[], true)
             }
         };
-        let words: Vec<(u64, u32)> = offs.iter().copied().zip(slots.iter().copied()).collect();
         out.push_rows_in_parallel(
-            &words,
-            |&(o, s)| cells(o, s).0.iter().filter(|&&c| c != 0).count(),
-            |&(o, s), topics, counts| {
-                let (cells, dense) = cells(o, s);
+            offs.len(),
+            |i| {
+                cells(offs[i], slots[i])
+                    .0
+                    .iter()
+                    .filter(|&&c| c != 0)
+                    .count()
+            },
+            |i, topics, counts| {
+                let (cells, dense) = cells(offs[i], slots[i]);
                 let nonzero = cells.iter().enumerate().filter(|&(_, &c)| c != 0);
                 if dense {
                     for ((t, n), (topic, &c)) in

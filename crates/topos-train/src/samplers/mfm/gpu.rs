@@ -1058,12 +1058,13 @@ mod enabled {
                         levels[usize::from(cell[0])]
                     }
                 };
-                let rows: Vec<&[u8]> = registers.chunks_exact((k * reg).max(1)).collect();
+                let width = (k * reg).max(1);
+                let row = |i: usize| &registers[i * width..(i + 1) * width];
                 out.push_rows_in_parallel(
-                    &rows,
-                    |row| row.chunks_exact(reg).filter(|&c| count(c) > 0).count(),
-                    |row, topics, counts| {
-                        let nonzero = row
+                    registers.len() / width,
+                    |i| row(i).chunks_exact(reg).filter(|&c| count(c) > 0).count(),
+                    |i, topics, counts| {
+                        let nonzero = row(i)
                             .chunks_exact(reg)
                             .map(count)
                             .enumerate()
