@@ -60,6 +60,37 @@ enum Command {
     Devices(cmd::devices::Args),
 }
 
+/// A usage error (a bad or missing argument) as one line, like every other error: clap's
+/// message and tip on one line, then where to read the options (the subcommand's help when
+/// the arguments name one) instead of clap's usage block, which for a value checked after
+/// parsing shows the top-level usage rather than the subcommand's.
+fn usage_error_line(e: &clap::Error, args: impl Iterator<Item = String>) -> String {
+    let text = e.render().to_string();
+    let mut line = String::new();
+    for part in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if part.starts_with("Usage:") || part.starts_with("For more information") {
+            continue;
+        }
+        if let Some(tip) = part.strip_prefix("tip: ") {
+            line.push_str(&format!(" ({tip})"));
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(part);
+        }
+    }
+    use clap::CommandFactory;
+    let sub = args
+        .into_iter()
+        .find(|a| !a.starts_with('-'))
+        .filter(|a| Cli::command().get_subcommands().any(|c| c.get_name() == a));
+    match sub {
+        Some(name) => format!("{line}; see `topos {name} --help`"),
+        None => format!("{line}; see `topos --help`"),
+    }
+}
+
 fn main() {
     // A closed stdout (`topos eval … | head`) ends the process quietly, as for other Unix tools,
     // instead of a panic in `println!`. Rust ignores SIGPIPE by default.
@@ -68,7 +99,22 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            eprintln!("{}", usage_error_line(&e, std::env::args().skip(1)));
+            std::process::exit(2);
+        }
+    };
     let ui = Ui {
         json: cli.json,
         quiet: cli.quiet,

@@ -791,6 +791,15 @@ fn delta_is_checked_against_the_number_of_training_documents() {
         "{err}"
     );
     assert!(out.exists());
+    // --quiet drops status lines, never this warning.
+    let mut quiet_args = run("1e-4");
+    quiet_args.push("-q");
+    let quietly = topos(&quiet_args);
+    assert!(quietly.status.success(), "{quietly:?}");
+    assert!(
+        String::from_utf8_lossy(&quietly.stderr).contains("warning: δ = 1e-4 is above 1/(100·n)"),
+        "{quietly:?}"
+    );
     // The default δ = 1e-6 is far below 1/(100·248): no warning.
     std::fs::remove_file(&out).unwrap();
     let quiet = topos(&run("1e-6"));

@@ -437,3 +437,146 @@ fn binary_inputs_and_mistyped_switches_are_named() {
     assert!(err.contains("TOPOS_EXCHANGE=\"spares\""), "{err}");
     assert!(!dir.path().join("x.tmod").exists());
 }
+
+/// A second new user's attack (2026-11-27): outputs that name the command's own inputs or each
+/// other, a thread count no machine can run, generator settings that never finish, a plan for
+/// a run `train` would refuse, and usage errors: each refused in one line before any work,
+/// leaving every file as it was.
+#[test]
+fn outputs_over_inputs_and_impossible_settings_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (corpus, model) = corpus_and_model(d, &[]);
+    let c = s(&corpus);
+    let corpus_bytes = std::fs::read(&corpus).unwrap();
+    let model_bytes = std::fs::read(&model).unwrap();
+    let train = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["train", c, "-k", "3", "--iters", "2"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    };
+    let fails_train = |extra: &[&str], needle: &str| {
+        let a = train(extra);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        fails(&a, needle);
+    };
+    let m = s(&model);
+    let side = format!("{m}.doctopics");
+    // The checkpoint is removed once the outputs are in place: at the model's path it would
+    // delete the model.
+    fails_train(
+        &["-o", m, "--checkpoint-every", "1", "--checkpoint", m],
+        "the checkpoint (--checkpoint) and the model (-o) are the same file",
+    );
+    fails_train(
+        &[
+            "-o",
+            m,
+            "--doc-topics",
+            "--checkpoint-every",
+            "1",
+            "--checkpoint",
+            &side,
+        ],
+        "are the same file",
+    );
+    fails_train(&["-o", c], "would be written over the corpus");
+    fails_train(
+        &["-o", m, "--log", c],
+        "the log (--log) would be written over the corpus",
+    );
+    fails_train(
+        &["-o", m, "--threads", "100000"],
+        "the model is the same for any thread count",
+    );
+    fails(&["infer", m, c, "-o", m], "is the model this command reads");
+    fails(&["export", m, "-o", m], "is the input this command reads");
+    fails(
+        &["report", m, "-o", c, "--corpus", c],
+        "is the corpus this command reads",
+    );
+    assert_eq!(std::fs::read(&corpus).unwrap(), corpus_bytes);
+    assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
+
+    // synth: non-finite shapes never finish generating; its output is checked first.
+    let synth = |extra: &[&str], needle: &str| {
+        let mut a = vec![
+            "synth",
+            "-o",
+            "",
+            "--docs",
+            "10",
+            "--vocab",
+            "10",
+            "--topics",
+            "2",
+            "--doc-len",
+            "5",
+        ];
+        let out = d.join("z.tcorp");
+        a[2] = s(&out);
+        a.extend_from_slice(extra);
+        fails(&a, needle);
+        assert!(!out.exists());
+    };
+    synth(&["--zipf", "nan"], "--zipf must be a finite number");
+    synth(
+        &["--concentration", "inf"],
+        "--concentration must be a finite positive",
+    );
+    fails(
+        &[
+            "synth",
+            "-o",
+            s(&d.join("big.tcorp")),
+            "--docs",
+            "10000000000000",
+            "--doc-len",
+            "1000",
+        ],
+        "generate fewer or shorter documents",
+    );
+    fails(
+        &[
+            "synth",
+            "-o",
+            s(&d.join("missing/z.tcorp")),
+            "--docs",
+            "10",
+            "--vocab",
+            "10",
+        ],
+        "check that the directory exists",
+    );
+
+    // privacy plan: what train would refuse is refused here too.
+    fails(
+        &[
+            "privacy",
+            "plan",
+            c,
+            "-k",
+            "3",
+            "--epsilon",
+            "1",
+            "--delta",
+            "0.5",
+        ],
+        "is at least 1/n",
+    );
+
+    // Usage errors are one line too, pointing at the subcommand's help.
+    let bad = fails(&["train", c, "-k", "-3"], "unexpected argument '-3'");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("see `topos train --help`"),
+        "{bad:?}"
+    );
+    fails(
+        &["train", c, "--algo", "mh", "--mh-steps", "0"],
+        "--mh-steps must be",
+    );
+    fails(&["trian"], "unrecognized subcommand");
+}

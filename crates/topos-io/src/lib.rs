@@ -105,6 +105,35 @@ pub fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
     msg.replace(['\r', '\n'], " ")
 }
 
+/// Whether `a` and `b` name the same file, whether or not it exists yet: each is resolved
+/// through its nearest existing directory (symbolic links, `.` and `..`), and two existing
+/// files are also compared by device and inode (hard links). A command checks its outputs
+/// against its inputs and against each other with this before any work, so that no output can
+/// be written over a file the command reads or another output of the same run.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    fn resolve(p: &Path) -> Option<std::path::PathBuf> {
+        if let Ok(c) = std::fs::canonicalize(p) {
+            return Some(c);
+        }
+        let name = p.file_name()?;
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some(std::fs::canonicalize(parent).ok()?.join(name))
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            if x.dev() == y.dev() && x.ino() == y.ino() {
+                return true;
+            }
+        }
+    }
+    matches!((resolve(a), resolve(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// XXH3-64 of `bytes`.
 pub fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
@@ -260,6 +289,25 @@ pub fn write_file(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn same_file_sees_through_dots_links_and_files_not_yet_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::write(d.join("a"), b"x").unwrap();
+        assert!(same_file(&d.join("a"), &d.join("sub/../a")));
+        assert!(same_file(&d.join("new"), &d.join("sub/../new")));
+        assert!(!same_file(&d.join("a"), &d.join("b")));
+        assert!(!same_file(&d.join("missing/x"), &d.join("missing/y")));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(d.join("a"), d.join("link")).unwrap();
+            assert!(same_file(&d.join("link"), &d.join("a")));
+            std::fs::hard_link(d.join("a"), d.join("hard")).unwrap();
+            assert!(same_file(&d.join("hard"), &d.join("a")));
+        }
+    }
+
     use super::*;
 
     const KIND: Kind = Kind {

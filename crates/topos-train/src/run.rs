@@ -328,6 +328,13 @@ pub trait Observer {
     fn info(&mut self, message: &str) {
         let _ = message;
     }
+    /// A warning for people (its text starts "warning: "): something the run does that the user
+    /// may not want (a δ near what the guarantee allows, say). Unlike [`Observer::info`] it is
+    /// never silenced: a terminal prints it even with `--quiet`. By default it goes where
+    /// `info` goes.
+    fn warn(&mut self, message: &str) {
+        self.info(message);
+    }
     /// After every iteration.
     fn progress(&mut self, progress: &Progress) {
         let _ = progress;
@@ -467,6 +474,51 @@ fn check_writable(path: &Path) -> Result<(), RunError> {
         })
 }
 
+/// The most worker threads a run takes per core of the machine ([`Run::start`] refuses more).
+pub const MAX_THREADS_PER_CORE: usize = 8;
+
+/// Refuses a run whose outputs would overwrite its corpus or each other: the model and its
+/// `.doctopics`, the checkpoint (which the run removes once the outputs are in place, so a
+/// checkpoint at the model's path would delete the model) and the log.
+fn check_distinct_paths(
+    config: &RunConfig,
+    doc_topics: &Path,
+    checkpoint: &Path,
+) -> Result<(), RunError> {
+    let mut outputs: Vec<(&str, &Path)> = vec![("the model (-o)", &config.output)];
+    if config.doc_topics {
+        outputs.push(("the document-topic file (--doc-topics)", doc_topics));
+    }
+    if config.checkpoint_every > 0 || config.resume {
+        outputs.push(("the checkpoint (--checkpoint)", checkpoint));
+    }
+    if let Some(log) = &config.log {
+        outputs.push(("the log (--log)", log));
+    }
+    let corpus = match &config.corpus {
+        CorpusSource::File(p) => Some(p.as_path()),
+        CorpusSource::Loaded { path, .. } => path.as_deref(),
+    };
+    for (i, &(what, path)) in outputs.iter().enumerate() {
+        if let Some(c) = corpus.filter(|c| topos_io::same_file(path, c)) {
+            return Err(RunError::Invalid(format!(
+                "{what} would be written over the corpus {} that the run trains on; give it another path",
+                c.display()
+            )));
+        }
+        if let Some((other, _)) = outputs[..i]
+            .iter()
+            .find(|(_, p)| topos_io::same_file(path, p))
+        {
+            return Err(RunError::Invalid(format!(
+                "{what} and {other} are the same file {}; give them different paths",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The distinct words of `docs`, sorted.
 fn distinct_words(docs: Docs<'_>) -> Vec<u32> {
     let mut words: Vec<u32> = docs.tokens().to_vec();
@@ -573,11 +625,21 @@ impl Run {
             .check_for(sampler)
             .map_err(|e| RunError::Invalid(e.0))?;
         let mut h = config.hyper.clone();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = if config.threads == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            cores
         } else {
             config.threads
         };
+        // Every thread is a real OS thread with its own stack and rows: tens of thousands of
+        // them stall the machine long before the run starts. The model does not depend on the
+        // count, so nothing is lost by refusing more than this machine can use.
+        let most = MAX_THREADS_PER_CORE * cores;
+        if threads > most {
+            return Err(RunError::Invalid(format!(
+                "--threads {threads} is more than {MAX_THREADS_PER_CORE} threads per core on this machine's {cores} cores; use --threads {cores} (or 0 for all cores): the model is the same for any thread count"
+            )));
+        }
 
         // Learned priors: on a device that learns them, never from private data.
         if let Some(p) = config.optimize_priors {
@@ -663,7 +725,7 @@ impl Run {
             let n = corpus.train().len() as u64;
             match delta_against_documents(delta, n) {
                 DeltaCheck::Refuse(why) => return Err(RunError::Invalid(why)),
-                DeltaCheck::Warn(why) => observer.info(&why),
+                DeltaCheck::Warn(why) => observer.warn(&why),
                 DeltaCheck::Fine => {}
             }
         }
@@ -676,6 +738,7 @@ impl Run {
         // writes them).
         let doc_topics_path = topos_model::doc_topics_path(&config.output);
         let ckpt_path = config.checkpoint_path();
+        check_distinct_paths(&config, &doc_topics_path, &ckpt_path)?;
         if root {
             check_writable(&config.output)?;
             if config.doc_topics {

@@ -177,6 +177,13 @@ fn write_docs(path: &std::path::Path, docs: Docs<'_>, vocab: &Vocabulary) -> Res
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    super::refuse_overwriting(
+        &args.output,
+        &[
+            ("the input", Some(&args.input)),
+            ("the corpus", args.corpus.as_deref()),
+        ],
+    )?;
     if !is_corpus(&args.input)? {
         return export_model(&args, ui);
     }

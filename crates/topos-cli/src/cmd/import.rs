@@ -259,6 +259,14 @@ fn read_mallet_doc_topics(path: &Path, corpus: &Corpus, alpha: &Alpha) -> Result
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    super::refuse_overwriting(
+        &args.output,
+        &[
+            ("the counts", Some(&args.counts)),
+            ("the corpus", Some(&args.corpus)),
+            ("the document-topic file", args.doc_topics.as_deref()),
+        ],
+    )?;
     let corpus = Corpus::open(&args.corpus)?;
     let mallet = match args.from.as_str() {
         "mallet" => true,

@@ -190,6 +190,16 @@ pub fn follow_spec(
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    if let Some(out) = &args.output {
+        super::refuse_overwriting(
+            out,
+            &[
+                ("the model", Some(&args.model)),
+                ("the input", Some(&args.input)),
+                ("the corpus", args.corpus.as_deref()),
+            ],
+        )?;
+    }
     let model = TopicModel::read(&args.model)?;
     // Always on stderr; for a private model also in the output itself (below), because the
     // mixtures are derived from the model's noisy release and the guarantee travels with them.

@@ -24,6 +24,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    let inputs: Vec<_> = args
+        .logs
+        .iter()
+        .map(|l| ("a log", Some(l.as_path())))
+        .collect();
+    super::refuse_overwriting(&args.output, &inputs)?;
     check_output(&args.output)?;
     let ext = args
         .output

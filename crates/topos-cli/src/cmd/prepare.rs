@@ -159,6 +159,13 @@ pub fn prepare_with_progress(
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    super::refuse_overwriting(
+        &args.output,
+        &[
+            ("the input", Some(&args.input)),
+            ("the vocabulary", args.vocab.as_deref()),
+        ],
+    )?;
     let opts = args.options();
     let r = prepare_with_progress(&args.input, &args.output, &opts, ui)?;
     ui.result(&r, || print_report(&r))

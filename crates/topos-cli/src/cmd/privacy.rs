@@ -511,6 +511,27 @@ fn passes(u: u64, t: f64, b: f64) -> f64 {
     }
 }
 
+/// What `train --private` checks of the corpus and δ before it plans anything, so that a plan
+/// is never made for a run that would be refused: a training set with tokens, and δ against the
+/// number of training documents (refused at 1/n or more; a warning above 1/(100·n), printed
+/// even with `--quiet`). Returns the number of training documents.
+fn check_as_train_would(corpus: &std::path::Path, delta: f64) -> Result<u64> {
+    let corpus = open_corpus(corpus)?;
+    let docs = corpus.train();
+    if docs.iter().all(<[u32]>::is_empty) {
+        anyhow::bail!("the training set has no tokens; prepare the corpus with a smaller --holdout or looser pruning");
+    }
+    let n = docs.len() as u64;
+    if delta > 0.0 {
+        match topos_train::private::delta_against_documents(delta, n) {
+            topos_train::private::DeltaCheck::Refuse(why) => anyhow::bail!(why),
+            topos_train::private::DeltaCheck::Warn(why) => eprintln!("{why}"),
+            topos_train::private::DeltaCheck::Fine => {}
+        }
+    }
+    Ok(n)
+}
+
 fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     let epsilon = epsilon(a.epsilon, "--epsilon")?;
     // The mechanism train would use (its default rule, `train --help`).
@@ -534,6 +555,10 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     if a.topics < 2 {
         anyhow::bail!("-k must be at least 2, got {}", a.topics);
     }
+    check_as_train_would(
+        &a.corpus,
+        a.delta.unwrap_or(topos_train::private::DEFAULT_DELTA),
+    )?;
     let corpus = open_corpus(&a.corpus)?;
     let docs = corpus.train();
     // Without L: the cap the run's private choice aims at (its exact target here), and the ε
@@ -730,6 +755,7 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
             "--mechanism gaussian is (ε, δ)-private: it needs --delta > 0 (default 1e-6, less for more than 10⁴ documents), not 0"
         );
     }
+    check_as_train_would(&a.corpus, delta)?;
     let l2_clip = a.l2_clip.unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
     let (auto_releases, signal) = topos_train::private::gaussian_releases(
         epsilon.get(),

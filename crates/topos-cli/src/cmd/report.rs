@@ -99,6 +99,13 @@ fn cut(s: &str, max_chars: usize) -> String {
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    let mut inputs = vec![
+        ("the model", Some(args.model.as_path())),
+        ("the corpus", args.corpus.as_deref()),
+        ("the source", args.source.as_deref()),
+    ];
+    inputs.extend(args.logs.iter().map(|l| ("a log", Some(l.as_path()))));
+    super::refuse_overwriting(&args.output, &inputs)?;
     check_output(&args.output)?;
     if !(0.0..=1.0).contains(&args.lambda) {
         bail!("--lambda must be between 0 and 1, got {}", args.lambda);

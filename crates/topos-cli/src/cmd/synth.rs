@@ -86,6 +86,44 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         alpha.values().iter().all(|a| a.is_finite() && *a > 0.0),
         "--alpha must be a positive number"
     );
+    anyhow::ensure!(
+        args.zipf.is_finite() && args.zipf >= 0.0,
+        "--zipf must be a finite number ≥ 0 (0: every word equally frequent; 1.07 by default), got {}",
+        args.zipf
+    );
+    anyhow::ensure!(
+        args.concentration.is_finite() && args.concentration > 0.0,
+        "--concentration must be a finite positive number (5000 by default), got {}",
+        args.concentration
+    );
+    // What the corpus will hold before generating it: its tokens twice (as generated, then
+    // split into training and held-out documents) and the file's buffer, 4 bytes a token each.
+    let tokens = (args.docs as u128) * (args.doc_len as u128);
+    let needed = tokens.saturating_mul(12);
+    if let Some(available) = topos_io::mem::available_memory() {
+        anyhow::ensure!(
+            needed <= u128::from(available),
+            "--docs {} × --doc-len {} is about {tokens} tokens, which need about {:.1} GiB of memory to generate but {:.1} GiB is available; generate fewer or shorter documents",
+            args.docs,
+            args.doc_len,
+            needed as f64 / f64::from(1u32 << 30),
+            available as f64 / f64::from(1u32 << 30)
+        );
+    }
+    // The output's directory must accept the file before any work (a temporary is made and
+    // dropped, as `train` checks its outputs).
+    topos_io::AtomicFile::create(&args.output)
+        .map(drop)
+        .map_err(|e| {
+            let why = match &e {
+                topos_io::FormatError::Io { cause, .. } => cause.to_string(),
+                other => topos_io::one_line(other),
+            };
+            anyhow::anyhow!(
+                "cannot write {}: {why}; check that the directory exists and is writable",
+                args.output.display()
+            )
+        })?;
     let start = std::time::Instant::now();
     let spec = SyntheticSpec {
         num_docs: args.docs,

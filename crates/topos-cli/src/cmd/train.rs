@@ -557,6 +557,12 @@ impl Observer for TerminalObserver {
             _ => self.ui.info(message),
         }
     }
+    fn warn(&mut self, message: &str) {
+        match &self.bar {
+            Some(b) if !self.ui.quiet => b.println(message),
+            _ => eprintln!("{message}"),
+        }
+    }
     fn progress(&mut self, p: &Progress) {
         let ui = self.ui;
         let algorithm = self.algorithm;
