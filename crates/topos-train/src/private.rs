@@ -576,12 +576,15 @@ pub fn longest_document(docs: Docs<'_>) -> usize {
     docs.iter().map(<[u32]>::len).max().unwrap_or(0)
 }
 
-/// The caps [`choose_cap`] chooses from: a geometric grid of ratio 2^{1/4} from 8 to 4,096 (8,
-/// 10, 11, 13, 16, 19, 23, 27, 32, 38, 45, 54, 64, 76, 91, 108, 128, …). Public: fixed in the
-/// code, never read from the data. Below 8 a cap throws away most of every document for no
-/// less noise per counted token; above 4,096 the noise b = R·L/ε dwarfs any count.
+/// The caps [`choose_cap`] chooses from: every length from 1 to 8, then a geometric grid of
+/// ratio 2^{1/4} to 4,096 (1, 2, …, 8, 10, 11, 13, 16, 19, 23, 27, 32, 38, 45, 54, 64, 76, 91,
+/// 108, 128, …). Public: fixed in the code, never read from the data. Each candidate c stands
+/// for the lengths [c, next candidate); the small ones are there for corpora of very short
+/// documents (titles, tweets), whose lower quartile would otherwise lie below the whole grid,
+/// where every candidate ties and the draw was uniform up to 4,096; above 4,096 the noise
+/// b = R·L/ε dwarfs any count.
 pub fn cap_candidates() -> Vec<u32> {
-    let mut out: Vec<u32> = vec![8];
+    let mut out: Vec<u32> = (1..=8).collect();
     let mut x = 8.0f64;
     while *out.last().expect("not empty") < 4_096 {
         x *= 2f64.powf(0.25);
@@ -591,6 +594,38 @@ pub fn cap_candidates() -> Vec<u32> {
         }
     }
     out
+}
+
+/// The score [`choose_cap`] minimises for each candidate of `grid`: how far, in units of
+/// 1/m documents, the q = a/m quantile's rank lies outside the candidate's bucket of lengths
+/// [c, c_next): s(c) = max(0, m·#{|d| < c} − a·n, a·n − m·#{|d| < c_next}) (c_next = ∞ for the
+/// last). 0 for the bucket that holds the quantile.
+fn cap_scores(lengths: impl Iterator<Item = usize>, grid: &[u32]) -> Vec<u128> {
+    let (a, m) = CAP_QUANTILE;
+    // below[i] = #{d : |d| < grid[i]}, by a histogram of the lengths over the grid's intervals.
+    let mut hist = vec![0u64; grid.len() + 1];
+    let mut n = 0u64;
+    for len in lengths {
+        n += 1;
+        // The first candidate above len: documents with |d| < c for every c from there on.
+        let i = grid.partition_point(|&c| c as usize <= len);
+        hist[i] += 1;
+    }
+    let mut below = Vec::with_capacity(grid.len() + 1);
+    let mut acc = 0u64;
+    for h in &hist[..grid.len()] {
+        acc += h;
+        below.push(acc);
+    }
+    below.push(n);
+    below
+        .windows(2)
+        .map(|w| {
+            let over = (m * w[0]).saturating_sub(a * n);
+            let under = (a * n).saturating_sub(m * w[1]);
+            u128::from(over.max(under))
+        })
+        .collect()
 }
 
 /// The cap L a run without `--max-doc-tokens` uses, and how it was chosen.
@@ -607,19 +642,23 @@ pub struct CapChoice {
 ///
 /// # Why it is ε_L-differentially private (proof step 0 of the run)
 ///
-/// The score of a candidate c is s(c) = −|m·#{d : |d| < c} − a·n|, n the number of documents:
-/// minus m times the distance, in documents, between c's rank and the q-quantile's. Adding or
-/// removing one document changes n by 1 and the count by 0 or 1 in the same direction, so
-/// m·count − a·n moves by a or by m − a: the score's sensitivity is Δ = max(a, m − a) (3 for
-/// q = 1/4), for every candidate at once. The output is c with probability
+/// Each candidate c stands for the bucket of lengths [c, c_next) (c_next the next candidate, ∞
+/// for the last), and its score is u(c) = −max(0, X, Y) with X = m·#{d : |d| < c} − a·n and
+/// Y = a·n − m·#{d : |d| < c_next}, n the number of documents ([`cap_scores`]): minus m times
+/// the distance, in documents, from the q-quantile's rank to the bucket (0 inside it). Adding
+/// or removing one document changes n by 1 and each count by 0 or 1 in the same direction, so
+/// X and Y each move by a or by m − a, and max(0, X, Y), 1-Lipschitz in the larger of the two
+/// moves, by at most Δ = max(a, m − a) (3 for q = 1/4), for every candidate at once. (The
+/// earlier score, −|m·#{|d| < c} − a·n| alone, tied every candidate above the longest
+/// document: on a corpus of 5-token documents the cap was uniform from 8 to 4,096.) The output is c with probability
 /// ∝ exp(ε'·s(c)/(2Δ)), which is ε'-DP (McSherry–Talwar, Theorem 6; Dwork & Roth, Theorem
 /// 3.10), with ε' = ⌊ε_L·2³²⌋/2³² ≤ ε_L. The draw is **exact**: a candidate is proposed
 /// uniformly and accepted with probability exp(−ε'·(s_max − s(c))/(2Δ)) (a rational exponent,
 /// [`topos_privacy::bernoulli::bernoulli_exp_neg`]: integers only), so the accepted candidate has
 /// exactly the law ∝ exp(ε'·s(c)/(2Δ)) (s_max only rescales every weight by the same factor),
-/// after at most |grid| proposals on average. Candidates in a gap between document lengths tie
-/// (all documents of 20 tokens: every candidate from 8 to 19 has the same score), so in such
-/// degenerate corpora the cap is uniform over the gap; the grid's floor of 8 bounds how small.
+/// after at most |grid| proposals on average. Only buckets the quantile's rank falls in score
+/// 0 (two at most, when it lands on their boundary), so ties are rare: all documents of 20
+/// tokens put it in [19, 23), all of 5 tokens in [5, 6).
 /// The number of proposals depends on the data; like the discrete Laplace sampler's running
 /// time it is not part of the release (the guarantee covers the model file).
 ///
@@ -631,7 +670,7 @@ pub struct CapChoice {
 ///
 /// Accuracy: with probability ≥ 1 − e^{−t} the chosen cap's rank is within
 /// (2Δ/(m·ε'))·(ln |grid| + t) documents of the quantile's (Dwork & Roth, Theorem 3.11): at
-/// ε_L = 0.05 (ε = 1, q = 1/4: 2Δ/m = 1.5) 30·(ln 64 + t) ≈ 125 + 30·t documents, about 1%
+/// ε_L = 0.05 (ε = 1, q = 1/4: 2Δ/m = 1.5) 30·(ln 44 + t) ≈ 114 + 30·t documents, about 1%
 /// of a corpus of 10,000 (and the grid's step, 19%, bounds how far the cap can sit from the
 /// quantile's length when ranks are dense).
 pub fn choose_cap(
@@ -641,25 +680,7 @@ pub fn choose_cap(
 ) -> Result<CapChoice, PrivacyError> {
     let (a, m) = CAP_QUANTILE;
     let grid = cap_candidates();
-    // below[i] = #{d : |d| < grid[i]}, by a histogram of the lengths over the grid's intervals.
-    let mut hist = vec![0u64; grid.len() + 1];
-    let mut n = 0u64;
-    for len in lengths {
-        n += 1;
-        // The first candidate above len: documents with |d| < c for every c from there on.
-        let i = grid.partition_point(|&c| c as usize <= len);
-        hist[i] += 1;
-    }
-    let mut below = Vec::with_capacity(grid.len());
-    let mut acc = 0u64;
-    for h in &hist[..grid.len()] {
-        acc += h;
-        below.push(acc);
-    }
-    let score: Vec<u128> = below
-        .iter()
-        .map(|&c| u128::from((m * c).abs_diff(a * n)))
-        .collect();
+    let score = cap_scores(lengths, &grid);
     let best = *score.iter().min().expect("a grid");
     let delta = u128::from(a.max(m - a));
     // ε' = k / 2³², rounded down: the mechanism is never less private than asked.
@@ -685,19 +706,18 @@ pub fn choose_cap(
 }
 
 /// The exact q-quantile ([`CAP_QUANTILE`]) of the lengths, snapped to the grid as
-/// [`choose_cap`] scores it (the candidate of best score, the largest on ties): what the
-/// private choice aims at. Not private: for `privacy plan`'s advice and for tests.
+/// [`choose_cap`] scores it (the bucket that holds it, the larger when it lands on a
+/// boundary): what the private choice aims at. Not private: for `privacy plan`'s advice and for tests.
 pub fn cap_target(lengths: impl Iterator<Item = usize>) -> u32 {
-    let (a, m) = CAP_QUANTILE;
-    let mut lens: Vec<usize> = lengths.collect();
-    lens.sort_unstable();
-    let n = lens.len() as u64;
     let grid = cap_candidates();
+    let score = cap_scores(lengths, &grid);
     *grid
         .iter()
+        .zip(&score)
         .rev()
-        .min_by_key(|&&c| (m * lens.partition_point(|&l| l < c as usize) as u64).abs_diff(a * n))
+        .min_by_key(|&(_, &s)| s)
         .expect("a grid")
+        .0
 }
 
 /// How far the held-out log-likelihood per token of a default private run (word release, R = 2)
@@ -1402,10 +1422,13 @@ mod tests {
     #[test]
     fn the_cap_grid_is_public_increasing_and_bounded() {
         let g = cap_candidates();
-        assert_eq!(&g[..9], &[8, 10, 11, 13, 16, 19, 23, 27, 32]);
+        assert_eq!(
+            &g[..17],
+            &[1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 16, 19, 23, 27, 32, 38]
+        );
         assert!(g.windows(2).all(|w| w[0] < w[1]), "{g:?}");
         assert_eq!(*g.last().unwrap(), 4_096);
-        assert_eq!(g.len(), 37);
+        assert_eq!(g.len(), 44);
         assert!(
             g.contains(&45) && g.contains(&54) && g.contains(&76),
             "{g:?}"
@@ -1419,15 +1442,17 @@ mod tests {
 
     #[test]
     fn the_private_cap_is_the_lower_quartile_at_large_epsilon_and_follows_the_exponential_law() {
-        // The target: the grid point closest in rank to the lower quartile.
-        // Lengths 1..=400: 100 documents below 101; the grid has 91 and 108.
-        assert_eq!(cap_target(ramp(400)), 108);
-        // All of one length: the largest candidate at or below it.
+        // The target: the bucket of the grid that holds the lower quartile.
+        // Lengths 1..=400: 100 documents below 101, in the bucket [91, 108).
+        assert_eq!(cap_target(ramp(400)), 91);
+        // All of one length: the bucket that holds it, even below 8 or above every candidate.
         assert_eq!(cap_target(std::iter::repeat_n(30, 50)), 27);
+        assert_eq!(cap_target(std::iter::repeat_n(5, 2000)), 5);
+        assert_eq!(cap_target(std::iter::repeat_n(9000, 20)), 4_096);
         let mut src = NoiseSource::insecure_seeded(3);
         for _ in 0..20 {
             let c = choose_cap(ramp(400), eps(50.0), &mut src).unwrap();
-            assert_eq!(c.cap, 108);
+            assert_eq!(c.cap, 91);
             assert!(c.epsilon <= 50.0 && c.epsilon > 50.0 - 1e-9);
         }
         // At ε_L = 0.05 the frequencies match exp(ε·s/(2Δ)) normalised (5 sd per candidate).
@@ -1435,11 +1460,16 @@ mod tests {
         let grid = cap_candidates();
         let n = lens.len() as f64;
         let e = 0.05;
+        let below = |c: f64| lens.iter().filter(|&&l| (l as f64) < c).count() as f64;
         let w: Vec<f64> = grid
             .iter()
-            .map(|&c| {
-                let below = lens.iter().filter(|&&l| l < c as usize).count() as f64;
-                (e * -(4.0 * below - n).abs() / 6.0).exp()
+            .enumerate()
+            .map(|(i, &c)| {
+                let next = grid.get(i + 1).map_or(f64::INFINITY, |&x| f64::from(x));
+                let s = (4.0 * below(f64::from(c)) - n)
+                    .max(n - 4.0 * below(next))
+                    .max(0.0);
+                (e * -s / 6.0).exp()
             })
             .collect();
         let z: f64 = w.iter().sum();
@@ -1464,8 +1494,14 @@ mod tests {
             choose_cap(std::iter::empty(), eps(1.0), &mut src)
                 .unwrap()
                 .cap
-                >= 8
+                >= 1
         );
+        // Documents shorter than 8 (5 tokens each): the cap is theirs, not uniform up to
+        // 4,096 as when every candidate tied above them.
+        for _ in 0..20 {
+            let c = choose_cap(std::iter::repeat_n(5, 2000), eps(1.0), &mut src).unwrap();
+            assert_eq!(c.cap, 5);
+        }
         assert!(choose_cap(ramp(10), eps(1e-12), &mut src).is_err());
     }
 
