@@ -20,6 +20,17 @@ impl Ui {
         }
     }
 
+    /// What a command that writes files reports when it is done: with `--json` one JSON
+    /// document on stdout (`value`: what was written, where), else `human` as a status line on
+    /// stderr (dropped by `--quiet`: the files are the result).
+    pub fn written(&self, value: serde_json::Value, human: String) {
+        if self.json {
+            println!("{value}");
+        } else {
+            self.info(human);
+        }
+    }
+
     /// A progress bar on stderr, hidden with `--quiet` or when stderr is not a terminal.
     pub fn bar(&self, len: u64, template: &str) -> ProgressBar {
         let bar = ProgressBar::with_draw_target(

@@ -579,4 +579,15 @@ fn outputs_over_inputs_and_impossible_settings_are_refused_before_any_work() {
         "--mh-steps must be",
     );
     fails(&["trian"], "unrecognized subcommand");
+
+    // --json: one document on stdout for the commands that only write files, too.
+    let phi = d.join("phi.csv");
+    let v = json(&["export", m, "-o", s(&phi), "--what", "phi"]);
+    assert_eq!(v["output"], s(&phi), "{v}");
+    let page = d.join("r.html");
+    let v = json(&["report", m, "-o", s(&page)]);
+    assert_eq!((v["format"].as_str(), v["topics"].as_u64()), (Some("html"), Some(3)), "{v}");
+    let text = d.join("text");
+    let v = json(&["export", c, "-o", s(&text)]);
+    assert_eq!(v["files"].as_array().map(Vec::len), Some(3), "{v}");
 }

@@ -117,7 +117,13 @@ fn export_model(args: &Args, ui: Ui) -> Result<()> {
         };
         let written =
             export::write_mallet(&model, doc_topics.as_ref(), names, args.top, &args.output)?;
-        ui.info(format!(
+        ui.written(
+            serde_json::json!({
+                "output": args.output.display().to_string(),
+                "format": "mallet",
+                "files": written,
+            }),
+            format!(
             "wrote {} to {}{}",
             written.join(", "),
             args.output.display(),
@@ -126,7 +132,8 @@ fn export_model(args: &Args, ui: Ui) -> Result<()> {
             } else {
                 ""
             }
-        ));
+        ),
+        );
         return Ok(());
     }
     let what = match args.what {
@@ -154,7 +161,10 @@ fn export_model(args: &Args, ui: Ui) -> Result<()> {
         args.top,
         &args.output,
     )?;
-    ui.info(format!("wrote {}", args.output.display()));
+    ui.written(
+        serde_json::json!({ "output": args.output.display().to_string() }),
+        format!("wrote {}", args.output.display()),
+    );
     Ok(())
 }
 
@@ -213,9 +223,15 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     let mut f = topos_io::AtomicFile::create(&args.output.join("vocab.txt"))?;
     f.write_all(vocab.as_bytes())?;
     f.commit()?;
-    ui.info(format!(
-        "wrote train.txt, heldout.txt and vocab.txt to {}",
-        args.output.display()
-    ));
+    ui.written(
+        serde_json::json!({
+            "output": args.output.display().to_string(),
+            "files": ["train.txt", "heldout.txt", "vocab.txt"],
+        }),
+        format!(
+            "wrote train.txt, heldout.txt and vocab.txt to {}",
+            args.output.display()
+        ),
+    );
     Ok(())
 }

@@ -377,16 +377,24 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         let (_, checksum) = TopicModel::read_with_checksum(&args.output)?;
         a.write(&topos_model::doc_topics_path(&args.output), checksum)?;
     }
-    ui.info(format!(
-        "wrote {} ({} tokens over {} topics{})",
-        args.output.display(),
-        total,
-        k,
-        if doc_topics.is_some() {
-            ", with the training documents' topic counts"
-        } else {
-            ""
-        }
-    ));
+    ui.written(
+        serde_json::json!({
+            "output": args.output.display().to_string(),
+            "tokens": total,
+            "topics": k,
+            "doc_topics": doc_topics.is_some(),
+        }),
+        format!(
+            "wrote {} ({} tokens over {} topics{})",
+            args.output.display(),
+            total,
+            k,
+            if doc_topics.is_some() {
+                ", with the training documents' topic counts"
+            } else {
+                ""
+            }
+        ),
+    );
     Ok(())
 }

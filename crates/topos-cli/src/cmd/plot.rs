@@ -63,6 +63,9 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         svg.into_bytes()
     };
     write_atomic(&args.output, &bytes)?;
-    ui.info(format!("wrote {}", args.output.display()));
+    ui.written(
+        serde_json::json!({ "output": args.output.display().to_string() }),
+        format!("wrote {}", args.output.display()),
+    );
     Ok(())
 }

@@ -151,12 +151,20 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     if args.ldavis_json {
         let json = vis.ldavis_json(&model);
         write_atomic(&args.output, serde_json::to_string(&json)?.as_bytes())?;
-        ui.info(format!(
-            "wrote the LDAvis data of {} topics to {} in {:.1} s",
-            model.num_topics(),
-            args.output.display(),
-            start.elapsed().as_secs_f64()
-        ));
+        ui.written(
+            serde_json::json!({
+                "output": args.output.display().to_string(),
+                "format": "ldavis-json",
+                "topics": model.num_topics(),
+                "seconds": start.elapsed().as_secs_f64(),
+            }),
+            format!(
+                "wrote the LDAvis data of {} topics to {} in {:.1} s",
+                model.num_topics(),
+                args.output.display(),
+                start.elapsed().as_secs_f64()
+            ),
+        );
         return Ok(());
     }
     let (docs, docs_note) = match &doc_topics {
@@ -255,12 +263,21 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     };
     let page = html::render(&model, &vis, &extras);
     write_atomic(&args.output, page.as_bytes())?;
-    ui.info(format!(
-        "wrote the report of {} topics to {} ({:.1} MB) in {:.1} s",
-        model.num_topics(),
-        args.output.display(),
-        page.len() as f64 / 1e6,
-        start.elapsed().as_secs_f64()
-    ));
+    ui.written(
+        serde_json::json!({
+            "output": args.output.display().to_string(),
+            "format": "html",
+            "topics": model.num_topics(),
+            "bytes": page.len(),
+            "seconds": start.elapsed().as_secs_f64(),
+        }),
+        format!(
+            "wrote the report of {} topics to {} ({:.1} MB) in {:.1} s",
+            model.num_topics(),
+            args.output.display(),
+            page.len() as f64 / 1e6,
+            start.elapsed().as_secs_f64()
+        ),
+    );
     Ok(())
 }
