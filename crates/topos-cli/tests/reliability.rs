@@ -586,8 +586,50 @@ fn outputs_over_inputs_and_impossible_settings_are_refused_before_any_work() {
     assert_eq!(v["output"], s(&phi), "{v}");
     let page = d.join("r.html");
     let v = json(&["report", m, "-o", s(&page)]);
-    assert_eq!((v["format"].as_str(), v["topics"].as_u64()), (Some("html"), Some(3)), "{v}");
+    assert_eq!(
+        (v["format"].as_str(), v["topics"].as_u64()),
+        (Some("html"), Some(3)),
+        "{v}"
+    );
     let text = d.join("text");
     let v = json(&["export", c, "-o", s(&text)]);
     assert_eq!(v["files"].as_array().map(Vec::len), Some(3), "{v}");
+
+    // report --source reads the input as prepare did, gzipped too, and refuses a file that
+    // cannot be the corpus's source.
+    let input = std::fs::read(d.join("docs.txt")).unwrap();
+    let gz = d.join("docs.txt.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut enc, &input).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    ok(&[
+        "report",
+        m,
+        "-o",
+        s(&page),
+        "--corpus",
+        c,
+        "--source",
+        s(&gz),
+    ]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("river") && !html.contains('\u{fffd}'),
+        "the source's lines, decompressed"
+    );
+    let short = d.join("short.txt");
+    std::fs::write(&short, "one line\n").unwrap();
+    fails(
+        &[
+            "report",
+            m,
+            "-o",
+            s(&page),
+            "--corpus",
+            c,
+            "--source",
+            s(&short),
+        ],
+        "give the text file the corpus was prepared from",
+    );
 }

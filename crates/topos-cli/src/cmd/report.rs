@@ -5,7 +5,6 @@
 
 use crate::ui::Ui;
 use anyhow::{bail, Context, Result};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use topos_model::{DocTopics, TopicModel};
 use topos_report::{
@@ -73,20 +72,43 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// The lines `wanted` (sorted, distinct) of a text file, cut to `max_chars` characters.
+/// The lines `wanted` (sorted, distinct, 0-based) of a text file, cut to `max_chars`
+/// characters: read as `prepare` reads its input (gzip recognised by its magic bytes, `\r\n`
+/// ends), so the very file a corpus was prepared from works. A file with fewer lines than the
+/// last one wanted is not the corpus's source and is refused; bytes that are not UTF-8 are
+/// shown as U+FFFD, with a warning.
 fn source_lines(path: &Path, wanted: &[u64], max_chars: usize) -> Result<Vec<(u64, String)>> {
-    let f = std::fs::File::open(path)
+    let counter = topos_corpus::readers::ByteCounter::default();
+    let mut reader = topos_corpus::readers::LineReader::open(path, &counter)
         .with_context(|| format!("cannot read the source text {}", path.display()))?;
     let mut out = Vec::new();
     let mut next = wanted.iter().peekable();
-    for (i, line) in std::io::BufReader::new(f).split(b'\n').enumerate() {
-        let Some(&&want) = next.peek() else { break };
-        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-        if i as u64 == want {
+    let mut line = Vec::new();
+    let mut replaced = 0usize;
+    let mut i = 0u64;
+    while let Some(&&want) = next.peek() {
+        if !reader.next_line(&mut line)? {
+            anyhow::bail!(
+                "--source {} has {i} lines, but the corpus's documents come from line {} of its input: give the text file the corpus was prepared from",
+                path.display(),
+                wanted.last().map_or(0, |w| w + 1)
+            );
+        }
+        if i == want {
             let text = String::from_utf8_lossy(&line);
-            out.push((want, cut(text.trim_end_matches('\r'), max_chars)));
+            if let std::borrow::Cow::Owned(_) = text {
+                replaced += 1;
+            }
+            out.push((want, cut(&text, max_chars)));
             next.next();
         }
+        i += 1;
+    }
+    if replaced > 0 {
+        eprintln!(
+            "warning: {replaced} of the lines shown from {} are not UTF-8; their invalid bytes show as U+FFFD",
+            path.display()
+        );
     }
     Ok(out)
 }
