@@ -579,6 +579,10 @@ fn outputs_over_inputs_and_impossible_settings_are_refused_before_any_work() {
         "--mh-steps must be",
     );
     fails(&["trian"], "unrecognized subcommand");
+    fails(
+        &["train", c, "--partitions", "0"],
+        "--partitions must be a whole number from 1",
+    );
 
     // --json: one document on stdout for the commands that only write files, too.
     let phi = d.join("phi.csv");

@@ -797,8 +797,8 @@ impl Run {
             }
             if got.iteration > config.iterations {
                 return Err(RunError::Invalid(format!(
-                    "the checkpoint is at iteration {}, beyond --iters {}",
-                    got.iteration, config.iterations
+                    "the checkpoint is at iteration {}, beyond --iters {}; resume with --iters {} or more, or train anew without --resume",
+                    got.iteration, config.iterations, got.iteration
                 )));
             }
             if fixed {

@@ -60,7 +60,7 @@ pub struct Args {
     pub seed_words: Option<PathBuf>,
     /// Document partitions (cgs results depend on it; default: about one per 250K tokens, a
     /// multiple of 4, at most 64).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one_partition)]
     pub partitions: Option<usize>,
     /// Compute the training log-likelihood every N iterations (0: only at the end).
     #[arg(long, default_value_t = 10)]
@@ -639,10 +639,11 @@ pub fn print_summary(summary: &Summary) {
         })
         .collect();
     println!(
-        "wrote {} ({} topics, {} iterations of {}{settings} in {:.1} s, {:.2}M tokens/s)",
+        "wrote {} ({} topics, {} iteration{} of {}{settings} in {:.1} s, {:.2}M tokens/s)",
         summary.model,
         summary.topics,
         summary.iterations,
+        if summary.iterations == 1 { "" } else { "s" },
         summary.algorithm,
         summary.seconds,
         summary.tokens_per_second / 1e6
@@ -686,6 +687,17 @@ mod tests {
         let a = super::Args::for_corpus("x.tcorp".into());
         assert_eq!(a.sampler().unwrap().name(), "cgs");
         assert_eq!(a.transport, "auto");
+    }
+}
+
+/// `--partitions`: a whole number from 1 (0 is no partition at all, not "the default": that is
+/// leaving the flag out).
+fn at_least_one_partition(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "--partitions must be a whole number from 1, got {text} (leave it out for the default)"
+        )),
     }
 }
 
