@@ -515,8 +515,7 @@ fn passes(u: u64, t: f64, b: f64) -> f64 {
 /// is never made for a run that would be refused: a training set with tokens, and δ against the
 /// number of training documents (refused at 1/n or more; a warning above 1/(100·n), printed
 /// even with `--quiet`). Returns the number of training documents.
-fn check_as_train_would(corpus: &std::path::Path, delta: f64) -> Result<u64> {
-    let corpus = open_corpus(corpus)?;
+fn check_as_train_would(corpus: &Corpus, delta: f64) -> Result<u64> {
     let docs = corpus.train();
     if docs.iter().all(<[u32]>::is_empty) {
         anyhow::bail!("the training set has no tokens; prepare the corpus with a smaller --holdout or looser pruning");
@@ -555,11 +554,11 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
     if a.topics < 2 {
         anyhow::bail!("-k must be at least 2, got {}", a.topics);
     }
+    let corpus = open_corpus(&a.corpus)?;
     check_as_train_would(
-        &a.corpus,
+        &corpus,
         a.delta.unwrap_or(topos_train::private::DEFAULT_DELTA),
     )?;
-    let corpus = open_corpus(&a.corpus)?;
     let docs = corpus.train();
     // Without L: the cap the run's private choice aims at (its exact target here), and the ε
     // that choice would spend (rounded down as the mechanism rounds it).
@@ -745,7 +744,8 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
     }
     // As `topos train` resolves them: δ and the releases follow the number of training
     // documents (treated as public).
-    let documents = open_corpus(&a.corpus)?.train().len() as u64;
+    let corpus = open_corpus(&a.corpus)?;
+    let documents = corpus.train().len() as u64;
     let delta = match a.delta {
         Some(d) => d,
         None => topos_train::private::default_delta(documents),
@@ -755,7 +755,7 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
             "--mechanism gaussian is (ε, δ)-private: it needs --delta > 0 (default 1e-6, less for more than 10⁴ documents), not 0"
         );
     }
-    check_as_train_would(&a.corpus, delta)?;
+    check_as_train_would(&corpus, delta)?;
     let l2_clip = a.l2_clip.unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
     let (auto_releases, signal) = topos_train::private::gaussian_releases(
         epsilon.get(),
