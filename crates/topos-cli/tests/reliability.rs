@@ -498,6 +498,16 @@ fn outputs_over_inputs_and_impossible_settings_are_refused_before_any_work() {
         &["report", m, "-o", c, "--corpus", c],
         "is the corpus this command reads",
     );
+    // An output whose directory is missing is refused before inference, not after it.
+    fails(
+        &["infer", m, c, "-o", s(&d.join("missing/mix.jsonl"))],
+        "check that the directory exists",
+    );
+    fails_train(&["-o", m, "--device", "cpu:0"], "the CPU is one device");
+    fails(
+        &["eval", m, "--top", "100000"],
+        "must be between 1 and the model's",
+    );
     assert_eq!(std::fs::read(&corpus).unwrap(), corpus_bytes);
     assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
 

@@ -98,6 +98,21 @@ impl AtomicFile {
         })
     }
 
+    /// Checks, before any work, that a file can later be written at `path` this way: `path` is
+    /// not a directory and its directory accepts a new file (a temporary is created beside it
+    /// and removed, which also clears dead writers' temporaries). `path` itself is not touched.
+    /// Every command checks its outputs with this, so that a bad path fails in one line before
+    /// the work it would have lost.
+    pub fn check_creatable(path: &Path) -> Result<(), FormatError> {
+        if path.is_dir() {
+            return Err(FormatError::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory"),
+            ));
+        }
+        Self::create(path).map(drop)
+    }
+
     /// Appends bytes.
     pub fn write_all(&mut self, bytes: &[u8]) -> Result<(), FormatError> {
         self.tmp

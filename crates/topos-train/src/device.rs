@@ -59,6 +59,12 @@ pub trait Device: Sync {
     fn count(&self) -> Result<usize, String> {
         Ok(1)
     }
+    /// Why `--device NAME:N` and `NAME:all` mean nothing for this kind (one line saying what
+    /// to use instead), or `None` (the default): the machine may have several, told apart by
+    /// their ordinal.
+    fn ordinal_refusal(&self) -> Option<&'static str> {
+        None
+    }
     /// Starts opening the `ordinal`-th device in the background, if that takes long (a GPU's
     /// driver and context), so that it overlaps the host's reading of the corpus; [`open`]
     /// takes what it prepared. The default does nothing.
@@ -155,8 +161,13 @@ impl FromStr for DeviceChoice {
         if s == "auto" {
             return Ok(DeviceChoice::Auto);
         }
+        let no_ordinal = |device: &dyn Device| match device.ordinal_refusal() {
+            Some(why) => Err(format!("--device {s}: {why}")),
+            None => Ok(()),
+        };
         if let Some(name) = s.strip_suffix(":all") {
             let device = device_named(name).ok_or_else(unknown)?;
+            no_ordinal(device)?;
             return Ok(DeviceChoice::Every { device });
         }
         let (name, ordinal) = match s.split_once(':') {
@@ -164,6 +175,9 @@ impl FromStr for DeviceChoice {
             Some((n, o)) => (n, Some(o.parse::<usize>().map_err(|_| unknown())?)),
         };
         let device = device_named(name).ok_or_else(unknown)?;
+        if ordinal.is_some() {
+            no_ordinal(device)?;
+        }
         Ok(DeviceChoice::Named { device, ordinal })
     }
 }
@@ -178,6 +192,13 @@ mod tests {
             assert_eq!(s.parse::<DeviceChoice>().unwrap().to_string(), s);
         }
         assert_eq!("gpu".parse::<DeviceChoice>().unwrap().to_string(), "cuda");
+        for bad in ["cpu:0", "cpu:all"] {
+            let e = bad.parse::<DeviceChoice>().unwrap_err();
+            assert!(
+                e.contains("the CPU is one device") && e.contains("--threads"),
+                "{e}"
+            );
+        }
         for bad in ["cuda:", "cuda:x", "tpu", "cuda:-1", ""] {
             let e = bad.parse::<DeviceChoice>().unwrap_err();
             assert!(e.contains("auto, cpu, cuda, cuda:N or cuda:all"), "{e}");

@@ -466,12 +466,10 @@ fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
 /// Checks that `path`'s directory accepts a new file for it (and clears dead writers'
 /// temporaries), without touching `path` itself.
 fn check_writable(path: &Path) -> Result<(), RunError> {
-    topos_io::AtomicFile::create(path)
-        .map(drop)
-        .map_err(|e| match e {
-            topos_io::FormatError::Io { path, cause } => RunError::Output { path, cause },
-            other => RunError::Format(other),
-        })
+    topos_io::AtomicFile::check_creatable(path).map_err(|e| match e {
+        topos_io::FormatError::Io { path, cause } => RunError::Output { path, cause },
+        other => RunError::Format(other),
+    })
 }
 
 /// The most worker threads a run takes per core of the machine ([`Run::start`] refuses more).

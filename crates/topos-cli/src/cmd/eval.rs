@@ -110,6 +110,15 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         bail!("--window must be at least 1 token");
     }
     let (model, model_checksum) = TopicModel::read_with_checksum(&args.model)?;
+    // Coherence over more words than the vocabulary holds would score every topic on the whole
+    // vocabulary in some order, a number that means nothing.
+    if args.coherence_words == 0 || args.coherence_words > model.num_words() {
+        bail!(
+            "--top {} must be between 1 and the model's {} words (coherence is scored over each topic's top words)",
+            args.coherence_words,
+            model.num_words()
+        );
+    }
     let corpus = corpus_for(&args.model, &model, args.corpus.as_deref())?;
     if corpus.heldout().is_empty() {
         bail!("the corpus has no held-out documents; prepare it with --holdout (e.g. 0.1)");

@@ -94,7 +94,7 @@ fn export_model(args: &Args, ui: Ui) -> Result<()> {
         bail!("--top must be at least 1");
     }
     if format != FormatArg::Mallet {
-        super::report::check_output(&args.output)?;
+        super::check_output(&args.output, &[])?;
     }
     let (model, checksum) = TopicModel::read_with_checksum(&args.input)?;
     let side = topos_model::doc_topics_path(&args.input);

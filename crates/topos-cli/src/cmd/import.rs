@@ -259,7 +259,7 @@ fn read_mallet_doc_topics(path: &Path, corpus: &Corpus, alpha: &Alpha) -> Result
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
-    super::refuse_overwriting(
+    super::check_output(
         &args.output,
         &[
             ("the counts", Some(&args.counts)),

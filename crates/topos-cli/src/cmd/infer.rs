@@ -191,7 +191,7 @@ pub fn follow_spec(
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     if let Some(out) = &args.output {
-        super::refuse_overwriting(
+        super::check_output(
             out,
             &[
                 ("the model", Some(&args.model)),

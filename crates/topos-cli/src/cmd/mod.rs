@@ -21,6 +21,29 @@ pub mod update;
 
 use std::path::Path;
 
+/// Fails before any work, in one line, when `path` cannot be written (its directory is missing
+/// or refuses a new file, or it is a directory) or names one of the command's inputs (see
+/// [`refuse_overwriting`]): the check every command makes of an output file (`train`'s run makes
+/// the same ones, `topos_io::AtomicFile::check_creatable` and `same_file`).
+pub fn check_output(path: &Path, inputs: &[(&str, Option<&Path>)]) -> anyhow::Result<()> {
+    refuse_overwriting(path, inputs)?;
+    topos_io::AtomicFile::check_creatable(path).map_err(|e| {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let why = match &e {
+            _ if !dir.is_dir() => format!("the directory {} does not exist", dir.display()),
+            topos_io::FormatError::Io { cause, .. } => cause.to_string(),
+            other => topos_io::one_line(other),
+        };
+        anyhow::anyhow!(
+            "cannot write {}: {why}; check that the directory exists and is writable",
+            path.display()
+        )
+    })
+}
+
 /// Refuses, before any work, an output path that names one of the command's inputs (`None`s
 /// are inputs not given): writing it would destroy what the command reads.
 pub fn refuse_overwriting(output: &Path, inputs: &[(&str, Option<&Path>)]) -> anyhow::Result<()> {

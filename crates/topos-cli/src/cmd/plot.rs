@@ -1,7 +1,8 @@
 //! `topos plot`: the convergence of one or more training runs (their `--log` files), or with
 //! `--prevalence` the topic sizes of a model, as SVG or PNG (by the output's extension).
 
-use super::report::{check_output, write_atomic};
+use super::check_output;
+use super::report::write_atomic;
 use crate::ui::Ui;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -29,8 +30,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         .iter()
         .map(|l| ("a log", Some(l.as_path())))
         .collect();
-    super::refuse_overwriting(&args.output, &inputs)?;
-    check_output(&args.output)?;
+    check_output(&args.output, &inputs)?;
     let ext = args
         .output
         .extension()

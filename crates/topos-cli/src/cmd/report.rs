@@ -44,24 +44,7 @@ pub struct Args {
     pub docs: usize,
 }
 
-/// Fails before any work when `path` cannot be created (its directory is missing).
-pub fn check_output(path: &Path) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        bail!(
-            "cannot write {}: the directory {} does not exist",
-            path.display(),
-            dir.display()
-        );
-    }
-    if path.is_dir() {
-        bail!("cannot write {}: it is a directory", path.display());
-    }
-    Ok(())
-}
+use super::check_output;
 
 /// Writes `bytes` to `path` under a temporary name, then renames it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -127,8 +110,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         ("the source", args.source.as_deref()),
     ];
     inputs.extend(args.logs.iter().map(|l| ("a log", Some(l.as_path()))));
-    super::refuse_overwriting(&args.output, &inputs)?;
-    check_output(&args.output)?;
+    check_output(&args.output, &inputs)?;
     if !(0.0..=1.0).contains(&args.lambda) {
         bail!("--lambda must be between 0 and 1, got {}", args.lambda);
     }

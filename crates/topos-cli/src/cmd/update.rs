@@ -65,16 +65,12 @@ pub struct Args {
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     anyhow::ensure!(
-        std::fs::canonicalize(&args.model).ok() != std::fs::canonicalize(&args.output).ok(),
+        !topos_io::same_file(&args.model, &args.output),
         "-o {} is the model being updated: write the update to another file, so the model stays as it was if anything goes wrong",
         args.output.display()
     );
     let union_path = args.output.with_extension("tcorp");
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        std::fs::canonicalize(a)
-            .ok()
-            .is_some_and(|a| Some(a) == std::fs::canonicalize(b).ok())
-    };
+    let same = topos_io::same_file;
     anyhow::ensure!(
         !same(&union_path, &args.corpus) && !same(&union_path, &args.model.with_extension("tcorp")),
         "-o {} would write the updated corpus over {}: choose another output name",

@@ -24,6 +24,9 @@ impl Device for Cpu {
     fn present(&self) -> bool {
         true
     }
+    fn ordinal_refusal(&self) -> Option<&'static str> {
+        Some("the CPU is one device, with no index; choose how many of its cores a run uses with --threads")
+    }
     fn runs(&self, _sampler: &dyn Sampler) -> bool {
         true
     }
