@@ -216,13 +216,34 @@ fn mh_steps_are_recorded_and_a_resume_with_others_is_refused() {
     kill_at_first_checkpoint(&with(&["--mh-steps", "8"]), &ckpt);
     fails(
         &with(&["--resume"]),
-        "it was made with --mh-steps 8, and this run asks for the default sampler settings",
+        "it was made with --mh-steps 8, and this run samples with --mh-steps 2; the chain depends on it, so resume with --mh-steps 8",
     );
-    fails(&with(&["--resume", "--mh-steps", "2"]), "add --mh-steps 8");
+    fails(
+        &with(&["--resume", "--mh-steps", "2"]),
+        "resume with --mh-steps 8",
+    );
     ok(&with(&["--resume", "--mh-steps", "8"]));
     assert!(
         std::fs::read(&resumed).unwrap() == std::fs::read(&eight).unwrap(),
         "resumed with --mh-steps 8: not the uninterrupted model"
+    );
+
+    // A checkpoint of the CPU's default resumes with that value given (the second attack's row
+    // left open), to the model of a run given it throughout; another value is refused.
+    kill_at_first_checkpoint(&with(&[]), &ckpt);
+    fails(
+        &with(&["--resume", "--mh-steps", "3"]),
+        "it was made with --mh-steps 2, and this run samples with --mh-steps 3",
+    );
+    ok(&with(&["--resume", "--mh-steps", "2"]));
+    let given = dir.path().join("given.tmod");
+    let mut throughout = with(&["--mh-steps", "2"]);
+    let at = throughout.iter().position(|a| *a == s(&resumed)).unwrap();
+    throughout[at] = s(&given);
+    ok(&throughout);
+    assert!(
+        std::fs::read(&resumed).unwrap() == std::fs::read(&given).unwrap(),
+        "resumed with the default given: not the uninterrupted model"
     );
 }
 

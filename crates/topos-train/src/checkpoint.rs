@@ -52,6 +52,18 @@ pub struct CheckpointHeader {
     pub sampler_settings: BTreeMap<String, u32>,
 }
 
+/// The recorded settings whose default does not depend on the device (unknown keys kept, so
+/// that they are refused).
+fn device_independent(recorded: &BTreeMap<String, u32>) -> BTreeMap<String, u32> {
+    recorded
+        .iter()
+        .filter(|(k, _)| {
+            crate::sampler::Setting::from_key(k).is_none_or(|s| !s.default_depends_on_device())
+        })
+        .map(|(k, &v)| (k.clone(), v))
+        .collect()
+}
+
 /// The checksum a checkpoint records of a run's fixed counts: XXH3 of their rows.
 pub fn fixed_counts_checksum(b: &crate::counts::WordTopics) -> u64 {
     let mut w = ByteWriter::new();
@@ -125,6 +137,43 @@ impl CheckpointHeader {
         w.u64(tokens);
     }
 
+    /// Why a checkpoint with this header cannot continue a run of `sampler` with `settings` on a
+    /// device whose settings left out take `defaults`, for the settings whose default depends on
+    /// the device ([`crate::sampler::Setting::default_depends_on_device`]: `--mh-steps`), which
+    /// [`CheckpointHeader::check_resumes`] leaves to this: the values the checkpoint's run and
+    /// this one sample with must be equal, whether given or left to the default. A checkpoint
+    /// that does not record such a setting ran with its device's default, taken to be this
+    /// device's (a run moved to another kind of device changes its chain anyway).
+    pub fn check_device_settings(
+        &self,
+        sampler: &dyn crate::Sampler,
+        settings: &crate::sampler::SamplerSettings,
+        defaults: crate::sampler::SettingDefaults,
+    ) -> Result<(), String> {
+        for s in sampler
+            .settings()
+            .iter()
+            .filter(|s| s.changes_model() && s.default_depends_on_device())
+        {
+            let made = self
+                .sampler_settings
+                .get(s.key())
+                .copied()
+                .unwrap_or_else(|| s.default_on(defaults));
+            let asked = s.value_on(settings, defaults);
+            if made != asked {
+                return Err(format!(
+                    "it was made with {flag} {}, and this run samples with {flag} {}; the chain depends on it, so resume with {flag} {}",
+                    s.show(made),
+                    s.show(asked),
+                    s.show(made),
+                    flag = s.flag()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Why a checkpoint with this header cannot continue the run `expected` describes (the
     /// iteration aside; the number of tokens is the engine's to check); `partitions_matter`: the
     /// sampler's model depends on the partition count.
@@ -178,22 +227,29 @@ impl CheckpointHeader {
                 says(expected.fixed_counts)
             ));
         }
-        if self.sampler_settings != expected.sampler_settings {
-            let says = |h: &CheckpointHeader| {
+        // Settings whose default depends on the device are compared by the values they run
+        // with, once the device is known ([`CheckpointHeader::check_device_settings`]): the same
+        // value given or left to the device's default must resume.
+        let (mine, wanted) = (
+            device_independent(&self.sampler_settings),
+            device_independent(&expected.sampler_settings),
+        );
+        if mine != wanted {
+            let says = |recorded: &BTreeMap<String, u32>| {
                 crate::sampler::SamplerSettings::describe_recorded(
-                    &h.sampler_settings,
+                    recorded,
                     "the default sampler settings",
                 )
             };
-            let fix = if self.sampler_settings.is_empty() {
+            let fix = if mine.is_empty() {
                 "leave the setting out".to_string()
             } else {
-                format!("add {}", says(self))
+                format!("add {}", says(&mine))
             };
             return Err(format!(
                 "it was made with {}, and this run asks for {}; the chain depends on them, so resume with the checkpoint's ({fix})",
-                says(self),
-                says(expected)
+                says(&mine),
+                says(&wanted)
             ));
         }
         if partitions_matter && self.partitions != expected.partitions {
@@ -492,13 +548,49 @@ mod tests {
         assert_eq!(Checkpoint::read(&path).unwrap(), all);
         let mut default = mh.clone();
         default.header.sampler_settings.clear();
-        let msg = mh.header.check_resumes(&default.header, false).unwrap_err();
+        // A setting whose default does not depend on the device (`counter_bits`, standing in
+        // for any such): its record must match.
+        let mut bits = mh.clone();
+        bits.header.sampler_settings = BTreeMap::from([("counter_bits".to_string(), 8)]);
+        let msg = bits.header.check_resumes(&default.header, false).unwrap_err();
         assert_eq!(
             msg,
-            "it was made with --mh-steps 8, and this run asks for the default sampler settings; the chain depends on them, so resume with the checkpoint's (add --mh-steps 8)"
+            "it was made with --counters approx8, and this run asks for the default sampler settings; the chain depends on them, so resume with the checkpoint's (add --counters approx8)"
         );
-        let msg = default.header.check_resumes(&mh.header, false).unwrap_err();
+        let msg = default.header.check_resumes(&bits.header, false).unwrap_err();
         assert!(msg.contains("leave the setting out"), "{msg}");
-        assert!(mh.header.check_resumes(&mh.header, false).is_ok());
+        assert!(bits.header.check_resumes(&bits.header, false).is_ok());
+        // `--mh-steps`, whose default depends on the device, is compared by the value each run
+        // samples with once the device is known: given or left to the default alike.
+        assert!(mh.header.check_resumes(&default.header, false).is_ok());
+        let mh_sampler = crate::sampler::sampler_named("mh").unwrap();
+        let given = |v: u32| {
+            let mut s = crate::sampler::SamplerSettings::default();
+            s.set(crate::sampler::Setting::from_key("mh_steps").unwrap(), v)
+                .unwrap();
+            s
+        };
+        let none = crate::sampler::SamplerSettings::default();
+        use crate::sampler::SettingDefaults::{Cpu, Gpu};
+        for (header, settings, defaults, ok) in [
+            (&default.header, &none, Cpu, true),
+            (&default.header, &given(2), Cpu, true),
+            (&default.header, &given(4), Gpu, true),
+            (&default.header, &given(4), Cpu, false),
+            (&mh.header, &given(8), Cpu, true),
+            (&mh.header, &none, Cpu, false),
+            (&mh.header, &none, Gpu, false),
+        ] {
+            let got = header.check_device_settings(mh_sampler, settings, defaults);
+            assert_eq!(got.is_ok(), ok, "{settings:?} on {defaults:?}: {got:?}");
+        }
+        let msg = mh
+            .header
+            .check_device_settings(mh_sampler, &none, Cpu)
+            .unwrap_err();
+        assert_eq!(
+            msg,
+            "it was made with --mh-steps 8, and this run samples with --mh-steps 2; the chain depends on it, so resume with --mh-steps 8"
+        );
     }
 }

@@ -891,6 +891,10 @@ impl Run {
             }
             None => (None, config.seed),
         };
+        let resumed = match &start {
+            Start::Resume(c) => Some(c.header.clone()),
+            Start::Fresh => None,
+        };
         let setup = EngineSetup {
             docs: docs.clone(),
             num_words: corpus.vocab().len(),
@@ -1023,6 +1027,16 @@ impl Run {
                 }
             }
         };
+        // The settings whose default depends on the device, now that it is known.
+        if let Some(header) = &resumed {
+            header
+                .check_device_settings(
+                    sampler,
+                    &config.sampler_settings,
+                    engine.setting_defaults(),
+                )
+                .map_err(TrainError::CheckpointMismatch)?;
+        }
         if let Some(plan) = engine.plan() {
             observer.info(&format!(
                 "device plan: {}",
