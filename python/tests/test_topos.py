@@ -403,3 +403,21 @@ def test_sampler_settings_like_the_cli(demo_corpus):
     with pytest.raises(ValueError, match="mh_steps must be a whole number from 1 to 64"):
         topos.train(demo_corpus, k=10, iters=1, algo="mh", mh_steps=2.5, device="cpu")
     assert model_bytes(algo="mh", mh_steps="2") == model_bytes(algo="mh", mh_steps=2)
+
+
+def test_whole_number_parameters_are_checked_by_name(demo_corpus):
+    # A third new-user attack: k=2.7 trained 2 topics, k=-3 raised an OverflowError.
+    for kw, match in [
+        ({"k": 2.7}, "k must be a whole number"),
+        ({"k": -3}, "k must be 0 or more"),
+        ({"iters": -1}, "iters must be 0 or more"),
+        ({"threads": True}, "threads must be a whole number"),
+        ({"seed": -1}, "seed must be 0 or more"),
+        ({"partitions": 1.5}, "partitions must be a whole number"),
+    ]:
+        args = {"k": 3, "iters": 1, "device": "cpu", **kw}
+        with pytest.raises(ValueError, match=match):
+            topos.train(demo_corpus, **args)
+    model = topos.train(demo_corpus, k=np.int64(3), iters=1, device="cpu")
+    with pytest.raises(ValueError, match="sweeps must be 0 or more"):
+        model.infer(["a b"], sweeps=-2)

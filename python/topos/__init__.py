@@ -49,6 +49,19 @@ __all__ = [
 ]
 
 
+def _whole(name: str, value: Any, *, optional: bool = False) -> Optional[int]:
+    """``value`` as a whole number of at least 0 (``None`` passes where ``optional``), else a
+    ``ValueError`` naming the parameter: ``k=2.7`` is not silently 2, and ``k=-3`` not an
+    ``OverflowError`` from the conversion to an unsigned integer."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be 0 or more, got {value}")
+    return int(value)
+
+
 def _texts(texts: Any, what: str = "texts") -> List[str]:
     if isinstance(texts, (str, bytes)):
         raise ValueError(f"{what} must be a sequence of strings, not one string")
@@ -285,6 +298,9 @@ class Model:
         model's vocabulary. Rows sum to 1; a document with no known word gets the prior's
         uniform mixture.
         """
+        sweeps, burn_in, seed, threads = (
+            _whole(n, v) for n, v in [("sweeps", sweeps), ("burn_in", burn_in), ("seed", seed), ("threads", threads)]
+        )
         if sp.issparse(docs) or isinstance(docs, np.ndarray):
             indptr, indices, data, _, n_cols = _matrix.counts(docs, "docs", allow_empty=True)
             if n_cols != self.num_words:
@@ -393,6 +409,20 @@ def train(
     """
     if not isinstance(corpus, Corpus):
         raise ValueError(f"corpus must be a topos.Corpus, got {type(corpus).__name__}")
+    k, iters, seed, threads, eval_every, optimize_burn_in = (
+        _whole(n, v)
+        for n, v in [
+            ("k", k),
+            ("iters", iters),
+            ("seed", seed),
+            ("threads", threads),
+            ("eval_every", eval_every),
+            ("optimize_burn_in", optimize_burn_in),
+        ]
+    )
+    heldout_every = _whole("heldout_every", heldout_every, optional=True)
+    partitions = _whole("partitions", partitions, optional=True)
+    optimize_priors = _whole("optimize_priors", optimize_priors, optional=True)
     if heldout_every is None and callback is not None and corpus.num_heldout > 0:
         heldout_every = eval_every
     cb = None if callback is None else (lambda d: callback(TrainLog(**d)))

@@ -5,6 +5,12 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
+/// `n` and the noun for it, singular for one: "1 word", "3 words".
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Output settings shared by every command.
 #[derive(Clone, Copy, Debug)]
 pub struct Ui {

@@ -647,3 +647,154 @@ fn outputs_over_inputs_and_impossible_settings_are_refused_before_any_work() {
         "give the text file the corpus was prepared from",
     );
 }
+
+/// A third attack (RELIABILITY.md): outputs over inputs or special files, a checkpoint a fresh
+/// run would have discarded, an update's corpus over another, held-out documents too short to
+/// score, `infer --json -o`, priors beyond what the arithmetic holds.
+#[test]
+fn a_third_attack_loses_nothing_and_says_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (corpus, model) = corpus_and_model(d, &[]);
+    let (c, m) = (s(&corpus), s(&model));
+    let corpus_bytes = std::fs::read(&corpus).unwrap();
+    let model_bytes = std::fs::read(&model).unwrap();
+    fails(
+        &["knn", c, "-k", "2", "-o", c],
+        "is the corpus this command reads",
+    );
+    fails(
+        &["similar", m, "--doc", "1", "-k", "1", "-o", m],
+        "is the model this command reads",
+    );
+    // A directory or a socket (like a device or a pipe) is never renamed over, and is refused
+    // before any training.
+    fails(
+        &["train", c, "-k", "3", "--iters", "2", "-o", s(d)],
+        "it is a directory",
+    );
+    let socket = d.join("s.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    fails(
+        &["train", c, "-k", "3", "--iters", "2", "-o", s(&socket)],
+        "not a regular file",
+    );
+    fails(
+        &[
+            "export",
+            m,
+            "--what",
+            "phi",
+            "--format",
+            "csv",
+            "-o",
+            s(&socket),
+        ],
+        "not a regular file",
+    );
+    fails(
+        &[
+            "train",
+            c,
+            "-k",
+            "3",
+            "--beta",
+            "1e-320",
+            "-o",
+            s(&d.join("b.tmod")),
+        ],
+        "beta must be between",
+    );
+    assert_eq!(std::fs::read(&corpus).unwrap(), corpus_bytes);
+    assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
+
+    // A checkpoint left by an unfinished run is not overwritten by a fresh one.
+    let r = d.join("r.tmod");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "train",
+            c,
+            "-k",
+            "3",
+            "--iters",
+            "100000",
+            "--checkpoint-every",
+            "2",
+            "-o",
+            s(&r),
+            "-q",
+        ];
+        a.extend_from_slice(extra);
+        a.iter().map(|x| x.to_string()).collect::<Vec<_>>()
+    };
+    let ckpt = d.join("r.tmod.ckpt");
+    let args = run(&[]);
+    kill_at_first_checkpoint(&args.iter().map(String::as_str).collect::<Vec<_>>(), &ckpt);
+    let before = std::fs::read(&ckpt).unwrap();
+    let mut fresh = run(&[]);
+    fresh[5] = "4".into();
+    fails(
+        &fresh.iter().map(String::as_str).collect::<Vec<_>>(),
+        "holds the checkpoint of an unfinished run (iteration",
+    );
+    assert_eq!(std::fs::read(&ckpt).unwrap(), before);
+    std::fs::remove_file(&ckpt).unwrap();
+
+    // `infer --json -o`: the results in --format in the file, one document on stdout.
+    let texts = d.join("new.txt");
+    std::fs::write(&texts, "alpha beta\ngamma\n").unwrap();
+    let out = d.join("mix.csv");
+    let v = json(&["infer", m, s(&texts), "--format", "csv", "-o", s(&out)]);
+    assert_eq!(
+        (v["output"].as_str(), v["documents"].as_u64()),
+        (Some(s(&out)), Some(2)),
+        "{v}"
+    );
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .starts_with("doc,tokens,topic_0"));
+
+    // `update -o X.tmod` writes X.tcorp: an unrelated corpus of that name is not replaced, its
+    // own earlier output is.
+    let other = d.join("x.tcorp");
+    std::fs::copy(&corpus, &other).unwrap();
+    let x = d.join("x.tmod");
+    let update = |out: &Path| {
+        vec![
+            "update".to_string(),
+            m.to_string(),
+            c.to_string(),
+            "-o".to_string(),
+            s(out).to_string(),
+            "--iters".to_string(),
+            "2".to_string(),
+            "-q".to_string(),
+        ]
+    };
+    let a = update(&x);
+    fails(
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        "exists and is not the corpus of a model at",
+    );
+    assert_eq!(std::fs::read(&other).unwrap(), corpus_bytes);
+    let y = d.join("y.tmod");
+    let a = update(&y);
+    ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+
+    // Held-out documents too short for document completion: the run says so and writes its model.
+    let short = d.join("short.txt");
+    let words = ["apple", "banana", "cherry", "grape", "melon", "peach"];
+    let text: String = (0..400).map(|i| format!("{}\n", words[i % 6])).collect();
+    std::fs::write(&short, text).unwrap();
+    let sc = prepare_text(&short, &d.join("short.tcorp"), "0.1", &["--min-df", "1"]);
+    let sm = d.join("short.tmod");
+    let out = topos(&["train", s(&sc), "-k", "3", "--iters", "3", "-o", s(&sm)]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("no held-out log-likelihood will be reported"),
+        "{out:?}"
+    );
+    assert!(sm.exists());
+}

@@ -74,11 +74,35 @@ pub fn remove_stale_temporaries(path: &Path) -> usize {
     removed
 }
 
+/// Refuses a `path` that exists and is not a regular file (following symbolic links): the
+/// rename that ends an atomic write would put a regular file in its place.
+fn refuse_special(path: &Path) -> Result<(), FormatError> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let why = if meta.is_dir() {
+        (std::io::ErrorKind::IsADirectory, "it is a directory")
+    } else if !meta.is_file() {
+        (
+            std::io::ErrorKind::InvalidInput,
+            "it is not a regular file (a device, a pipe or a socket), which writing here would replace; name a file",
+        )
+    } else {
+        return Ok(());
+    };
+    Err(FormatError::io(path, std::io::Error::new(why.0, why.1)))
+}
+
 impl AtomicFile {
     /// Starts writing `path`: checks that its directory accepts a new file (so a run can refuse a
     /// bad output path before any work, by creating and dropping one), removes temporaries that
     /// dead writers left, and locks its own.
+    ///
+    /// A `path` that exists and is not a regular file is refused: a directory, and also a
+    /// device, a pipe or a socket (`/dev/null`, `/dev/stdout`, a FIFO), which the final rename
+    /// would replace with a regular file — as root, `/dev/null` itself.
     pub fn create(path: &Path) -> Result<Self, FormatError> {
+        refuse_special(path)?;
         remove_stale_temporaries(path);
         let tmp = tempfile::Builder::new()
             .prefix(&temp_prefix(path))
@@ -104,12 +128,6 @@ impl AtomicFile {
     /// Every command checks its outputs with this, so that a bad path fails in one line before
     /// the work it would have lost.
     pub fn check_creatable(path: &Path) -> Result<(), FormatError> {
-        if path.is_dir() {
-            return Err(FormatError::io(
-                path,
-                std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory"),
-            ));
-        }
         Self::create(path).map(drop)
     }
 
@@ -261,6 +279,39 @@ mod tests {
         supported: &[1],
         version_hint: "",
     };
+
+    #[test]
+    fn directories_devices_and_sockets_are_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let msg = |p: &Path| AtomicFile::check_creatable(p).unwrap_err().to_string();
+        assert!(msg(dir.path()).contains("it is a directory"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            let socket = dir.path().join("s.sock");
+            let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+            assert!(
+                msg(&socket).contains("not a regular file"),
+                "{}",
+                msg(&socket)
+            );
+            assert!(std::fs::metadata(&socket).unwrap().file_type().is_socket());
+            let null = Path::new("/dev/null");
+            if null.exists() {
+                assert!(msg(null).contains("not a regular file"));
+                assert!(std::fs::metadata(null)
+                    .unwrap()
+                    .file_type()
+                    .is_char_device());
+            }
+        }
+        // A regular file, and a name not yet written, are fine.
+        let f = dir.path().join("f");
+        AtomicFile::check_creatable(&f).unwrap();
+        std::fs::write(&f, b"x").unwrap();
+        AtomicFile::check_creatable(&f).unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"x");
+    }
 
     #[test]
     fn streaming_equals_whole_and_stale_temporaries_are_removed() {

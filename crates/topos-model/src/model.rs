@@ -149,7 +149,14 @@ pub enum HyperparameterError {
     Beta(f64),
     #[error("{got} values of alpha for {num_topics} topics")]
     AlphaLength { got: usize, num_topics: u32 },
+    #[error("{name} must be between {} and {} (priors beyond them overflow or vanish in the sampler's arithmetic), got {value}", PRIOR_RANGE.0, PRIOR_RANGE.1)]
+    OutOfRange { name: &'static str, value: f64 },
 }
+
+/// The range [`Hyperparameters::new`] takes a prior from (α or β a user gives): far wider than
+/// any model uses, narrow enough that K·α, V·β and the counts plus a prior stay normal numbers
+/// (β = 10⁻³²⁰, a subnormal, gave an infinite held-out likelihood; α = 10³⁰⁸ an overflow).
+pub const PRIOR_RANGE: (f64, f64) = (1e-10, 1e6);
 
 impl Hyperparameters {
     /// K topics with the given symmetric priors; `None` picks the defaults α = 50/K, β = 0.01.
@@ -164,6 +171,18 @@ impl Hyperparameters {
         let alpha = alpha.unwrap_or(50.0 / f64::from(num_topics));
         if !(alpha.is_finite() && alpha > 0.0) {
             return Err(HyperparameterError::Alpha(alpha));
+        }
+        for (name, value) in [("alpha", Some(alpha)), ("beta", beta)] {
+            match value {
+                Some(v)
+                    if v.is_finite()
+                        && v > 0.0
+                        && !(PRIOR_RANGE.0..=PRIOR_RANGE.1).contains(&v) =>
+                {
+                    return Err(HyperparameterError::OutOfRange { name, value: v });
+                }
+                _ => {}
+            }
         }
         Self::with_alpha(Alpha::symmetric(num_topics, alpha), beta)
     }

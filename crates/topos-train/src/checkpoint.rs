@@ -254,8 +254,8 @@ impl CheckpointHeader {
         }
         if partitions_matter && self.partitions != expected.partitions {
             return Err(format!(
-                "{} partitions in the checkpoint, {} requested",
-                self.partitions, expected.partitions
+                "{} partitions in the checkpoint, {} requested; the sampler's chain depends on them, so resume with --partitions {} (or leave --partitions out)",
+                self.partitions, expected.partitions, self.partitions
             ));
         }
         Ok(())
@@ -552,12 +552,18 @@ mod tests {
         // for any such): its record must match.
         let mut bits = mh.clone();
         bits.header.sampler_settings = BTreeMap::from([("counter_bits".to_string(), 8)]);
-        let msg = bits.header.check_resumes(&default.header, false).unwrap_err();
+        let msg = bits
+            .header
+            .check_resumes(&default.header, false)
+            .unwrap_err();
         assert_eq!(
             msg,
             "it was made with --counters approx8, and this run asks for the default sampler settings; the chain depends on them, so resume with the checkpoint's (add --counters approx8)"
         );
-        let msg = default.header.check_resumes(&bits.header, false).unwrap_err();
+        let msg = default
+            .header
+            .check_resumes(&bits.header, false)
+            .unwrap_err();
         assert!(msg.contains("leave the setting out"), "{msg}");
         assert!(bits.header.check_resumes(&bits.header, false).is_ok());
         // `--mh-steps`, whose default depends on the device, is compared by the value each run

@@ -745,6 +745,21 @@ impl Run {
             if config.checkpoint_every > 0 {
                 check_writable(&ckpt_path)?;
             }
+            // A finished run removes its checkpoint, so one still there is an interrupted run's
+            // work: a fresh run would write over it (and remove it when done) without a word.
+            if config.checkpoint_every > 0 && !config.resume && ckpt_path.exists() {
+                let what = match Checkpoint::read(&ckpt_path) {
+                    Ok(c) => format!(
+                        "the checkpoint of an unfinished run (iteration {})",
+                        c.header.iteration
+                    ),
+                    Err(_) => "a file that is not a usable checkpoint".to_string(),
+                };
+                return Err(RunError::Invalid(format!(
+                    "{} holds {what}; add --resume to continue it, or remove the file to start over",
+                    ckpt_path.display()
+                )));
+            }
         }
         let log = match &config.log {
             Some(p) if root => Some(std::io::BufWriter::new(open_for_append(p)?)),
@@ -834,7 +849,17 @@ impl Run {
             _ => None,
         };
         let heldout = corpus.heldout();
-        let has_heldout = !heldout.is_empty() && !config.skip_heldout;
+        // Document completion scores the second half of a document given its first, so it needs
+        // a held-out document of 2 tokens or more; without one the run is not evaluated on held-out
+        // documents (said now), rather than failing when it first evaluates them.
+        let scorable = heldout.iter().any(|d| d.len() >= 2);
+        if !heldout.is_empty() && !scorable && !config.skip_heldout {
+            observer.warn(&format!(
+                "none of the {} held-out documents has the 2 tokens document completion needs: no held-out log-likelihood will be reported (prepare the corpus with longer documents held out)",
+                heldout.len()
+            ));
+        }
+        let has_heldout = scorable && !config.skip_heldout;
         let heldout_words = if has_heldout {
             distinct_words(heldout)
         } else {
@@ -853,10 +878,10 @@ impl Run {
                 .settings()
                 .iter()
                 .map(|s| match (s.given(&config.sampler_settings), s.default_depends_on_device()) {
-                    (Some(v), _) => format!(" ({} {v})", s.flag()),
+                    (Some(v), _) => format!(" ({} {})", s.flag(), s.show(v)),
                     // The device is not chosen yet: "training on" names the value.
                     (None, true) => String::new(),
-                    (None, false) => format!(" ({} {})", s.flag(), s.default_value()),
+                    (None, false) => format!(" ({} {})", s.flag(), s.show(s.default_value())),
                 })
                 .collect::<String>(),
             threads,
@@ -1030,11 +1055,7 @@ impl Run {
         // The settings whose default depends on the device, now that it is known.
         if let Some(header) = &resumed {
             header
-                .check_device_settings(
-                    sampler,
-                    &config.sampler_settings,
-                    engine.setting_defaults(),
-                )
+                .check_device_settings(sampler, &config.sampler_settings, engine.setting_defaults())
                 .map_err(TrainError::CheckpointMismatch)?;
         }
         if let Some(plan) = engine.plan() {
@@ -1055,7 +1076,7 @@ impl Run {
                 .map(|s| format!(
                     ", {} {}",
                     s.flag(),
-                    s.value_on(&config.sampler_settings, engine.setting_defaults())
+                    s.show(s.value_on(&config.sampler_settings, engine.setting_defaults()))
                 ))
                 .collect::<String>()
         ));

@@ -33,7 +33,7 @@ pub struct UpdateInput {
 pub enum UpdateError {
     #[error("the model is private (its counts are a noisy release): an update would mix its noise with new data without a guarantee; train a new model instead")]
     Private,
-    #[error("the new corpus was prepared with other tokenizer options than the model's ({new} against {model}): prepare it with the same options so the same words get the same ids")]
+    #[error("the new corpus was prepared with other tokenizer options than the model's (new corpus: {new}; model: {model}): prepare it with the same options so the same words get the same ids")]
     Tokenizer { new: String, model: String },
 }
 
@@ -44,11 +44,9 @@ pub fn prepare(model: &TopicModel, corpus: &Corpus) -> Result<UpdateInput, Updat
     }
     if let (Some(m), Some(c)) = (&model.tokenizer, corpus.tokenizer()) {
         if m.encode() != c.encode() {
-            let show =
-                |t: &topos_corpus::TokenizerSpec| String::from_utf8_lossy(&t.encode()).into_owned();
             return Err(UpdateError::Tokenizer {
-                new: show(c),
-                model: show(m),
+                new: c.describe(),
+                model: m.describe(),
             });
         }
     }

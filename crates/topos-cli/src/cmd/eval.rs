@@ -99,6 +99,7 @@ pub fn corpus_for(model_path: &Path, model: &TopicModel, corpus: Option<&Path>) 
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    args.foldin.checked()?;
     let measures = measures(&args.coherence)?;
     let Some(counting) = WindowCounting::parse(&args.window_counting) else {
         bail!(

@@ -17,6 +17,14 @@ pub struct FoldInArgs {
 }
 
 impl FoldInArgs {
+    /// The options, checked: commands call this before reading their input, so that a bad
+    /// `--sweeps`/`--burn-in` is refused before any work.
+    pub fn checked(&self) -> anyhow::Result<FoldInOptions> {
+        let o = self.options();
+        o.validate()?;
+        Ok(o)
+    }
+
     pub fn options(&self) -> FoldInOptions {
         FoldInOptions {
             sweeps: self.sweeps,

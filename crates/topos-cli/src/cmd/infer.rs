@@ -200,6 +200,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             ],
         )?;
     }
+    args.foldin.checked()?;
     let model = TopicModel::read(&args.model)?;
     // Always on stderr; for a private model also in the output itself (below), because the
     // mixtures are derived from the model's noisy release and the guarantee travels with them.
@@ -248,7 +249,9 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         .privacy
         .as_ref()
         .map(|g| format!("# {}", topos_model::privacy_line(Some(g))));
-    if ui.json {
+    // `--json` with `-o`: the results go to the file in --format, as with knn and similar, and
+    // stdout gets one document saying what was written.
+    if ui.json && args.output.is_none() {
         let report = Report {
             model: args.model.display().to_string(),
             privacy: model.privacy.as_ref(),
@@ -315,7 +318,15 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             let mut f = topos_io::AtomicFile::create(p)?;
             f.write_all(&out)?;
             f.commit()?;
-            ui.info(format!("wrote {}", p.display()));
+            ui.written(
+                serde_json::json!({
+                    "output": p.display().to_string(),
+                    "format": args.format,
+                    "documents": thetas.len(),
+                    "documents_without_known_words": no_known,
+                }),
+                format!("wrote {}", p.display()),
+            );
         }
         None => std::io::stdout().write_all(&out)?,
     }

@@ -329,8 +329,8 @@ impl Summary {
         match &self.output {
             Some(p) => ui.result(&self, || {
                 println!(
-                    "{} queries x {} neighbours ({}{nearer}) in {:.2} s -> {}",
-                    self.queries,
+                    "{} x {} neighbours ({}{nearer}) in {:.2} s -> {}",
+                    crate::ui::count(self.queries as u64, "query", "queries"),
                     self.k,
                     self.metric,
                     self.seconds,
@@ -339,8 +339,10 @@ impl Summary {
             }),
             None => {
                 ui.info(format!(
-                    "{} queries ({}{nearer}) in {:.2} s",
-                    self.queries, self.metric, self.seconds
+                    "{} ({}{nearer}) in {:.2} s",
+                    crate::ui::count(self.queries as u64, "query", "queries"),
+                    self.metric,
+                    self.seconds
                 ));
                 Ok(())
             }
@@ -484,6 +486,15 @@ fn idf(m: &CsrMatrix) -> Vec<f32> {
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
+    if let Some(out) = &args.search.output {
+        super::check_output(
+            out,
+            &[
+                ("the corpus", Some(&args.corpus)),
+                ("the queries", args.queries.as_deref()),
+            ],
+        )?;
+    }
     args.search.validate(ui)?;
     let metric = args.search.metric(Metric::Cosine)?;
     if metric == Metric::KlDivergence {
@@ -542,9 +553,9 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     };
     let exclude_self = same_docs && !args.include_self;
     ui.info(format!(
-        "{} queries x {} documents, {} words, {} non-zeros; {metric}, {} weighting, norm {}{}",
-        queries.n_rows(),
-        index.n_rows(),
+        "{} x {}, {} words, {} non-zeros; {metric}, {} weighting, norm {}{}",
+        crate::ui::count(queries.n_rows() as u64, "query", "queries"),
+        crate::ui::count(index.n_rows() as u64, "document", "documents"),
         n_words,
         index.nnz(),
         args.weighting,

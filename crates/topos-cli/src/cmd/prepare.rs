@@ -203,8 +203,8 @@ pub fn print_report(r: &PrepareReport) {
         e => println!("encoding:  {e}"),
     }
     println!(
-        "vocabulary: {} words kept of {} ({} below min-df, {} above max-df, {} beyond max-vocab)",
-        r.vocab_after_pruning,
+        "vocabulary: {} kept of {} ({} below min-df, {} above max-df, {} beyond max-vocab)",
+        crate::ui::count(r.vocab_after_pruning as u64, "word", "words"),
         r.vocab_before_pruning,
         r.words_dropped_min_df,
         r.words_dropped_max_df,

@@ -84,7 +84,25 @@ enum Query {
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     let t0 = std::time::Instant::now();
+    if let Some(out) = &args.search.output {
+        let corpus = args
+            .corpus
+            .clone()
+            .unwrap_or_else(|| args.model.with_extension("tcorp"));
+        super::check_output(
+            out,
+            &[
+                ("the model", Some(&args.model)),
+                ("the corpus", Some(&corpus)),
+                (
+                    "the document-topic file",
+                    Some(&topos_model::doc_topics_path(&args.model)),
+                ),
+            ],
+        )?;
+    }
     args.search.validate(ui)?;
+    args.foldin.checked()?;
     let metric = args.search.metric(Metric::JensenShannon)?;
     let n_modes = usize::from(!args.docs.is_empty())
         + usize::from(!args.texts.is_empty())
@@ -193,8 +211,8 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         bail!("-k {k} is more than the {max} candidate training documents");
     }
     ui.info(format!(
-        "{} queries ({} to infer) against {} training documents over {} topics; {metric}",
-        queries.len(),
+        "{} ({} to infer) against {} training documents over {} topics; {metric}",
+        crate::ui::count(queries.len() as u64, "query", "queries"),
         n_words_queries,
         n_train,
         k_topics

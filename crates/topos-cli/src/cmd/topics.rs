@@ -41,8 +41,11 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             )
         } else {
             format!(
-                "{algorithm} for {} iterations (seed {}) on {} documents, {} tokens",
-                p.iterations, p.seed, p.num_docs, p.num_tokens
+                "{algorithm} for {} (seed {}) on {}, {}",
+                crate::ui::count(p.iterations, "iteration", "iterations"),
+                p.seed,
+                crate::ui::count(p.num_docs, "document", "documents"),
+                crate::ui::count(p.num_tokens, "token", "tokens")
             )
         };
         println!(

@@ -77,6 +77,24 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         args.output.display(),
         union_path.display()
     );
+    // The updated corpus goes beside the new model under the same name: a file already there is
+    // replaced only when it is the corpus of the model already at -o (an earlier update or
+    // training written to the same name), never another corpus that happens to share the name.
+    if union_path.exists() {
+        let pair = || -> Option<bool> {
+            let old = TopicModel::read(&args.output).ok()?;
+            let corpus = topos_corpus::Corpus::open(&union_path).ok()?;
+            Some(old.provenance.corpus_checksum == corpus.checksum())
+        };
+        anyhow::ensure!(
+            pair() == Some(true),
+            "-o {} would write the updated corpus to {}, which exists and is not the corpus of a model at {}; choose another -o, or move {} away",
+            args.output.display(),
+            union_path.display(),
+            args.output.display(),
+            union_path.display()
+        );
+    }
     let model = TopicModel::read(&args.model)?;
     let corpus = topos_corpus::Corpus::open(&args.corpus)?;
     let input = topos_train::update::prepare(&model, &corpus)
