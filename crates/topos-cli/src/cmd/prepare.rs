@@ -204,7 +204,7 @@ pub fn print_report(r: &PrepareReport) {
     }
     println!(
         "vocabulary: {} kept of {} ({} below min-df, {} above max-df, {} beyond max-vocab)",
-        crate::ui::count(r.vocab_after_pruning as u64, "word", "words"),
+        crate::ui::count(r.vocab_after_pruning, "word", "words"),
         r.vocab_before_pruning,
         r.words_dropped_min_df,
         r.words_dropped_max_df,
