@@ -421,3 +421,12 @@ def test_whole_number_parameters_are_checked_by_name(demo_corpus):
     model = topos.train(demo_corpus, k=np.int64(3), iters=1, device="cpu")
     with pytest.raises(ValueError, match="sweeps must be 0 or more"):
         model.infer(["a b"], sweeps=-2)
+
+
+def test_knn_says_when_distances_rank_nothing():
+    X = sp.csr_matrix(np.array([[1.0, 1.0, 1.0], [1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
+    with pytest.warns(RuntimeWarning, match="correlation is undefined"):
+        topos.knn(X, k=1, metric="correlation")
+    B = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+    with pytest.warns(RuntimeWarning, match="KL divergence is infinite"):
+        topos.knn(B, k=1, metric="kl-divergence")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -476,7 +477,7 @@ def knn(
         if q_cols != n_cols:
             raise ValueError(f"queries have {q_cols} columns but X has {n_cols}")
         q = (qi, qj, qv)
-    return _topos.knn(
+    distances, neighbours = _topos.knn(
         indptr,
         indices,
         values,
@@ -489,6 +490,16 @@ def knn(
         threads=int(threads),
         batch=int(batch),
     )
+    # Scores that rank nothing are said, as `topos knn` says them (its refusal of KL divergence
+    # is for bag-of-words rows only: on smoothed rows, such as topic mixtures, KL is finite).
+    undefined = int(np.count_nonzero(~np.isfinite(distances) & (neighbours >= 0)))
+    if undefined:
+        why = {
+            "kl-divergence": "KL divergence is infinite where a query has a word the other row lacks; use jensen-shannon or hellinger on sparse rows",
+            "correlation": "correlation is undefined when a row's values are all equal; use cosine for such rows",
+        }.get(metric, "the metric is not finite for those pairs of rows")
+        warnings.warn(f"{undefined} neighbour distances are not finite: {why}", RuntimeWarning, stacklevel=2)
+    return distances, neighbours
 
 
 def _heldout_args(X: Any, n_words: int) -> Tuple[Any, Any, Any, Any]:

@@ -207,6 +207,9 @@ pub struct Output {
     results: Vec<serde_json::Value>,
     /// Queries with no word known to the index (given an empty list).
     pub empty_queries: u64,
+    /// Neighbours whose score is not a number (null in the output): correlation between rows
+    /// of which one has all values equal, for one.
+    pub undefined_scores: u64,
 }
 
 impl Output {
@@ -225,6 +228,7 @@ impl Output {
             buf: Vec::new(),
             results: Vec::new(),
             empty_queries: 0,
+            undefined_scores: 0,
         };
         if format == Format::Csv {
             writeln!(out.buf, "query,rank,neighbor,{}", out.score)?;
@@ -235,6 +239,7 @@ impl Output {
     /// Appends one query's neighbours as (document id, score); `query` is a document id or a
     /// label (JSON value).
     pub fn push(&mut self, query: &serde_json::Value, neighbours: &[(u64, f32)]) -> Result<()> {
+        self.undefined_scores += neighbours.iter().filter(|n| !n.1.is_finite()).count() as u64;
         match self.format {
             Format::Csv => {
                 let q = match query {
@@ -300,6 +305,8 @@ pub struct Summary {
     pub score: &'static str,
     /// Queries with no word known to the index: their neighbour lists are empty.
     pub queries_without_known_words: u64,
+    /// Neighbours whose score is undefined (null), said on stderr too.
+    pub undefined_scores: u64,
     pub seconds: f64,
     pub output: Option<PathBuf>,
     /// The neighbours of every query (with `--json` and no `-o`).
@@ -316,6 +323,17 @@ impl Summary {
             eprintln!(
                 "warning: {} of {} queries have no word known to the index; their neighbour lists are empty",
                 self.queries_without_known_words, self.queries
+            );
+        }
+        if self.undefined_scores > 0 {
+            let why = if self.metric == "correlation" {
+                "correlation is undefined when a row's values are all equal; use cosine for such rows"
+            } else {
+                "the metric is not finite for those pairs of rows"
+            };
+            eprintln!(
+                "warning: {} neighbour scores are undefined (null in the output): {why}",
+                self.undefined_scores
             );
         }
         if ui.json {
@@ -596,7 +614,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             ui,
         )
     })?;
-    let empty = out.empty_queries;
+    let (empty, undefined) = (out.empty_queries, out.undefined_scores);
     let results = out.finish()?;
     Summary {
         queries: queries.n_rows(),
@@ -605,6 +623,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         metric: metric.to_string(),
         score: score_name(metric),
         queries_without_known_words: empty,
+        undefined_scores: undefined,
         seconds: t0.elapsed().as_secs_f64(),
         output: args.search.output.clone(),
         results: (ui.json && args.search.output.is_none()).then_some(results),

@@ -305,7 +305,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         }
         Ok(())
     })?;
-    let empty = out.empty_queries;
+    let (empty, undefined) = (out.empty_queries, out.undefined_scores);
     let results = out.finish()?;
     Summary {
         queries: queries.len(),
@@ -314,6 +314,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         metric: metric.to_string(),
         score: score_name(metric),
         queries_without_known_words: empty,
+        undefined_scores: undefined,
         seconds: t0.elapsed().as_secs_f64(),
         output: args.search.output.clone(),
         results: (ui.json && args.search.output.is_none()).then_some(results),
