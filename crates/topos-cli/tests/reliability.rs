@@ -782,6 +782,29 @@ fn a_third_attack_loses_nothing_and_says_what_it_wrote() {
     ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
     ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
 
+    // Correlation of rows whose values are all equal (one word): said, not silently null.
+    let one = d.join("one.tcorp");
+    ok(&[
+        "synth",
+        "-o",
+        s(&one),
+        "--docs",
+        "4",
+        "--vocab",
+        "1",
+        "--topics",
+        "2",
+        "--doc-len",
+        "10",
+        "-q",
+    ]);
+    let out = topos(&["knn", s(&one), "-k", "1", "--metric", "correlation"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("correlation is undefined"),
+        "{out:?}"
+    );
+
     // Held-out documents too short for document completion: the run says so and writes its model.
     let short = d.join("short.txt");
     let words = ["apple", "banana", "cherry", "grape", "melon", "peach"];
