@@ -740,6 +740,30 @@ fn a_third_attack_loses_nothing_and_says_what_it_wrote() {
     assert_eq!(std::fs::read(&ckpt).unwrap(), before);
     std::fs::remove_file(&ckpt).unwrap();
 
+    // Two runs of one model: the second is refused while the first works (it would have
+    // replaced the first's model, and shared its checkpoint).
+    let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_topos"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !ckpt.exists() {
+        assert!(start.elapsed().as_secs() < 120, "no checkpoint");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let mut second = args.clone();
+    second[5] = "4".into();
+    second.retain(|a| a != "--checkpoint-every" && a != "2");
+    fails(
+        &second.iter().map(String::as_str).collect::<Vec<_>>(),
+        "another process is writing it now",
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    std::fs::remove_file(&ckpt).unwrap();
+
     // `infer --json -o`: the results in --format in the file, one document on stdout.
     let texts = d.join("new.txt");
     std::fs::write(&texts, "alpha beta\ngamma\n").unwrap();

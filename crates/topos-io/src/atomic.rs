@@ -47,6 +47,28 @@ fn temp_prefix(path: &Path) -> String {
     format!(".{name}.")
 }
 
+/// Whether a live process is writing `path` now: one of its temporaries (named like ours) is
+/// locked. A run holds such a temporary for its whole length ([`AtomicFile::claim`]), so a
+/// second run, or another command, writing the same file is refused at its start instead of
+/// silently replacing the first's output when both finish.
+pub fn live_writer(path: &Path) -> bool {
+    let prefix = temp_prefix(path);
+    let Ok(entries) = std::fs::read_dir(dir_of(path)) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        name.starts_with(&prefix)
+            && name.ends_with(".tmp")
+            && File::options()
+                .read(true)
+                .write(true)
+                .open(entry.path())
+                .is_ok_and(|f| f.try_lock().is_err())
+    })
+}
+
 /// Deletes the temporaries of earlier writers of `path` that died before renaming them: files
 /// named like ours whose lock nobody holds. Returns how many were removed. Best effort: a
 /// temporary that cannot be opened or removed is left alone.
@@ -128,7 +150,25 @@ impl AtomicFile {
     /// Every command checks its outputs with this, so that a bad path fails in one line before
     /// the work it would have lost.
     pub fn check_creatable(path: &Path) -> Result<(), FormatError> {
-        Self::create(path).map(drop)
+        Self::claim(path).map(drop)
+    }
+
+    /// [`AtomicFile::check_creatable`]'s checks, also refusing a `path` that another live
+    /// process is writing ([`live_writer`]), and a locked temporary beside `path` kept until the
+    /// claim is dropped (never renamed into place): what a long run holds so that no other
+    /// writer of its output starts while it works.
+    pub fn claim(path: &Path) -> Result<AtomicFile, FormatError> {
+        refuse_special(path)?;
+        if live_writer(path) {
+            return Err(FormatError::io(
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::ResourceBusy,
+                    "another process is writing it now; wait for it to finish, or write to another path",
+                ),
+            ));
+        }
+        Self::create(path)
     }
 
     /// Appends bytes.
@@ -311,6 +351,24 @@ mod tests {
         std::fs::write(&f, b"x").unwrap();
         AtomicFile::check_creatable(&f).unwrap();
         assert_eq!(std::fs::read(&f).unwrap(), b"x");
+        // While a claim is held, the name is refused to every other writer's check; a plain
+        // write (the claim holder's own) still goes through.
+        let claim = AtomicFile::claim(&f).unwrap();
+        assert!(live_writer(&f));
+        assert!(msg(&f).contains("another process is writing it now"), "{}", msg(&f));
+        let mut own = AtomicFile::create(&f).unwrap();
+        own.write_all(b"y").unwrap();
+        own.commit().unwrap();
+        drop(claim);
+        assert!(!live_writer(&f));
+        AtomicFile::check_creatable(&f).unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"y");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

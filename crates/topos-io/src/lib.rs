@@ -11,7 +11,7 @@ mod atomic;
 mod codec;
 pub mod mem;
 
-pub use atomic::{remove_stale_temporaries, AtomicFile, Staged, StreamingFile};
+pub use atomic::{live_writer, remove_stale_temporaries, AtomicFile, Staged, StreamingFile};
 pub use codec::{ByteReader, ByteWriter};
 
 use std::path::Path;

@@ -361,6 +361,10 @@ struct PrivateRun {
 
 /// A run in progress: the corpus, the engine on its device, the transport, the schedule.
 pub struct Run {
+    /// A locked temporary beside the model held for the whole run (the first process's), so
+    /// that no other run or command starts writing the same model meanwhile
+    /// (`topos_io::AtomicFile::claim`); dropped with the run.
+    _output_claim: Option<topos_io::AtomicFile>,
     config: RunConfig,
     corpus: Arc<Corpus>,
     corpus_path: Option<PathBuf>,
@@ -737,8 +741,22 @@ impl Run {
         let doc_topics_path = topos_model::doc_topics_path(&config.output);
         let ckpt_path = config.checkpoint_path();
         check_distinct_paths(&config, &doc_topics_path, &ckpt_path)?;
+        let output_claim = if root {
+            Some(
+                topos_io::AtomicFile::claim(&config.output).map_err(|e| match e {
+                    topos_io::FormatError::Io { path, cause }
+                        if cause.kind() == std::io::ErrorKind::ResourceBusy =>
+                    {
+                        RunError::Invalid(format!("cannot write {path}: {cause}"))
+                    }
+                    topos_io::FormatError::Io { path, cause } => RunError::Output { path, cause },
+                    other => RunError::Format(other),
+                })?,
+            )
+        } else {
+            None
+        };
         if root {
-            check_writable(&config.output)?;
             if config.doc_topics {
                 check_writable(&doc_topics_path)?;
             }
@@ -1152,6 +1170,7 @@ impl Run {
         let mut config = config;
         config.hyper = h;
         let mut run = Run {
+            _output_claim: output_claim,
             config,
             corpus,
             corpus_path,
