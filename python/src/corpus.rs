@@ -102,8 +102,20 @@ impl PyCorpus {
                 }
                 f.flush().map_err(to_py)?;
                 drop(f);
+                // The temporary file is ours, not the caller's: its name and the command line's
+                // flags do not belong in the message.
                 let report =
-                    topos_corpus::prepare(&input, &output, &opts, &mut |_| {}).map_err(to_py)?;
+                    topos_corpus::prepare(&input, &output, &opts, &mut |_| {}).map_err(|e| {
+                        let msg = topos_io::one_line(&e)
+                            .replace(&input.display().to_string(), "the texts")
+                            .replace(
+                                "check the input format (jsonl) and --text-field",
+                                "check that the texts hold words the options keep",
+                            )
+                            .replace("--min-df", "min_df")
+                            .replace("--max-df", "max_df");
+                        crate::errors::value_error(msg)
+                    })?;
                 let corpus = Corpus::open(&output).map_err(to_py)?;
                 let mut c = PyCorpus::new(corpus, None);
                 c.report = serde_json::to_string(&report).ok();

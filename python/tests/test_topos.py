@@ -430,3 +430,10 @@ def test_knn_says_when_distances_rank_nothing():
     B = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
     with pytest.warns(RuntimeWarning, match="KL divergence is infinite"):
         topos.knn(B, k=1, metric="kl-divergence")
+
+
+def test_from_texts_errors_speak_of_the_texts():
+    with pytest.raises(ValueError) as e:
+        topos.Corpus.from_texts(["", "the and of"])
+    msg = str(e.value)
+    assert "the texts" in msg and "texts.jsonl" not in msg and "--text-field" not in msg, msg

@@ -355,7 +355,11 @@ mod tests {
         // write (the claim holder's own) still goes through.
         let claim = AtomicFile::claim(&f).unwrap();
         assert!(live_writer(&f));
-        assert!(msg(&f).contains("another process is writing it now"), "{}", msg(&f));
+        assert!(
+            msg(&f).contains("another process is writing it now"),
+            "{}",
+            msg(&f)
+        );
         let mut own = AtomicFile::create(&f).unwrap();
         own.write_all(b"y").unwrap();
         own.commit().unwrap();
