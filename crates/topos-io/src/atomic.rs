@@ -47,53 +47,43 @@ fn temp_prefix(path: &Path) -> String {
     format!(".{name}.")
 }
 
+/// The temporaries of `path`'s writers, live or dead (files named like ours in its directory),
+/// each opened for writing so that its lock can be tried. Files that cannot be opened are
+/// skipped: neither caller can do anything with them.
+fn temporaries(path: &Path) -> impl Iterator<Item = (PathBuf, File)> {
+    let prefix = temp_prefix(path);
+    std::fs::read_dir(dir_of(path))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(move |entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if !(name.starts_with(&prefix) && name.ends_with(".tmp")) {
+                return None;
+            }
+            let p = entry.path();
+            let f = File::options().read(true).write(true).open(&p).ok()?;
+            Some((p, f))
+        })
+}
+
 /// Whether a live process is writing `path` now: one of its temporaries (named like ours) is
 /// locked. A run holds such a temporary for its whole length ([`AtomicFile::claim`]), so a
 /// second run, or another command, writing the same file is refused at its start instead of
 /// silently replacing the first's output when both finish.
 pub fn live_writer(path: &Path) -> bool {
-    let prefix = temp_prefix(path);
-    let Ok(entries) = std::fs::read_dir(dir_of(path)) else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        name.starts_with(&prefix)
-            && name.ends_with(".tmp")
-            && File::options()
-                .read(true)
-                .write(true)
-                .open(entry.path())
-                .is_ok_and(|f| f.try_lock().is_err())
-    })
+    temporaries(path).any(|(_, f)| f.try_lock().is_err())
 }
 
 /// Deletes the temporaries of earlier writers of `path` that died before renaming them: files
 /// named like ours whose lock nobody holds. Returns how many were removed. Best effort: a
 /// temporary that cannot be opened or removed is left alone.
 pub fn remove_stale_temporaries(path: &Path) -> usize {
-    let prefix = temp_prefix(path);
-    let Ok(entries) = std::fs::read_dir(dir_of(path)) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if !(name.starts_with(&prefix) && name.ends_with(".tmp")) {
-            continue;
-        }
-        let p = entry.path();
-        let Ok(f) = File::options().read(true).write(true).open(&p) else {
-            continue;
-        };
-        // A live writer holds the lock; a dead one's lock went with it.
-        if f.try_lock().is_ok() && std::fs::remove_file(&p).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
+    // A live writer holds the lock; a dead one's lock went with it.
+    temporaries(path)
+        .filter(|(p, f)| f.try_lock().is_ok() && std::fs::remove_file(p).is_ok())
+        .count()
 }
 
 /// Refuses a `path` that exists and is not a regular file (following symbolic links): the
@@ -125,6 +115,11 @@ impl AtomicFile {
     /// would replace with a regular file — as root, `/dev/null` itself.
     pub fn create(path: &Path) -> Result<Self, FormatError> {
         refuse_special(path)?;
+        Self::create_checked(path)
+    }
+
+    /// [`AtomicFile::create`] once `path` is known not to be special.
+    fn create_checked(path: &Path) -> Result<Self, FormatError> {
         remove_stale_temporaries(path);
         let tmp = tempfile::Builder::new()
             .prefix(&temp_prefix(path))
@@ -168,7 +163,7 @@ impl AtomicFile {
                 ),
             ));
         }
-        Self::create(path)
+        Self::create_checked(path)
     }
 
     /// Appends bytes.

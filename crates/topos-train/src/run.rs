@@ -470,10 +470,22 @@ fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
 /// Checks that `path`'s directory accepts a new file for it (and clears dead writers'
 /// temporaries), without touching `path` itself.
 fn check_writable(path: &Path) -> Result<(), RunError> {
-    topos_io::AtomicFile::check_creatable(path).map_err(|e| match e {
+    topos_io::AtomicFile::check_creatable(path).map_err(output_error)
+}
+
+/// An output check's failure as the run reports it: another live writer of the path is named as
+/// such (its cause already says what to do), anything else the I/O error can be is
+/// [`RunError::Output`], whose advice is about the directory.
+fn output_error(e: topos_io::FormatError) -> RunError {
+    match e {
+        topos_io::FormatError::Io { path, cause }
+            if cause.kind() == std::io::ErrorKind::ResourceBusy =>
+        {
+            RunError::Invalid(format!("cannot write {path}: {cause}"))
+        }
         topos_io::FormatError::Io { path, cause } => RunError::Output { path, cause },
         other => RunError::Format(other),
-    })
+    }
 }
 
 /// The most worker threads a run takes per core of the machine ([`Run::start`] refuses more).
@@ -742,17 +754,7 @@ impl Run {
         let ckpt_path = config.checkpoint_path();
         check_distinct_paths(&config, &doc_topics_path, &ckpt_path)?;
         let output_claim = if root {
-            Some(
-                topos_io::AtomicFile::claim(&config.output).map_err(|e| match e {
-                    topos_io::FormatError::Io { path, cause }
-                        if cause.kind() == std::io::ErrorKind::ResourceBusy =>
-                    {
-                        RunError::Invalid(format!("cannot write {path}: {cause}"))
-                    }
-                    topos_io::FormatError::Io { path, cause } => RunError::Output { path, cause },
-                    other => RunError::Format(other),
-                })?,
-            )
+            Some(topos_io::AtomicFile::claim(&config.output).map_err(output_error)?)
         } else {
             None
         };
