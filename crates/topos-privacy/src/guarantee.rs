@@ -78,8 +78,10 @@ pub struct Guarantee {
     pub max_doc_tokens: Option<u32>,
     /// How the noise was drawn ([`SAMPLER`]).
     pub sampler: String,
-    /// The noise scale b of every release (P(z) ∝ e^{−|z|/b}), when recorded (absent from the
-    /// JSON when `None`, as in guarantees written before it was).
+    /// The noise scale of the model's release, when recorded (absent from the JSON when `None`,
+    /// as in guarantees written before it was): b of every release of the Laplace mechanisms
+    /// (P(z) ∝ e^{−|z|/b}); σ of the last release, the model, for the discrete Gaussian, whose
+    /// releases split ρ unevenly since issue 25 (the word counts and the model take most).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_scale: Option<f64>,
     /// The part of `epsilon` spent choosing `max_doc_tokens` privately (a private quantile of
@@ -217,7 +219,7 @@ impl fmt::Display for Guarantee {
         }
         if let Some(b) = self.noise_scale {
             match self.mechanism {
-                Mechanism::DiscreteGaussian => write!(f, ", noise σ {b:.4}")?,
+                Mechanism::DiscreteGaussian => write!(f, ", noise σ {b:.4} on the model")?,
                 _ => write!(f, ", noise scale {b:.4}")?,
             }
         }

@@ -58,6 +58,7 @@ pub mod bernoulli;
 pub mod constraint;
 pub mod discrete_gaussian;
 pub mod discrete_laplace;
+pub mod empirical_bayes;
 pub mod epsilon;
 pub mod error;
 pub mod exact;

@@ -269,8 +269,12 @@ pub struct Summary {
     pub memory_estimate: MemoryEstimate,
     /// The guarantee of a private run (`null` otherwise).
     pub privacy: Option<topos_model::Guarantee>,
-    /// Noise scale per count of every release of a private run.
+    /// Noise scale per count of a private run's model (the last release; every release of the
+    /// Laplace mechanism has it).
     pub noise_scale: Option<f64>,
+    /// The noise of every release in words ([`crate::Releases::noise_summary`]), for a private
+    /// run.
+    pub noise_summary: Option<String>,
     /// How a private run was accounted against the corpus's privacy budget.
     pub ledger: Option<LedgerStatus>,
     /// Where the run executed ("cpu (16 threads)", "cuda:0 (NVIDIA H100 80GB HBM3)").
@@ -1121,8 +1125,8 @@ impl Run {
                         f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
                     ),
                     crate::PrivateMechanism::Gaussian { l2_clip } => format!(
-                        "every document's contribution clipped to L2 norm {l2_clip}, discrete Gaussian noise σ = {:.3} per count",
-                        r.scale()
+                        "every document's contribution (√-weighted) clipped to L2 norm {l2_clip}, discrete Gaussian noise {} (per count)",
+                        r.noise_summary()
                     ),
                 };
                 // Say plainly which kind of guarantee this is: the default (Gaussian) is
@@ -1860,6 +1864,7 @@ impl Run {
             peak_memory_bytes: peak_resident_bytes(),
             memory_estimate: self.estimate.clone(),
             noise_scale: self.private.as_ref().map(|p| p.releases.scale()),
+            noise_summary: self.private.as_ref().map(|p| p.releases.noise_summary()),
             privacy: guarantee,
             ledger,
             device: self.engine.describe(),

@@ -305,15 +305,18 @@ fn gaussian(epsilon: f64, clip: u32) -> PrivateOptions {
 }
 
 /// End to end, the Gaussian mechanism against its (ε, δ) claims ([`Audit::check_with_delta`]):
-/// d* = 8·C tokens of a word no other document holds, of which the L2 clipping counts C (its
-/// squares 1 + 3 + 5 = 9 = C²). The word release of that word is audited against the (ε, δ)
-/// its own ρ converts to, and both releases together (ũ + model row) against the run's (ε, δ).
-/// Bins of width σ, fixed before sampling. Negative control that must fail: the same document
-/// unclipped (C = 8·3, ρ 64 times larger, so the same σ), against the clipped run's claim.
-/// False-alarm rate α = 1e-6 each (3 audits).
+/// d* = (8·C)² tokens of a word no other document holds, which the √-weighted clipping scales
+/// to exactly C tokens (C·G units; `l2_contribution`). The word release of that word (its
+/// empirical-Bayes posterior mean: post-processing) is audited against the (ε, δ) its own ρ
+/// converts to, and both releases together (ũ in tokens + model row) against the run's (ε, δ).
+/// Bins fixed before sampling: the word release's σ, and the root of both releases' variances.
+/// Negative control that must fail: the same document clipped at 8·C (it then contributes 8·C
+/// tokens; ρ 64 times larger, so the same σ), against the clipped run's claim. False-alarm rate
+/// α = 1e-6 each (3 audits).
 #[test]
 fn the_gaussian_mechanism_is_private_end_to_end_and_unclipped_runs_are_caught() {
     use topos_privacy::zcdp;
+    use topos_train::private::CONTRIBUTION_UNITS;
     let (eps, clip) = (1.0, CAP);
     let opts = gaussian(eps, clip);
     let a = Arc::new(base());
@@ -325,14 +328,19 @@ fn the_gaussian_mechanism_is_private_end_to_end_and_unclipped_runs_are_caught() 
         NoiseSource::insecure_seeded(1),
     )
     .unwrap();
-    let (sigma, spent, g) = (probe.scale(), probe.spent().to_vec(), probe.guarantee());
-    assert_eq!(spent.len(), 2);
+    let (sigmas, spent, g) = (probe.scales(), probe.spent().to_vec(), probe.guarantee());
+    assert_eq!((spent.len(), sigmas.len()), (2, 2));
     let rho: f64 = spent.iter().sum();
     assert!(rho <= g.accountant.zcdp_rho.unwrap() * (1.0 + 1e-12));
     assert!(zcdp::epsilon(rho, 1e-6) <= eps);
     let word_claim = zcdp::epsilon(spent[0], 1e-6);
-    let long = with(&a, &[RARE; 8 * CAP as usize]);
-    let w = sigma.round() as i64;
+    let side = 8 * CAP as usize;
+    let long = with(&a, &vec![RARE; side * side]);
+    let units = i64::from(CONTRIBUTION_UNITS);
+    // ũ in units (the word release), as tokens for the sum with the model's row.
+    let in_tokens = |u: i64| (u + units / 2).div_euclid(units);
+    let word_width = (sigmas[0] * units as f64).round() as i64;
+    let run_width = (sigmas[0].hypot(sigmas[1])).round() as i64;
     let check = |claim: f64, width: i64, pick: &dyn Fn((i64, i64)) -> i64, out: &Outputs| {
         let audit = Audit {
             epsilon: claim,
@@ -351,14 +359,14 @@ fn the_gaussian_mechanism_is_private_end_to_end_and_unclipped_runs_are_caught() 
         r
     };
     let out = sample(&a, &long, opts, RARE, 21);
-    let r = check(word_claim, w, &|(u, _)| u, &out);
+    let r = check(word_claim, word_width, &|(u, _)| u, &out);
     assert!(r.passed, "gaussian, word release: {r:?}");
-    let r = check(g.epsilon, 2 * w, &|(u, m)| u + m, &out);
+    let r = check(g.epsilon, run_width, &|(u, m)| in_tokens(u) + m, &out);
     assert!(r.passed, "gaussian, whole run: {r:?}");
-    // Negative control: unclipped (C = 24 counts all 24 tokens), ε raised so that σ is the
-    // same, audited against the clipped run's word-release claim.
+    // Negative control: clipped at 8·C (d* then counts 8·C tokens), ε raised so that every σ is
+    // the same, audited against the clipped run's word-release claim.
     let unclipped = gaussian(zcdp::epsilon(64.0 * rho, 1e-6), 8 * CAP);
     let out = sample(&a, &long, unclipped, RARE, 22);
-    let r = check(word_claim, w, &|(u, _)| u, &out);
+    let r = check(word_claim, word_width, &|(u, _)| u, &out);
     assert!(!r.passed, "unclipped contributions passed: {r:?}");
 }

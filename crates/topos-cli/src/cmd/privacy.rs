@@ -726,12 +726,15 @@ struct GaussianPlan {
     delta: f64,
     l2_clip: u32,
     releases: u32,
-    /// How R was set: given, or chosen from the signal statistic (`release_signal`).
+    /// How R was set: given, or the default.
     releases_chosen: String,
-    /// n·C·√ρ/K, the statistic the default R follows.
-    release_signal: f64,
     word_release: bool,
+    /// σ of the model's release, per count.
     noise_sigma: f64,
+    /// σ of every release, per count, in release order.
+    release_sigmas: Vec<f64>,
+    #[serde(skip)]
+    noise_summary: String,
     zcdp_rho: f64,
     guarantee: Guarantee,
     predicted_heldout_ll: Option<f64>,
@@ -757,21 +760,11 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
     }
     check_as_train_would(&corpus, delta)?;
     let l2_clip = a.l2_clip.unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
-    let (auto_releases, signal) = topos_train::private::gaussian_releases(
-        epsilon.get(),
-        delta,
-        documents,
-        a.topics,
-        l2_clip,
-        a.iters,
-    )?;
+    let auto_releases = topos_train::private::gaussian_releases(a.iters);
     let releases_chosen = match a.releases {
         Some(_) => "given (--releases)".to_string(),
         None => format!(
-            "chosen: the signal n·C·√ρ/K = {signal:.0} (n = {documents} training documents, treated as public) is {} {:.0}, so {auto_releases} releases (2 below, {} from it; BENCHMARKS.md, issue 25)",
-            if signal >= topos_train::private::MANY_RELEASES_SIGNAL { "at least" } else { "below" },
-            topos_train::private::MANY_RELEASES_SIGNAL,
-            topos_train::private::MANY_GAUSSIAN_RELEASES,
+            "chosen: {auto_releases} (the word counts, the releases the sampler reads, the model; at most T + 1; BENCHMARKS.md, issue 25)"
         ),
     };
     let options = topos_train::PrivateOptions {
@@ -796,9 +789,10 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
         l2_clip,
         releases: options.releases,
         releases_chosen,
-        release_signal: signal,
         word_release: options.word_release,
         noise_sigma: releases.scale(),
+        release_sigmas: releases.scales(),
+        noise_summary: releases.noise_summary(),
         zcdp_rho: guarantee.accountant.zcdp_rho.unwrap_or(0.0),
         guarantee,
         predicted_heldout_ll: None,
@@ -819,8 +813,8 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
         );
         println!("releases: {}", out.releases_chosen);
         println!(
-            "noise: discrete Gaussian σ = {:.3} per count in every release (ρ = {:.6} zCDP in all)",
-            out.noise_sigma, out.zcdp_rho
+            "noise: discrete Gaussian, {} (per count; ρ = {:.6} zCDP in all)",
+            out.noise_summary, out.zcdp_rho
         );
         println!("{}", out.guarantee);
         println!("expected held-out log-likelihood: {}", out.utility);

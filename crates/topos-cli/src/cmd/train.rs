@@ -373,18 +373,10 @@ impl Args {
             let releases = match self.releases {
                 Some(r) => r,
                 None => {
-                    let (r, signal) = topos_train::private::gaussian_releases(
-                        epsilon.get(),
-                        delta,
-                        documents,
-                        self.topics,
-                        clip,
-                        self.iters,
-                    )?;
+                    let r = topos_train::private::gaussian_releases(self.iters);
                     notes.push(format!(
-                        "--releases not given: R = {r} for the Gaussian mechanism (signal n·C·√ρ/K = {signal:.0} {} {:.0}, BENCHMARKS.md)",
-                        if signal >= topos_train::private::MANY_RELEASES_SIGNAL { "≥" } else { "<" },
-                        topos_train::private::MANY_RELEASES_SIGNAL
+                        "--releases not given: R = {r} for the Gaussian mechanism (the word counts, {} the sampler reads, the model; BENCHMARKS.md, issue 25)",
+                        r.saturating_sub(2)
                     ));
                     r
                 }
@@ -662,7 +654,10 @@ pub fn print_summary(summary: &Summary) {
         println!("{}", topos_model::privacy_line(Some(g)));
         if let Some(b) = summary.noise_scale {
             if g.mechanism == topos_privacy::Mechanism::DiscreteGaussian {
-                println!("noise: discrete Gaussian of σ = {b:.4} added to every released count of every release");
+                let summary = summary.noise_summary.as_deref().unwrap_or_default();
+                println!(
+                    "noise: discrete Gaussian, {summary} (per count; the model's σ is {b:.4})"
+                );
             } else {
                 println!("noise: discrete Laplace of scale {b:.4} added to every released count of every release");
             }
