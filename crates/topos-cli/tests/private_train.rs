@@ -740,6 +740,19 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
         "3",
     ]);
     assert_eq!(short["releases"], 4, "{short}");
+    // The split follows the public signal n·C·√ρ/K: focused for this tiny corpus at ε = 1,
+    // equal once ε is large enough for every release to stand above its noise.
+    assert_eq!(plan["budget_split"], "focused", "{plan}");
+    let big = json(&["privacy", "plan", c, "-k", "3", "--epsilon", "1e6"]);
+    assert_eq!(big["budget_split"], "equal", "{big}");
+    assert!(big["release_signal"].as_f64().unwrap() >= 50_000.0, "{big}");
+    let s: Vec<f64> = big["release_sigmas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert!(s.iter().all(|&x| x == s[0]), "{big}");
     // The default mechanism is gaussian, and says so.
     let o = topos(&[
         "train",

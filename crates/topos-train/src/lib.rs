@@ -47,7 +47,7 @@ pub use checkpoint::{Checkpoint, CheckpointHeader};
 pub use cpu::engine::{IterationStats, TrainOptions, Trainer};
 pub use device::{Device, DeviceChoice, DEVICES};
 pub use engine::{DeviceOptions, Engine, EngineSetup, Start, TrainDocs};
-pub use private::{PrivateMechanism, PrivateOptions, Releases};
+pub use private::{BudgetSplit, PrivateMechanism, PrivateOptions, Releases};
 pub use run::{LogLine, Observer, Run, RunConfig, RunError, Summary};
 pub use sampler::{
     sampler_named, EzldaDepth, MhSteps, Sampler, SamplerInfo, SamplerSettings, Setting,

@@ -272,7 +272,72 @@ pub enum PrivateMechanism {
     Gaussian {
         /// The clipping norm C (every document's contribution has L2 norm ≤ C).
         l2_clip: u32,
+        /// How ρ is split over the releases ([`gaussian_split`] chooses it from public numbers).
+        split: BudgetSplit,
     },
+}
+
+/// How a Gaussian run splits its ρ over its releases ([`gaussian_shares`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BudgetSplit {
+    /// The word counts [`WORD_RELEASE_SHARE`], the model [`MODEL_RELEASE_SHARE`], the sampling
+    /// releases the rest: where the corpus is small against the noise, the model's rows and the
+    /// word counts are what the score needs, and the sampler learns enough from frequent words.
+    Focused,
+    /// Every release the same share: where the signal is large, the sampling releases teach the
+    /// sampler topics that the focused split's noisy ones do not.
+    Equal,
+}
+
+impl BudgetSplit {
+    /// Its name as `privacy plan` and the run print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetSplit::Focused => "focused",
+            BudgetSplit::Equal => "equal",
+        }
+    }
+}
+
+/// The [`release_signal`] from which a Gaussian run splits ρ equally over its releases
+/// ([`BudgetSplit::Equal`]) instead of [`BudgetSplit::Focused`]. Measured (BENCHMARKS.md, "the
+/// budget where it buys the most", one draw each, T = 20 or 50): the focused split won at
+/// s ≈ 870–7,100 (20 Newsgroups at ε = 1 and 10, by 0.05–0.06), 8,500 (synthetic 10M at ε = 1,
+/// by 0.03) and 41,900 (20 Newsgroups at ε = 100, by 0.08 over the old equal split); the two
+/// tied at 65,700 (synthetic 10M at ε = 10: −8.253 against −8.264) and the equal split won by
+/// 0.16 at 73,500 (synthetic 100M at ε = 1: −8.135 against −8.297). The threshold sits between
+/// the last focused win and the tie; few draws back it.
+pub const EQUAL_SPLIT_SIGNAL: f64 = 50_000.0;
+
+/// The public signal statistic of a Gaussian run: s = n·C·√ρ/K, for n training documents,
+/// clipping norm C, the run's total ρ (zCDP) and K topics. It is n·C² (at most the number of
+/// tokens the documents can contribute to a release) spread over the K topics, in units of the
+/// noise σ = C/√ρ of a run of one release: how many noise units a topic's counts hold at most.
+/// It reads nothing of the data but n, which the run treats as public already (its check of δ,
+/// [`delta_against_documents`]).
+pub fn release_signal(documents: u64, clip: u32, rho: f64, topics: u32) -> f64 {
+    documents as f64 * f64::from(clip) * rho.max(0.0).sqrt() / f64::from(topics.max(1))
+}
+
+/// The budget split of a Gaussian run (issue 25 part 3) and the [`release_signal`] it was
+/// chosen from: [`BudgetSplit::Equal`] from [`EQUAL_SPLIT_SIGNAL`], else
+/// [`BudgetSplit::Focused`]. A function of public parameters only (ε, δ, n, K, C), so the
+/// choice costs no privacy.
+pub fn gaussian_split(
+    epsilon: f64,
+    delta: f64,
+    documents: u64,
+    topics: u32,
+    clip: u32,
+) -> Result<(BudgetSplit, f64), PrivacyError> {
+    let rho = zcdp::rho_for(epsilon, delta)?;
+    let signal = release_signal(documents, clip, rho, topics);
+    let split = if signal >= EQUAL_SPLIT_SIGNAL {
+        BudgetSplit::Equal
+    } else {
+        BudgetSplit::Focused
+    };
+    Ok((split, signal))
 }
 
 /// Releases of a Gaussian private run when `--releases` is not given (at most T + 1): the word
@@ -306,14 +371,18 @@ pub const WORD_RELEASE_SHARE: f64 = 0.5;
 pub const MODEL_RELEASE_SHARE: f64 = 0.4;
 
 /// The share of the run's ρ that each release j of a Gaussian run spends, in release order
-/// (word release first when there is one, the model last); they sum to 1. With a word release:
+/// (word release first when there is one, the model last); they sum to 1. Equal shares for
+/// [`BudgetSplit::Equal`]. Focused, with a word release:
 /// [`WORD_RELEASE_SHARE`], then the sampling releases, then the model with
 /// [`MODEL_RELEASE_SHARE`] (all but the word release's share when no sampling release comes
 /// between). Without one, the model takes [`MODEL_RELEASE_SHARE`] and the sampling releases the
 /// rest, or everything when it is the only release. Public: a function of R and of whether there
 /// is a word release.
-pub fn gaussian_shares(releases: u32, word_release: bool) -> Vec<f64> {
+pub fn gaussian_shares(releases: u32, word_release: bool, split: BudgetSplit) -> Vec<f64> {
     let r = releases.max(1) as usize;
+    if split == BudgetSplit::Equal {
+        return vec![1.0 / r as f64; r];
+    }
     let words = if word_release && r >= 2 {
         WORD_RELEASE_SHARE
     } else {
@@ -378,7 +447,7 @@ impl PrivateOptions {
                 self.epsilon.get()
             ));
         }
-        if let PrivateMechanism::Gaussian { l2_clip } = self.mechanism {
+        if let PrivateMechanism::Gaussian { l2_clip, .. } = self.mechanism {
             if self.cap_epsilon > 0.0 {
                 return bad(format!(
                     "--mechanism gaussian chooses no token cap, so no ε is spent on one (cap_epsilon must be 0, got {})",
@@ -1077,14 +1146,14 @@ impl Releases {
     /// ε ([`zcdp::rho_for`]), ρ/R per release, σ² = C²/(2ρ/R) rounded up by the sampler.
     pub fn new(options: PrivateOptions, source: NoiseSource) -> Result<Self, PrivacyError> {
         options.check()?;
-        if let PrivateMechanism::Gaussian { l2_clip } = options.mechanism {
+        if let PrivateMechanism::Gaussian { l2_clip, split } = options.mechanism {
             let rho = zcdp::rho_for(options.release_epsilon(), options.delta)?;
             // Released in units of 1/G of a token, so the sensitivity is G·C in those units.
             let c = f64::from(l2_clip) * f64::from(CONTRIBUTION_UNITS);
             // A relative margin of 10⁻⁹ below ρ absorbs every floating-point rounding of the
             // calibration (ρ_j is rounded up in its last places by `rho_for`): the recorded
             // total is then ≤ ρ, whose conversion is ≤ ε.
-            let mechanisms = gaussian_shares(options.releases, options.word_release)
+            let mechanisms = gaussian_shares(options.releases, options.word_release, split)
                 .into_iter()
                 .map(|share| {
                     DiscreteGaussian::calibrated(c, rho * (1.0 - 1e-9) * share).map(Noise::Gaussian)
@@ -1196,7 +1265,7 @@ impl Releases {
     fn cost(&self, noise: Noise) -> f64 {
         match (noise, self.options.mechanism) {
             (Noise::Laplace(m), _) => m.epsilon_for(u64::from(self.options.max_doc_tokens)),
-            (Noise::Gaussian(m), PrivateMechanism::Gaussian { l2_clip }) => {
+            (Noise::Gaussian(m), PrivateMechanism::Gaussian { l2_clip, .. }) => {
                 m.rho_for(f64::from(l2_clip) * f64::from(self.units))
             }
             (Noise::Gaussian(_), PrivateMechanism::Laplace) => unreachable!("made together"),
@@ -1379,7 +1448,7 @@ impl Releases {
             PrivateMechanism::Laplace => {
                 contribution_counts(docs, &z, num_words, k, o.max_doc_tokens)
             }
-            PrivateMechanism::Gaussian { l2_clip } => {
+            PrivateMechanism::Gaussian { l2_clip, .. } => {
                 contribution_units_l2(docs, &z, num_words, k, l2_clip)
             }
         };
@@ -1398,7 +1467,7 @@ impl Releases {
     /// was used) over R releases of sensitivity L composed sequentially, documents capped at L
     /// tokens, add/remove-one-document neighbours, the noise scale.
     pub fn guarantee(&self) -> Guarantee {
-        if let (PrivateMechanism::Gaussian { l2_clip }, Chosen::Zcdp { rho }) =
+        if let (PrivateMechanism::Gaussian { l2_clip, .. }, Chosen::Zcdp { rho }) =
             (self.options.mechanism, self.calibration.chosen)
         {
             let g = Guarantee::discrete_gaussian(
@@ -1836,7 +1905,10 @@ mod tests {
                     releases: r,
                     word_release: true,
                     cap_epsilon: 0.0,
-                    mechanism: PrivateMechanism::Gaussian { l2_clip: c },
+                    mechanism: PrivateMechanism::Gaussian {
+                        l2_clip: c,
+                        split: BudgetSplit::Focused,
+                    },
                 };
                 let rel = Releases::new(opts, NoiseSource::insecure_seeded(0)).unwrap();
                 let vars: Vec<f64> = rel.scales().iter().map(|s| (s * g).powi(2)).collect();
@@ -1870,12 +1942,19 @@ mod tests {
             releases: 2,
             word_release: true,
             cap_epsilon: 0.0,
-            mechanism: PrivateMechanism::Gaussian { l2_clip: 12 },
+            mechanism: PrivateMechanism::Gaussian {
+                l2_clip: 12,
+                split: BudgetSplit::Focused,
+            },
         };
         let mut r = Releases::new(opts, NoiseSource::insecure_seeded(3)).unwrap();
         let rho = zcdp::rho_for(1.0, 1e-6).unwrap();
         // Release j: σ_j² = C²/(2·ρ·share_j) in tokens, rounded up (in units of 1/G).
-        for (sigma, share) in r.scales().iter().zip(gaussian_shares(2, true)) {
+        for (sigma, share) in r
+            .scales()
+            .iter()
+            .zip(gaussian_shares(2, true, BudgetSplit::Focused))
+        {
             let s2 = 144.0 / (2.0 * rho * share);
             let g2 = f64::from(CONTRIBUTION_UNITS).powi(2);
             assert!(
@@ -1906,7 +1985,10 @@ mod tests {
                 ..opts
             },
             PrivateOptions {
-                mechanism: PrivateMechanism::Gaussian { l2_clip: 0 },
+                mechanism: PrivateMechanism::Gaussian {
+                    l2_clip: 0,
+                    split: BudgetSplit::Focused,
+                },
                 ..opts
             },
         ] {
@@ -2038,7 +2120,7 @@ mod tests {
             a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12)
         };
         // Word counts, nine sampling releases, the model.
-        let s = gaussian_shares(11, true);
+        let s = gaussian_shares(11, true, BudgetSplit::Focused);
         assert!(close(&s[..1], &[WORD_RELEASE_SHARE]));
         assert!(close(&s[10..], &[MODEL_RELEASE_SHARE]));
         let mid = (1.0 - WORD_RELEASE_SHARE - MODEL_RELEASE_SHARE) / 9.0;
@@ -2051,7 +2133,7 @@ mod tests {
             (5, false),
             (51, true),
         ] {
-            let s = gaussian_shares(r, w);
+            let s = gaussian_shares(r, w, BudgetSplit::Focused);
             assert_eq!(s.len(), r as usize);
             assert!(
                 (s.iter().sum::<f64>() - 1.0).abs() < 1e-12,
@@ -2059,9 +2141,47 @@ mod tests {
             );
             assert!(s.iter().all(|&x| x > 0.0));
         }
-        assert!(close(&gaussian_shares(2, true), &[WORD_RELEASE_SHARE, 0.5]));
-        assert!(close(&gaussian_shares(1, false), &[1.0]));
-        assert!(close(&gaussian_shares(2, false), &[0.6, 0.4]));
+        assert!(close(
+            &gaussian_shares(2, true, BudgetSplit::Focused),
+            &[WORD_RELEASE_SHARE, 0.5]
+        ));
+        assert!(close(
+            &gaussian_shares(1, false, BudgetSplit::Focused),
+            &[1.0]
+        ));
+        assert!(close(
+            &gaussian_shares(2, false, BudgetSplit::Focused),
+            &[0.6, 0.4]
+        ));
+        assert!(close(
+            &gaussian_shares(4, true, BudgetSplit::Equal),
+            &[0.25; 4]
+        ));
+    }
+
+    #[test]
+    fn the_budget_split_follows_the_public_signal() {
+        // 20 Newsgroups' shape (10,204 documents, K = 20, C = 12, δ = 1e-7) at ε = 1, 10 and
+        // 100: focused; synthetic 100M (10⁶ documents, δ = 1e-9) at ε = 1: equal.
+        for e in [1.0, 10.0, 100.0] {
+            let (split, _) = gaussian_split(e, 1e-7, 10_204, 20, 12).unwrap();
+            assert_eq!(split, BudgetSplit::Focused, "ε = {e}");
+        }
+        let (split, s) = gaussian_split(1.0, 1e-9, 1_000_068, 20, 12).unwrap();
+        assert_eq!(split, BudgetSplit::Equal);
+        assert!(s >= EQUAL_SPLIT_SIGNAL);
+        // s = n·C·√ρ/K exactly.
+        let rho = zcdp::rho_for(10.0, 1e-7).unwrap();
+        let (_, s10) = gaussian_split(10.0, 1e-7, 10_204, 20, 12).unwrap();
+        assert!((s10 - 10_204.0 * 12.0 * rho.sqrt() / 20.0).abs() < 1e-6 * s10);
+        // More documents or more ε never goes back from equal to focused.
+        let mut equal = false;
+        for n in [10u64, 1_000, 10_000, 100_000, 1_000_000, 10_000_000] {
+            let (split, _) = gaussian_split(1.0, 1e-8, n, 20, 12).unwrap();
+            assert!(!equal || split == BudgetSplit::Equal);
+            equal = split == BudgetSplit::Equal;
+        }
+        assert!(equal);
     }
 
     #[test]

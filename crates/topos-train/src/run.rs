@@ -1124,7 +1124,7 @@ impl Run {
                         r.scale(),
                         f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
                     ),
-                    crate::PrivateMechanism::Gaussian { l2_clip } => format!(
+                    crate::PrivateMechanism::Gaussian { l2_clip, .. } => format!(
                         "every document's contribution (√-weighted) clipped to L2 norm {l2_clip}, discrete Gaussian noise {} (per count)",
                         r.noise_summary()
                     ),
@@ -1737,7 +1737,7 @@ impl Run {
                         o.epsilon.get(),
                         o.max_doc_tokens
                     ),
-                    crate::PrivateMechanism::Gaussian { l2_clip } => format!(
+                    crate::PrivateMechanism::Gaussian { l2_clip, .. } => format!(
                         "train --private --mechanism gaussian -k {} --iters {} --releases {} --epsilon {} --delta {} --l2-clip {l2_clip}",
                         h.num_topics,
                         o.iterations,

@@ -300,7 +300,10 @@ fn gaussian(epsilon: f64, clip: u32) -> PrivateOptions {
         releases: 2,
         word_release: true,
         cap_epsilon: 0.0,
-        mechanism: PrivateMechanism::Gaussian { l2_clip: clip },
+        mechanism: PrivateMechanism::Gaussian {
+            l2_clip: clip,
+            split: topos_train::BudgetSplit::Focused,
+        },
     }
 }
 

@@ -728,6 +728,10 @@ struct GaussianPlan {
     releases: u32,
     /// How R was set: given, or the default.
     releases_chosen: String,
+    /// How ρ is split over the releases: "focused" or "equal".
+    budget_split: &'static str,
+    /// n·C·√ρ/K, the public statistic the split follows.
+    release_signal: f64,
     word_release: bool,
     /// σ of the model's release, per count.
     noise_sigma: f64,
@@ -761,6 +765,8 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
     check_as_train_would(&corpus, delta)?;
     let l2_clip = a.l2_clip.unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
     let auto_releases = topos_train::private::gaussian_releases(a.iters);
+    let (split, signal) =
+        topos_train::private::gaussian_split(epsilon.get(), delta, documents, a.topics, l2_clip)?;
     let releases_chosen = match a.releases {
         Some(_) => "given (--releases)".to_string(),
         None => format!(
@@ -775,7 +781,7 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
         releases: a.releases.unwrap_or(auto_releases),
         word_release: !a.no_word_release && a.iters > 0,
         cap_epsilon: 0.0,
-        mechanism: topos_train::PrivateMechanism::Gaussian { l2_clip },
+        mechanism: topos_train::PrivateMechanism::Gaussian { l2_clip, split },
     };
     let releases = topos_train::Releases::new(options, NoiseSource::insecure_seeded(0))?;
     let guarantee = releases.guarantee();
@@ -789,6 +795,8 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
         l2_clip,
         releases: options.releases,
         releases_chosen,
+        budget_split: split.name(),
+        release_signal: signal,
         word_release: options.word_release,
         noise_sigma: releases.scale(),
         release_sigmas: releases.scales(),
@@ -812,6 +820,12 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
             }
         );
         println!("releases: {}", out.releases_chosen);
+        println!(
+            "budget split: {} (signal n·C·√ρ/K = {:.0}, n treated as public; equal from {:.0})",
+            out.budget_split,
+            out.release_signal,
+            topos_train::private::EQUAL_SPLIT_SIGNAL
+        );
         println!(
             "noise: discrete Gaussian, {} (per count; ρ = {:.6} zCDP in all)",
             out.noise_summary, out.zcdp_rho

@@ -370,6 +370,23 @@ impl Args {
             let clip = self
                 .l2_clip
                 .unwrap_or(topos_train::private::DEFAULT_L2_CLIP);
+            let (split, signal) = topos_train::private::gaussian_split(
+                epsilon.get(),
+                delta,
+                documents,
+                self.topics,
+                clip,
+            )?;
+            notes.push(format!(
+                "budget split: {} (signal n·C·√ρ/K = {signal:.0} {} {:.0}: {}; BENCHMARKS.md, issue 25)",
+                split.name(),
+                if signal >= topos_train::private::EQUAL_SPLIT_SIGNAL { "≥" } else { "<" },
+                topos_train::private::EQUAL_SPLIT_SIGNAL,
+                match split {
+                    topos_train::BudgetSplit::Equal => "every release the same share of ρ",
+                    topos_train::BudgetSplit::Focused => "most of ρ to the word counts and the model",
+                }
+            ));
             let releases = match self.releases {
                 Some(r) => r,
                 None => {
@@ -390,7 +407,10 @@ impl Args {
                     releases,
                     word_release: !self.no_word_release && self.iters > 0,
                     cap_epsilon: 0.0,
-                    mechanism: topos_train::PrivateMechanism::Gaussian { l2_clip: clip },
+                    mechanism: topos_train::PrivateMechanism::Gaussian {
+                        l2_clip: clip,
+                        split,
+                    },
                 },
                 notes,
             )));
