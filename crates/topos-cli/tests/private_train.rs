@@ -710,12 +710,32 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
         ],
         "--l2-clip belongs to --mechanism gaussian",
     );
-    // The plan of the default (gaussian): settings and guarantee, utility not predicted.
+    // The plan of the default (gaussian): settings, guarantee and the predicted utility, its
+    // simulated unigram margin plus the calibrated offset, between uniform and above noise.
     let plan = json(&["privacy", "plan", c, "-k", "3", "--epsilon", "1"]);
     assert_eq!(plan["mechanism"], "gaussian", "{plan}");
-    assert_eq!(plan["predicted_heldout_ll"], serde_json::Value::Null);
-    assert!(plan["utility"].as_str().unwrap().contains("not predicted"));
+    let predicted = plan["predicted_heldout_ll"].as_f64().expect("predicted");
+    let simulated = plan["simulated_unigram_ll"].as_f64().unwrap();
+    assert_eq!(
+        predicted,
+        simulated + topos_train::private::GAUSSIAN_PREDICTION_OFFSET
+    );
+    assert!(simulated < 0.0 && simulated > plan["uniform_ll"].as_f64().unwrap() - 1.0);
+    assert!(plan["utility"].as_str().unwrap().contains("exact counts"));
     assert_eq!(plan["guarantee"]["mechanism"], "discrete-gaussian");
+    // Given releases are not what it was calibrated for.
+    let given = json(&[
+        "privacy",
+        "plan",
+        c,
+        "-k",
+        "3",
+        "--epsilon",
+        "1",
+        "--releases",
+        "3",
+    ]);
+    assert_eq!(given["predicted_heldout_ll"], serde_json::Value::Null);
     // The default releases: the word counts, nine the sampler reads and the model (at most
     // T + 1), whatever the corpus and ε.
     assert_eq!(plan["releases"], 11, "{plan}");

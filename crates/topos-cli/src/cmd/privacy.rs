@@ -741,7 +741,20 @@ struct GaussianPlan {
     noise_summary: String,
     zcdp_rho: f64,
     guarantee: Guarantee,
+    /// Expected held-out log-likelihood per token (`null` outside what it was calibrated for:
+    /// a word release and the default releases).
     predicted_heldout_ll: Option<f64>,
+    /// Half-width of the band around it.
+    band: f64,
+    /// The simulated model's unigram margin
+    /// ([`topos_train::private::simulated_gaussian_unigram_ll`]).
+    simulated_unigram_ll: f64,
+    /// A unigram model of all training tokens, no noise (a non-private reference).
+    unigram_heldout_ll: f64,
+    /// Uniform topics: −ln V.
+    uniform_ll: f64,
+    /// Which tokens were scored: "held-out" or "training" (no held-out part).
+    scored: &'static str,
     utility: &'static str,
 }
 
@@ -785,6 +798,30 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
     };
     let releases = topos_train::Releases::new(options, NoiseSource::insecure_seeded(0))?;
     let guarantee = releases.guarantee();
+    // The prediction: the simulated model's unigram margin plus the calibrated offset, for the
+    // default settings it was calibrated on. One draw, fixed seed: the plan is deterministic.
+    let mut all = vec![0u64; corpus.vocab().len()];
+    for d in corpus.train().iter() {
+        for &w in d {
+            all[w as usize] += 1;
+        }
+    }
+    let beta = 0.01;
+    let scoring = scoring(&corpus, &all, beta);
+    let scales = releases.scales();
+    let simulated = topos_train::private::simulated_gaussian_unigram_ll(
+        corpus.train(),
+        &scoring.held,
+        a.topics,
+        l2_clip,
+        (scales[0], releases.scale()),
+        beta,
+        &mut NoiseSource::insecure_seeded(1),
+    )?;
+    let calibrated = options.word_release
+        && a.releases.is_none()
+        && a.iters >= 10
+        && signal < topos_train::private::GAUSSIAN_PREDICTION_MAX_SIGNAL;
     let out = GaussianPlan {
         corpus: a.corpus.display().to_string(),
         mechanism: "gaussian",
@@ -803,8 +840,14 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
         noise_summary: releases.noise_summary(),
         zcdp_rho: guarantee.accountant.zcdp_rho.unwrap_or(0.0),
         guarantee,
-        predicted_heldout_ll: None,
-        utility: "not predicted: the utility model is calibrated for the Laplace mechanism only (measured Gaussian runs: BENCHMARKS.md, issue 25)",
+        predicted_heldout_ll: calibrated
+            .then_some(simulated + topos_train::private::GAUSSIAN_PREDICTION_OFFSET),
+        band: topos_train::private::GAUSSIAN_PREDICTION_BAND,
+        simulated_unigram_ll: simulated,
+        unigram_heldout_ll: scoring.unigram,
+        uniform_ll: -(scoring.held.len().max(1) as f64).ln(),
+        scored: scoring.scored,
+        utility: GAUSSIAN_UTILITY_MODEL,
     };
     ui.result(&out, || {
         println!(
@@ -831,20 +874,34 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
             out.noise_summary, out.zcdp_rho
         );
         println!("{}", out.guarantee);
-        println!("expected held-out log-likelihood: {}", out.utility);
+        match out.predicted_heldout_ll {
+            Some(p) => println!(
+                "expected held-out log-likelihood per token: {p:.3} ± {:.2} (its unigram margin simulated: {:.3}; the non-private unigram model {:.3}, uniform {:.3}; {} tokens)",
+                out.band, out.simulated_unigram_ll, out.unigram_heldout_ll, out.uniform_ll, out.scored
+            ),
+            None => println!(
+                "expected held-out log-likelihood per token: not predicted for these settings (calibrated for the default releases with a word release, T ≥ 10 and a signal below {:.0}, where the topics add less than the band); its unigram margin simulated: {:.3} (measured runs with a larger signal scored 0.06–0.31 above it), the non-private unigram model {:.3}",
+                topos_train::private::GAUSSIAN_PREDICTION_MAX_SIGNAL,
+                out.simulated_unigram_ll,
+                out.unigram_heldout_ll
+            ),
+        }
+        println!("how: {}", out.utility);
     })
 }
 
-/// The utility prediction of a plan (see [`Utility`]).
-fn predict(
-    corpus: &Corpus,
-    counted: &[u64],
-    all: &[u64],
-    options: &topos_train::PrivateOptions,
-    topics: u32,
-    scale: f64,
-) -> Result<Utility> {
-    let v = counted.len();
+const GAUSSIAN_UTILITY_MODEL: &str = "the model's unigram margin simulated once from this corpus's exact counts (√-weighted, clipped, the word release's noise and empirical Bayes, the model's row totals), plus an offset calibrated on measured runs for what the topics add (BENCHMARKS.md, \"Private training, issue 25: the budget where it buys the most\"); reads the corpus's exact counts: advice for the data holder, not private";
+
+/// What a plan's prediction is scored on: held-out word counts (the training counts when the
+/// corpus holds no held-out part), and the non-private unigram model's score on them.
+struct Scoring {
+    held: Vec<u64>,
+    scored: &'static str,
+    unigram: f64,
+}
+
+fn scoring(corpus: &Corpus, all: &[u64], beta: f64) -> Scoring {
+    let v = all.len();
     let mut held = vec![0u64; v];
     for d in corpus.heldout().iter() {
         for &w in d {
@@ -857,7 +914,6 @@ fn predict(
         held = all.to_vec();
         "training"
     };
-    let beta = 0.01;
     let n: u64 = all.iter().sum();
     let (mut uni, mut m) = (0.0, 0u64);
     for (&h, &c) in held.iter().zip(all) {
@@ -866,7 +922,29 @@ fn predict(
             m += h;
         }
     }
-    let unigram = if m == 0 { 0.0 } else { uni / m as f64 };
+    Scoring {
+        held,
+        scored,
+        unigram: if m == 0 { 0.0 } else { uni / m as f64 },
+    }
+}
+
+/// The utility prediction of a plan (see [`Utility`]).
+fn predict(
+    corpus: &Corpus,
+    counted: &[u64],
+    all: &[u64],
+    options: &topos_train::PrivateOptions,
+    topics: u32,
+    scale: f64,
+) -> Result<Utility> {
+    let v = counted.len();
+    let beta = 0.01;
+    let Scoring {
+        held,
+        scored,
+        unigram,
+    } = scoring(corpus, all, beta);
     // One simulated draw, fixed seed: the plan is deterministic (nothing here is released).
     let simulated = topos_train::private::simulated_unigram_ll(
         counted,
