@@ -2248,7 +2248,9 @@ mod tests {
         let mut docs = OwnedDocs::new();
         let mut held = vec![0u64; 50];
         for d in 0..400u32 {
-            let doc: Vec<u32> = (0..30u32).map(|i| ((d * 7 + i * i) % 50) / (1 + i % 3)).collect();
+            let doc: Vec<u32> = (0..30u32)
+                .map(|i| ((d * 7 + i * i) % 50) / (1 + i % 3))
+                .collect();
             for &w in &doc {
                 held[w as usize] += 1;
             }
@@ -2284,7 +2286,10 @@ mod tests {
             / n as f64;
         let (quiet, loud) = (run(1e-3), run(200.0));
         assert!((quiet - exact).abs() < 1e-3, "{quiet} against {exact}");
-        assert!(loud < quiet - 0.01, "noise must cost: {loud} against {quiet}");
+        assert!(
+            loud < quiet - 0.01,
+            "noise must cost: {loud} against {quiet}"
+        );
         assert!(loud > -(50f64.ln()) - 1.0, "{loud}");
     }
 
