@@ -40,8 +40,10 @@ pub const EM_TOLERANCE: f64 = 1e-7;
 /// [`KEEP_ABOVE_SIGMAS`]·σ on a uniform grid of at most [`GRID_POINTS`] points. Values at or above that
 /// are returned unchanged. Deterministic: a function of `noisy` and `sigma` only.
 ///
-/// Cost: O(distinct values below the cut × grid × iterations), well under a second for the
-/// integer-valued releases of private training (the distinct values are integers within 10σ).
+/// Cost: O(distinct values below the cut × grid × iterations) time and O(distinct values ×
+/// grid) memory; the distinct values are integers within about 15σ and at most V: 4.5 s for
+/// the whole plan of a 100M-token corpus (V = 20,000, ε = 1), more for vocabularies of millions
+/// at a tiny ε.
 ///
 /// # Panics
 /// If σ is not positive and finite.

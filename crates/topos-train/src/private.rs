@@ -312,7 +312,8 @@ pub const EQUAL_SPLIT_SIGNAL: f64 = 50_000.0;
 /// The public signal statistic of a Gaussian run: s = n·C·√ρ/K, for n training documents,
 /// clipping norm C, the run's total ρ (zCDP) and K topics. It is n·C² (at most the number of
 /// tokens the documents can contribute to a release) spread over the K topics, in units of the
-/// noise σ = C/√ρ of a run of one release: how many noise units a topic's counts hold at most.
+/// noise σ = C/√ρ of a run of two equal releases: how many noise units a topic's counts hold at
+/// most.
 /// It reads nothing of the data but n, which the run treats as public already (its check of δ,
 /// [`delta_against_documents`]).
 pub fn release_signal(documents: u64, clip: u32, rho: f64, topics: u32) -> f64 {
@@ -1016,7 +1017,8 @@ pub struct Releases {
 /// (BENCHMARKS.md, "Utility of differentially private training").
 #[derive(Clone, Debug)]
 pub struct WordRelease {
-    /// ũ, the noisy word counts.
+    /// ũ, the noisy word counts: in tokens for the Laplace mechanism; for the Gaussian one the
+    /// rounded empirical-Bayes posterior means, in units of 1/[`CONTRIBUTION_UNITS`] token.
     pub noisy: Vec<u32>,
     /// Whether each word is in the vocabulary H.
     pub head: Vec<bool>,
@@ -1226,7 +1228,8 @@ impl Releases {
     /// to 33 bits: never less private).
     ///
     /// The Gaussian mechanism: ρ = the largest total whose conversion at δ is ≤ the releases'
-    /// ε ([`zcdp::rho_for`]), ρ/R per release, σ² = C²/(2ρ/R) rounded up by the sampler.
+    /// ε ([`zcdp::rho_for`]), release j gets its share s_j·ρ ([`gaussian_shares`]) and
+    /// σ_j² = (G·C)²/(2·s_j·ρ) in units of 1/G token, rounded up by the sampler.
     pub fn new(options: PrivateOptions, source: NoiseSource) -> Result<Self, PrivacyError> {
         options.check()?;
         if let PrivateMechanism::Gaussian { l2_clip, split } = options.mechanism {
@@ -1360,7 +1363,8 @@ impl Releases {
         if self.units > 1 {
             let u = self.units;
             for c in &mut cells {
-                *c = (*c + u / 2) / u;
+                // In u64: a cell saturated at u32::MAX must not wrap to 0.
+                *c = ((u64::from(*c) + u64::from(u / 2)) / u64::from(u)) as u32;
             }
         }
         cells
@@ -1432,7 +1436,15 @@ impl Releases {
         let gaussian = matches!(self.next_noise(), Noise::Gaussian(_));
         let view = match &self.words {
             None => {
-                let u: Vec<u32> = dense.chunks_exact(k).map(|r| r.iter().sum()).collect();
+                // Saturating (a sum in u64, capped): a wrapped sum would break the sensitivity
+                // bound; capping moves it by at most the document's contribution.
+                let u: Vec<u32> = dense
+                    .chunks_exact(k)
+                    .map(|r| {
+                        let sum: u64 = r.iter().map(|&c| u64::from(c)).sum();
+                        sum.min(u64::from(u32::MAX)) as u32
+                    })
+                    .collect();
                 let words = if gaussian {
                     // Signed noisy counts, denoised by their empirical-Bayes posterior means
                     // (post-processing: a function of the release and the public σ).
@@ -1473,8 +1485,9 @@ impl Releases {
                     let word_noise = self.mechanisms[0].scale();
                     let noisy = self.noise_signed(&cells);
                     let words = self.words.as_ref().expect("made by the first release");
-                    // Σ_k x_k and ũ_w estimate the same u_w (a document's contribution to a
-                    // word's row sums to the same whatever its topics) with variances K·σ_j²
+                    // Σ_k x_k and ũ_w estimate about the same u_w (a document's contribution to
+                    // a word's row sums to the same whatever its topics, up to the floor of each
+                    // topic's cell) with variances K·σ_j²
                     // and at most σ_1²: inverse-variance weights.
                     let (var_rows, var_word) =
                         (k as f64 * row_noise * row_noise, word_noise * word_noise);
@@ -2291,6 +2304,47 @@ mod tests {
             "noise must cost: {loud} against {quiet}"
         );
         assert!(loud > -(50f64.ln()) - 1.0, "{loud}");
+    }
+
+    #[test]
+    fn each_release_spends_its_share_word_counts_first_and_the_model_last() {
+        for (word_release, split) in [
+            (true, BudgetSplit::Focused),
+            (false, BudgetSplit::Focused),
+            (true, BudgetSplit::Equal),
+        ] {
+            let opts = PrivateOptions {
+                epsilon: eps(2.0),
+                delta: 1e-6,
+                max_doc_tokens: 0,
+                iterations: 6,
+                releases: 5,
+                word_release,
+                cap_epsilon: 0.0,
+                mechanism: PrivateMechanism::Gaussian { l2_clip: 12, split },
+            };
+            let mut r = Releases::new(opts, NoiseSource::insecure_seeded(5)).unwrap();
+            let (v, k) = (30usize, 3u32);
+            let mut dense = vec![0u32; v * 3];
+            dense[0] = 50_000;
+            for _ in 0..5 {
+                if word_release {
+                    r.release_with_words(dense.clone(), k);
+                } else {
+                    r.release_dense(dense.clone(), k);
+                }
+            }
+            let total: f64 = r.spent().iter().sum();
+            let shares = gaussian_shares(5, word_release, split);
+            for (j, (spent, share)) in r.spent().iter().zip(&shares).enumerate() {
+                assert!(
+                    (spent / total - share).abs() < 1e-4,
+                    "{word_release} {split:?}: release {j} spent {} of ρ, its share is {share}",
+                    spent / total
+                );
+            }
+            assert!(total <= r.guarantee().accountant.zcdp_rho.unwrap() * (1.0 + 1e-12));
+        }
     }
 
     #[test]

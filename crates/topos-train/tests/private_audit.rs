@@ -309,10 +309,12 @@ fn gaussian(epsilon: f64, clip: u32) -> PrivateOptions {
 
 /// End to end, the Gaussian mechanism against its (ε, δ) claims ([`Audit::check_with_delta`]):
 /// d* = (8·C)² tokens of a word no other document holds, which the √-weighted clipping scales
-/// to exactly C tokens (C·G units; `l2_contribution`). The word release of that word (its
-/// empirical-Bayes posterior mean: post-processing) is audited against the (ε, δ) its own ρ
-/// converts to, and both releases together (ũ in tokens + model row) against the run's (ε, δ).
-/// Bins fixed before sampling: the word release's σ, and the root of both releases' variances.
+/// to C tokens (C·G units, less at most one unit a topic for the floor; `l2_contribution`). The
+/// word release of that word (its empirical-Bayes posterior mean, ≥ 0: post-processing) is
+/// audited against the (ε, δ) its own ρ converts to, in bins of half its σ from 0 (the shrunk
+/// means sit there; a finer grid than σ gives the negative control its margin), and both
+/// releases together (ũ in tokens + model row) against the run's (ε, δ), in bins of the root of
+/// both releases' variances. Bins fixed before sampling.
 /// Negative control that must fail: the same document clipped at 8·C (it then contributes 8·C
 /// tokens; ρ 64 times larger, so the same σ), against the clipped run's claim. False-alarm rate
 /// α = 1e-6 each (3 audits).
@@ -342,15 +344,19 @@ fn the_gaussian_mechanism_is_private_end_to_end_and_unclipped_runs_are_caught() 
     let units = i64::from(CONTRIBUTION_UNITS);
     // ũ in units (the word release), as tokens for the sum with the model's row.
     let in_tokens = |u: i64| (u + units / 2).div_euclid(units);
-    let word_width = (sigmas[0] * units as f64).round() as i64;
+    let word_width = (sigmas[0] * units as f64 / 2.0).round() as i64;
     let run_width = (sigmas[0].hypot(sigmas[1])).round() as i64;
-    let check = |claim: f64, width: i64, pick: &dyn Fn((i64, i64)) -> i64, out: &Outputs| {
+    let check = |claim: f64,
+                 width: i64,
+                 (lo, hi): (i64, i64),
+                 pick: &dyn Fn((i64, i64)) -> i64,
+                 out: &Outputs| {
         let audit = Audit {
             epsilon: claim,
             samples: SAMPLES,
             alpha: ALPHA,
-            lo: -3,
-            hi: 1,
+            lo,
+            hi,
         };
         let xa: Vec<i64> = out.0.iter().map(|&o| pick(o).div_euclid(width)).collect();
         let xb: Vec<i64> = out.1.iter().map(|&o| pick(o).div_euclid(width)).collect();
@@ -362,14 +368,20 @@ fn the_gaussian_mechanism_is_private_end_to_end_and_unclipped_runs_are_caught() 
         r
     };
     let out = sample(&a, &long, opts, RARE, 21);
-    let r = check(word_claim, word_width, &|(u, _)| u, &out);
+    let r = check(word_claim, word_width, (0, 4), &|(u, _)| u, &out);
     assert!(r.passed, "gaussian, word release: {r:?}");
-    let r = check(g.epsilon, run_width, &|(u, m)| in_tokens(u) + m, &out);
+    let r = check(
+        g.epsilon,
+        run_width,
+        (-3, 1),
+        &|(u, m)| in_tokens(u) + m,
+        &out,
+    );
     assert!(r.passed, "gaussian, whole run: {r:?}");
     // Negative control: clipped at 8·C (d* then counts 8·C tokens), ε raised so that every σ is
     // the same, audited against the clipped run's word-release claim.
     let unclipped = gaussian(zcdp::epsilon(64.0 * rho, 1e-6), 8 * CAP);
     let out = sample(&a, &long, unclipped, RARE, 22);
-    let r = check(word_claim, word_width, &|(u, _)| u, &out);
+    let r = check(word_claim, word_width, (0, 4), &|(u, _)| u, &out);
     assert!(!r.passed, "unclipped contributions passed: {r:?}");
 }

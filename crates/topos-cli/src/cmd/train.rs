@@ -392,8 +392,9 @@ impl Args {
                 None => {
                     let r = topos_train::private::gaussian_releases(self.iters);
                     notes.push(format!(
-                        "--releases not given: R = {r} for the Gaussian mechanism (the word counts, {} the sampler reads, the model; BENCHMARKS.md, issue 25)",
-                        r.saturating_sub(2)
+                        "--releases not given: R = {r} for the Gaussian mechanism ({}{} the sampler reads, the model; BENCHMARKS.md, issue 25)",
+                        if self.no_word_release { "" } else { "the word counts, " },
+                        r.saturating_sub(if self.no_word_release { 1 } else { 2 })
                     ));
                     r
                 }
