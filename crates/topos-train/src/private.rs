@@ -790,6 +790,25 @@ pub fn cap_target(lengths: impl Iterator<Item = usize>) -> u32 {
         .0
 }
 
+/// The log-likelihood per token of `heldout` (counts per word) under the unigram model whose
+/// word w has mass m_w + β (normalised over the vocabulary); 0 when nothing is held out. What
+/// every simulated margin, and `privacy plan`'s non-private unigram reference, are scored by.
+pub fn unigram_ll(heldout: &[u64], mass: &[f64], beta: f64) -> f64 {
+    let total: f64 = mass.iter().map(|m| m + beta).sum();
+    let (mut ll, mut n) = (0.0, 0u64);
+    for (&h, &m) in heldout.iter().zip(mass) {
+        if h > 0 {
+            ll += h as f64 * ((m + beta) / total).ln();
+            n += h;
+        }
+    }
+    if n == 0 {
+        0.0
+    } else {
+        ll / n as f64
+    }
+}
+
 /// The held-out log-likelihood per token of the unigram margin of a Gaussian run's model,
 /// simulated once: the documents' √-weighted, clipped word counts ([`l2_contribution`]'s row
 /// sums, in units) get the word release's noise `word_sigma` and its empirical-Bayes posterior
@@ -843,15 +862,7 @@ pub fn simulated_gaussian_unigram_ll(
             total.max(1.0) / units
         })
         .collect();
-    let total: f64 = mass.iter().map(|m| m + beta).sum();
-    let (mut ll, mut n) = (0.0, 0u64);
-    for (&h, &m) in heldout.iter().zip(&mass) {
-        if h > 0 {
-            ll += h as f64 * ((m + beta) / total).ln();
-            n += h;
-        }
-    }
-    Ok(if n == 0 { 0.0 } else { ll / n as f64 })
+    Ok(unigram_ll(heldout, &mass, beta))
 }
 
 /// Measured minus simulated ([`simulated_gaussian_unigram_ll`]) for a default Gaussian run, the
@@ -932,15 +943,7 @@ pub fn simulated_unigram_ll(
     for (row, &w) in cells.chunks_exact(k).zip(&head) {
         mass[w] = row.iter().map(|&c| f64::from(c)).sum();
     }
-    let total: f64 = mass.iter().map(|m| m + beta).sum();
-    let (mut ll, mut n) = (0.0, 0u64);
-    for (&h, &m) in heldout.iter().zip(&mass) {
-        if h > 0 {
-            ll += h as f64 * ((m + beta) / total).ln();
-            n += h;
-        }
-    }
-    Ok(if n == 0 { 0.0 } else { ll / n as f64 })
+    Ok(unigram_ll(heldout, &mass, beta))
 }
 
 /// The Euclidean projection of a noisy row x onto {y ≥ 0 : Σ y = max(0, total)}, rounded to

@@ -914,18 +914,12 @@ fn scoring(corpus: &Corpus, all: &[u64], beta: f64) -> Scoring {
         held = all.to_vec();
         "training"
     };
-    let n: u64 = all.iter().sum();
-    let (mut uni, mut m) = (0.0, 0u64);
-    for (&h, &c) in held.iter().zip(all) {
-        if h > 0 {
-            uni += h as f64 * ((c as f64 + beta) / (n as f64 + v as f64 * beta)).ln();
-            m += h;
-        }
-    }
+    let mass: Vec<f64> = all.iter().map(|&c| c as f64).collect();
+    let unigram = topos_train::private::unigram_ll(&held, &mass, beta);
     Scoring {
         held,
         scored,
-        unigram: if m == 0 { 0.0 } else { uni / m as f64 },
+        unigram,
     }
 }
 
