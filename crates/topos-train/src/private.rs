@@ -1025,11 +1025,21 @@ pub struct WordRelease {
     pub noisy: Vec<u32>,
     /// Whether each word is in the vocabulary H.
     pub head: Vec<bool>,
-    /// The mean of ũ over the words whose ũ_w < 2b (at most about twice the noise): their
-    /// counts are mostly noise, so each of them gets this mean instead of its own ũ_w.
-    pub low_mean: f64,
-    /// 2b, below which a word's count is replaced by `low_mean`.
-    pub low: f64,
+    /// What a word outside H counts ([`WordRelease::tail_count`]).
+    pub tail: TailCounts,
+}
+
+/// What a word outside the vocabulary H counts in the tail's topic-free shares: the two
+/// mechanisms denoise the word counts differently, so the choice is a type, not two fields one of
+/// them leaves unused.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TailCounts {
+    /// The Laplace mechanism's raw noisy counts: a word with ũ_w < `low` (2b, about twice the
+    /// noise) is mostly noise, so it counts `mean`, the mean of ũ over those words, instead.
+    LowBand { low: f64, mean: f64 },
+    /// The Gaussian mechanism's empirical-Bayes posterior means: already pulled to where the true
+    /// counts lie, so every word keeps its own.
+    Own,
 }
 
 impl WordRelease {
@@ -1042,7 +1052,7 @@ impl WordRelease {
             .iter()
             .filter(|&&u| f64::from(u) < low)
             .fold((0.0, 0u64), |(s, n), &u| (s + f64::from(u), n + 1));
-        let low_mean = if n == 0 {
+        let mean = if n == 0 {
             1.0
         } else {
             (sum / n as f64).max(1.0)
@@ -1050,8 +1060,7 @@ impl WordRelease {
         Self {
             noisy,
             head,
-            low_mean,
-            low,
+            tail: TailCounts::LowBand { low, mean },
         }
     }
 
@@ -1067,8 +1076,7 @@ impl WordRelease {
                 .map(|&m| m.round().clamp(0.0, f64::from(u32::MAX)) as u32)
                 .collect(),
             head: vec![false; means.len()],
-            low_mean: 1.0,
-            low: 0.0,
+            tail: TailCounts::Own,
         }
     }
 
@@ -1124,18 +1132,19 @@ impl WordRelease {
         out
     }
 
-    /// What a word outside H counts: ũ_w, or the mean of the low band when ũ_w < 2b; never
-    /// below 1.
+    /// What a word outside H counts: ũ_w, or the mean of the low band when ũ_w < 2b
+    /// ([`TailCounts`]); never below 1.
     pub fn tail_count(&self, u: u32) -> f64 {
-        if f64::from(u) < self.low {
-            self.low_mean
-        } else {
-            f64::from(u).max(1.0)
+        match self.tail {
+            TailCounts::LowBand { low, mean } if f64::from(u) < low => mean,
+            _ => f64::from(u).max(1.0),
         }
     }
 
-    /// ũ split over the topics at random: each of ũ_w's units goes to a uniformly random topic;
-    /// then every topic k is **seeded** ([`seed_ranks`], [`SEED_BOOST`]): one word w drawn
+    /// ũ split over the topics at random: each of ũ_w's tokens (ũ_w is in units of 1/`units`
+    /// token: ũ_w/`units`, rounded) goes to a uniformly random topic, `units` units at a time,
+    /// as a random start splits a word's tokens; one draw a token, not a unit (the Gaussian
+    /// mechanism's units are 1/16 token, and the sampler reads whole tokens anyway); then every topic k is **seeded** ([`seed_ranks`], [`SEED_BOOST`]): one word w drawn
     /// uniformly from the words ranked [`seed_ranks`]`(V)` by ũ (most frequent first) gets
     /// max(its share, `SEED_BOOST`·ũ_w) in topic k.
     ///
@@ -1149,12 +1158,15 @@ impl WordRelease {
     ///
     /// Privacy: a function of ũ (a release) and of fresh randomness independent of the data:
     /// post-processing, no cost (step 2 of "The Gaussian mechanism"; the same for Laplace).
-    pub fn random_split(&self, num_topics: u32, source: &mut NoiseSource) -> Vec<u32> {
+    pub fn random_split(&self, num_topics: u32, units: u32, source: &mut NoiseSource) -> Vec<u32> {
+        assert!(units >= 1, "a token is at least one unit");
         let k = num_topics as usize;
         let mut out = vec![0u32; self.noisy.len() * k];
         for (row, &u) in out.chunks_exact_mut(k).zip(&self.noisy) {
-            for _ in 0..u {
-                row[source.below_u32(num_topics) as usize] += 1;
+            let tokens = (u64::from(u) + u64::from(units / 2)) / u64::from(units);
+            for _ in 0..tokens {
+                let cell = &mut row[source.below_u32(num_topics) as usize];
+                *cell = cell.saturating_add(units);
             }
         }
         let mut ranked: Vec<usize> = (0..self.noisy.len()).collect();
@@ -1460,7 +1472,7 @@ impl Releases {
                     self.noise(&mut u);
                     WordRelease::new(u, num_topics, self.scale())
                 };
-                let split = words.random_split(num_topics, &mut self.source);
+                let split = words.random_split(num_topics, self.units, &mut self.source);
                 self.words = Some(words);
                 split
             }
@@ -2163,7 +2175,7 @@ mod tests {
         let noisy: Vec<u32> = (0..1200u32).map(|w| 2000 - w).collect();
         let words = WordRelease::new(noisy.clone(), 8, 3.0);
         let k = 8usize;
-        let split = |seed| words.random_split(8, &mut NoiseSource::insecure_seeded(seed));
+        let split = |seed| words.random_split(8, 1, &mut NoiseSource::insecure_seeded(seed));
         // A function of ũ and the fresh randomness only: the same draws give the same split.
         assert_eq!(split(5), split(5));
         let out = split(5);
@@ -2201,12 +2213,21 @@ mod tests {
         assert!(seed_ranks(0).is_empty());
         // A small vocabulary (the audit's) is seeded too.
         let few = WordRelease::new(vec![7; 5], 2, 1.0);
-        let out = few.random_split(2, &mut NoiseSource::insecure_seeded(1));
+        let out = few.random_split(2, 1, &mut NoiseSource::insecure_seeded(1));
         for t in 0..2 {
             assert!(
                 out.chunks_exact(2).any(|r| r[t] >= 70),
                 "topic {t} has no seed"
             );
+        }
+        // In units of 1/16 token (the Gaussian mechanism): whole tokens are split, 16 units a
+        // draw, so an unseeded row holds ũ_w rounded to whole tokens, in multiples of 16.
+        let units = CONTRIBUTION_UNITS;
+        let out = words.random_split(8, units, &mut NoiseSource::insecure_seeded(5));
+        for (w, row) in out.chunks_exact(k).enumerate().skip(1000) {
+            let tokens = (noisy[w] + units / 2) / units;
+            assert!(row.iter().all(|&c| c % units == 0), "word {w}: {row:?}");
+            assert_eq!(row.iter().sum::<u32>(), tokens * units, "word {w}");
         }
     }
 
