@@ -773,6 +773,16 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
         .map(|v| v.as_f64().unwrap())
         .collect();
     assert!(s.iter().all(|&x| x == s[0]), "{big}");
+    // Clipping alone (no noise): a property of the corpus and C, the same at any ε, and what
+    // the simulated margin tends to as the noise vanishes.
+    let clipped = plan["clipped_unigram_ll"].as_f64().unwrap();
+    assert_eq!(
+        big["clipped_unigram_ll"].as_f64().unwrap(),
+        clipped,
+        "{big}"
+    );
+    let noiseless = big["simulated_unigram_ll"].as_f64().unwrap();
+    assert!(clipped < 0.0 && (noiseless - clipped).abs() < 0.01, "{big}");
     // The default mechanism is gaussian, and says so.
     let o = topos(&[
         "train",
