@@ -124,6 +124,12 @@ impl DiscreteGaussian {
         Ok(out)
     }
 
+    /// The largest σ² the exact sampler supports (2^40), for callers that say in advance which
+    /// settings it cannot serve.
+    pub fn max_variance() -> f64 {
+        MAX_VARIANCE as f64
+    }
+
     /// σ² as a double.
     pub fn variance(&self) -> f64 {
         self.n as f64 / self.d as f64

@@ -407,6 +407,29 @@ pub fn gaussian_shares(releases: u32, word_release: bool, split: BudgetSplit) ->
     shares
 }
 
+/// The smallest ε (at `delta`) for which every release of a Gaussian run of `releases`
+/// releases stays within the exact sampler's range ([`DiscreteGaussian::max_variance`]): the
+/// release with the smallest share s of ρ has σ² = (G·C)²/(2·s·ρ), so ρ must be at least
+/// (G·C)²/(2·s·max σ²). Public (a function of the settings only). With the default eleven
+/// releases and their focused split the sampling releases take a ninetieth of ρ each, so runs
+/// below about ε = 0.006 need fewer releases.
+pub fn gaussian_smallest_epsilon(
+    releases: u32,
+    word_release: bool,
+    split: BudgetSplit,
+    clip: u32,
+    delta: f64,
+) -> f64 {
+    let share = gaussian_shares(releases, word_release, split)
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    let c = f64::from(clip) * f64::from(CONTRIBUTION_UNITS);
+    // The calibration rounds σ² up by a relative 10⁻¹² and ρ down by 10⁻⁹: a margin of 10⁻⁶
+    // keeps every ε at or above this one calibratable.
+    let rho = c * c / (2.0 * share * DiscreteGaussian::max_variance()) * (1.0 + 1e-6);
+    zcdp::epsilon(rho, delta)
+}
+
 /// The Gaussian mechanism releases counts in units of 1/`CONTRIBUTION_UNITS` of a token: a
 /// document's contribution is real-valued (√-weighted and scaled, [`l2_contribution`]) and is
 /// floored to this lattice, so that the noise stays the exact discrete Gaussian on integers. The
@@ -867,9 +890,16 @@ pub fn simulated_gaussian_unigram_ll(
     let noisy = word.noisy_u32(&u, source);
     let means = topos_privacy::empirical_bayes::posterior_means(&noisy, word.sigma());
     let k = f64::from(num_topics);
-    // Σ_k x_wk of the model's row: u_w plus the noise of K cells, σ_m each.
-    let row = DiscreteGaussian::calibrated(sensitivity, sensitivity.powi(2) / (2.0 * k * sm * sm))?;
-    let sums = row.noisy_u32(&u, source);
+    // Σ_k x_wk of the model's row: u_w plus the noise of K cells, σ_m each, drawn cell by cell
+    // as the run draws it (one draw of K·σ_m² would leave the exact sampler's range first).
+    let cell = DiscreteGaussian::calibrated(sensitivity, sensitivity.powi(2) / (2.0 * sm * sm))?;
+    let mut sums: Vec<i64> = u.iter().map(|&c| i64::from(c)).collect();
+    for _ in 0..num_topics {
+        let zeros = vec![0u32; u.len()];
+        for (s, z) in sums.iter_mut().zip(cell.noisy_u32(&zeros, source)) {
+            *s += z;
+        }
+    }
     let (var_rows, var_word) = (k * sm * sm, sw * sw);
     let threshold = VOCABULARY_FRACTION * k * sm;
     let mass: Vec<f64> = means
@@ -1274,6 +1304,22 @@ impl Releases {
             let rho = zcdp::rho_for(options.release_epsilon(), options.delta)?;
             // Released in units of 1/G of a token, so the sensitivity is G·C in those units.
             let c = f64::from(l2_clip) * f64::from(CONTRIBUTION_UNITS);
+            let smallest = gaussian_smallest_epsilon(
+                options.releases,
+                options.word_release,
+                split,
+                l2_clip,
+                options.delta,
+            );
+            if options.release_epsilon() < smallest {
+                let two = gaussian_smallest_epsilon(2, true, split, l2_clip, options.delta);
+                return Err(PrivacyError::Unsupported(format!(
+                    "ε = {} is too small for {} Gaussian releases: the noisiest would be beyond the exact sampler's range (σ² < 2^40 in units of 1/{CONTRIBUTION_UNITS} token); these settings need ε ≥ {smallest:.4} (δ = {:e}): give a larger --epsilon, or fewer releases (--releases 2 works from ε = {two:.4})",
+                    options.release_epsilon(),
+                    options.releases,
+                    options.delta,
+                )));
+            }
             // A relative margin of 10⁻⁹ below ρ absorbs every floating-point rounding of the
             // calibration (ρ_j is rounded up in its last places by `rho_for`): the recorded
             // total is then ≤ ρ, whose conversion is ≤ ε.
@@ -2064,6 +2110,37 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn too_small_an_epsilon_is_refused_with_the_smallest_that_works() {
+        let opts = |epsilon: f64, releases: u32| PrivateOptions {
+            epsilon: eps(epsilon),
+            delta: 1e-7,
+            max_doc_tokens: 0,
+            iterations: 50,
+            releases,
+            word_release: true,
+            cap_epsilon: 0.0,
+            mechanism: PrivateMechanism::Gaussian {
+                l2_clip: 12,
+                split: BudgetSplit::Focused,
+            },
+        };
+        let smallest = gaussian_smallest_epsilon(11, true, BudgetSplit::Focused, 12, 1e-7);
+        assert!(smallest > 0.005 && smallest < 0.01, "{smallest}");
+        // Just above: every release calibrates; just below: one line naming the smallest ε and
+        // what to change, before any noise is drawn.
+        assert!(Releases::new(opts(smallest * 1.001, 11), NoiseSource::insecure_seeded(1)).is_ok());
+        let e = Releases::new(opts(smallest * 0.999, 11), NoiseSource::insecure_seeded(1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("need ε ≥ {smallest:.4}")), "{e}");
+        assert!(e.contains("--releases 2") && !e.contains('\n'), "{e}");
+        // Fewer releases, a smaller share to the noisiest: two releases go far lower.
+        let two = gaussian_smallest_epsilon(2, true, BudgetSplit::Focused, 12, 1e-7);
+        assert!(two < smallest / 5.0, "{two} {smallest}");
+        assert!(Releases::new(opts(two * 1.001, 2), NoiseSource::insecure_seeded(1)).is_ok());
     }
 
     #[test]
