@@ -773,8 +773,8 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
         .map(|v| v.as_f64().unwrap())
         .collect();
     assert!(s.iter().all(|&x| x == s[0]), "{big}");
-    // Clipping alone (no noise): a property of the corpus and C, the same at any ε, and what
-    // the simulated margin tends to as the noise vanishes.
+    // Clipping alone (no noise): what the simulated margin tends to as the noise vanishes; and
+    // (a guard against it ever reading ε) the same at any ε.
     let clipped = plan["clipped_unigram_ll"].as_f64().unwrap();
     assert_eq!(
         big["clipped_unigram_ll"].as_f64().unwrap(),

@@ -24,6 +24,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             held[w as usize] += 1;
         }
     }
+    if held.iter().all(|&h| h == 0) {
+        // As `privacy plan` does: no held-out part, so the training tokens are scored.
+        println!("no held-out documents: scoring the training tokens");
+        for d in corpus.train().iter() {
+            for &w in d {
+                held[w as usize] += 1;
+            }
+        }
+    }
     let beta = 0.01;
     let weighted = |p: f64, clip: f64| -> Vec<f64> {
         let mut mass = vec![0f64; v];

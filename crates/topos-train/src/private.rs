@@ -411,8 +411,8 @@ pub fn gaussian_shares(releases: u32, word_release: bool, split: BudgetSplit) ->
 /// releases stays within the exact sampler's range ([`DiscreteGaussian::max_variance`]): the
 /// release with the smallest share s of ρ has σ² = (G·C)²/(2·s·ρ), so ρ must be at least
 /// (G·C)²/(2·s·max σ²). Public (a function of the settings only). With the default eleven
-/// releases and their focused split the sampling releases take a ninetieth of ρ each, so runs
-/// below about ε = 0.006 need fewer releases.
+/// releases and their focused split the sampling releases take a ninetieth of ρ each, so at
+/// C = 12 runs below about ε = 0.0067 (δ = 10⁻⁷; 0.0056 at δ = 10⁻⁶) need fewer releases.
 pub fn gaussian_smallest_epsilon(
     releases: u32,
     word_release: bool,
@@ -894,8 +894,8 @@ pub fn simulated_gaussian_unigram_ll(
     // as the run draws it (one draw of K·σ_m² would leave the exact sampler's range first).
     let cell = DiscreteGaussian::calibrated(sensitivity, sensitivity.powi(2) / (2.0 * sm * sm))?;
     let mut sums: Vec<i64> = u.iter().map(|&c| i64::from(c)).collect();
+    let zeros = vec![0u32; u.len()];
     for _ in 0..num_topics {
-        let zeros = vec![0u32; u.len()];
         for (s, z) in sums.iter_mut().zip(cell.noisy_u32(&zeros, source)) {
             *s += z;
         }
@@ -1312,11 +1312,26 @@ impl Releases {
                 options.delta,
             );
             if options.release_epsilon() < smallest {
-                let two = gaussian_smallest_epsilon(2, true, split, l2_clip, options.delta);
+                // Rounded up, so that the ε the message names is one that works.
+                let up = |e: f64| (e * 1e4).ceil() / 1e4;
+                let fewer = if options.releases > 2 {
+                    let two = gaussian_smallest_epsilon(
+                        2,
+                        options.word_release,
+                        split,
+                        l2_clip,
+                        options.delta,
+                    );
+                    format!(", or fewer releases (--releases 2 from ε = {:.4})", up(two))
+                } else {
+                    String::new()
+                };
                 return Err(PrivacyError::Unsupported(format!(
-                    "ε = {} is too small for {} Gaussian releases: the noisiest would be beyond the exact sampler's range (σ² < 2^40 in units of 1/{CONTRIBUTION_UNITS} token); these settings need ε ≥ {smallest:.4} (δ = {:e}): give a larger --epsilon, or fewer releases (--releases 2 works from ε = {two:.4})",
+                    "ε = {} is too small for {} Gaussian release{} (the noisiest σ² would exceed the exact sampler's 2^40): use --epsilon {:.4} or more (δ = {:e}){fewer}",
                     options.release_epsilon(),
                     options.releases,
+                    if options.releases == 1 { "" } else { "s" },
+                    up(smallest),
                     options.delta,
                 )));
             }
@@ -2135,8 +2150,25 @@ mod tests {
         let e = Releases::new(opts(smallest * 0.999, 11), NoiseSource::insecure_seeded(1))
             .unwrap_err()
             .to_string();
-        assert!(e.contains(&format!("need ε ≥ {smallest:.4}")), "{e}");
         assert!(e.contains("--releases 2") && !e.contains('\n'), "{e}");
+        // The ε it names (rounded up) is accepted.
+        let named: f64 = e
+            .split("--epsilon ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(named >= smallest && named < smallest + 1e-4, "{e}");
+        assert!(Releases::new(opts(named, 11), NoiseSource::insecure_seeded(1)).is_ok());
+        // Two releases: no "fewer releases" to suggest.
+        let e = Releases::new(opts(1e-5, 2), NoiseSource::insecure_seeded(1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("2 Gaussian releases") && !e.contains("fewer"),
+            "{e}"
+        );
         // Fewer releases, a smaller share to the noisiest: two releases go far lower.
         let two = gaussian_smallest_epsilon(2, true, BudgetSplit::Focused, 12, 1e-7);
         assert!(two < smallest / 5.0, "{two} {smallest}");
