@@ -41,9 +41,10 @@ pub const EM_TOLERANCE: f64 = 1e-7;
 /// are returned unchanged. Deterministic: a function of `noisy` and `sigma` only.
 ///
 /// Cost: O(distinct values below the cut × grid × iterations) time and O(distinct values ×
-/// grid) memory; the distinct values are integers within about 15σ and at most V: 4.5 s for
-/// the whole plan of a 100M-token corpus (V = 20,000, ε = 1), more for vocabularies of millions
-/// at a tiny ε.
+/// grid) memory; the distinct values are integers within about 15σ and at most V. The whole
+/// `privacy plan` of a 100M-token corpus (V = 20,000), which runs this once, took 5.2 s at
+/// ε = 1 and 6.4 s at ε = 0.01 on 16 cores (BENCHMARKS.md, "where ε = 10 loses on 20
+/// Newsgroups"); more for vocabularies of millions at a tiny ε.
 ///
 /// # Panics
 /// If σ is not positive and finite.

@@ -74,7 +74,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             score(&weighted(p, clip))
         );
     }
-    let u = weighted(0.5, f64::from(topos_train::private::DEFAULT_L2_CLIP));
+    // The bands from the counts the mechanism itself releases (`l2_contribution`, in units).
+    let units = f64::from(topos_train::private::CONTRIBUTION_UNITS);
+    let u: Vec<f64> = topos_train::private::clipped_word_units(
+        corpus.train(),
+        v,
+        topos_train::private::DEFAULT_L2_CLIP,
+    )
+    .iter()
+    .map(|&c| f64::from(c) / units)
+    .collect();
     let total: u64 = held.iter().sum();
     println!("held-out tokens by their word's √-weighted count at the default C:");
     let edges = [0.0, 2.0, 5.0, 11.5, 23.0, 46.0, 92.0, 184.0, f64::INFINITY];

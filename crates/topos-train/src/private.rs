@@ -834,12 +834,15 @@ pub fn unigram_ll(heldout: &[u64], mass: &[f64], beta: f64) -> f64 {
 
 /// Every word's count as the Gaussian mechanism's releases see it, without noise: the row sums
 /// of the documents' [`l2_contribution`]s (√-weighted, clipped to L2 norm `clip`), in units of
-/// 1/[`CONTRIBUTION_UNITS`] token, over a vocabulary of `num_words`.
-fn clipped_word_units(docs: Docs<'_>, num_words: usize, clip: u32) -> Vec<u32> {
+/// 1/[`CONTRIBUTION_UNITS`] token, over a vocabulary of `num_words`. What
+/// [`clipped_unigram_ll`] and [`simulated_gaussian_unigram_ll`] score: computed once for both.
+pub fn clipped_word_units(docs: Docs<'_>, num_words: usize, clip: u32) -> Vec<u32> {
     let mut u = vec![0u32; num_words];
+    // One topic for every token: only the row sums are wanted.
+    let mut topics = Vec::new();
     for d in docs.iter() {
-        let z = vec![0u16; d.len()];
-        for (w, _, c) in l2_contribution(d, &z, clip) {
+        topics.resize(d.len(), 0u16);
+        for (w, _, c) in l2_contribution(d, &topics[..d.len()], clip) {
             u[w as usize] = u[w as usize].saturating_add(c);
         }
     }
@@ -847,24 +850,21 @@ fn clipped_word_units(docs: Docs<'_>, num_words: usize, clip: u32) -> Vec<u32> {
 }
 
 /// The held-out log-likelihood per token of the word distribution a Gaussian run's releases
-/// estimate, **without noise**: the clipped word counts ([`clipped_word_units`]) with β per
-/// word. The ceiling of the model's unigram margin at any ε: clipping makes long and bursty
+/// estimate, **without noise**: the clipped word counts `clipped` ([`clipped_word_units`]) with
+/// β per word. The ceiling of the model's unigram margin at any ε: clipping makes long and bursty
 /// documents count for less than their tokens, so on a small corpus it already scores below the
 /// unigram model of the raw counts (20 Newsgroups: −8.889 against −8.798, BENCHMARKS.md,
 /// "where ε = 10 loses on 20 Newsgroups"), and a private model can beat that model only through
 /// its topics. Reads exact counts: advice for the data holder, not private.
-pub fn clipped_unigram_ll(docs: Docs<'_>, heldout: &[u64], clip: u32, beta: f64) -> f64 {
+pub fn clipped_unigram_ll(clipped: &[u32], heldout: &[u64], beta: f64) -> f64 {
     let units = f64::from(CONTRIBUTION_UNITS);
-    let mass: Vec<f64> = clipped_word_units(docs, heldout.len(), clip)
-        .iter()
-        .map(|&c| f64::from(c) / units)
-        .collect();
+    let mass: Vec<f64> = clipped.iter().map(|&c| f64::from(c) / units).collect();
     unigram_ll(heldout, &mass, beta)
 }
 
 /// The held-out log-likelihood per token of the unigram margin of a Gaussian run's model,
-/// simulated once: the documents' √-weighted, clipped word counts ([`l2_contribution`]'s row
-/// sums, in units) get the word release's noise `word_sigma` and its empirical-Bayes posterior
+/// simulated once: the documents' √-weighted word counts clipped at `clip`, `clipped`
+/// ([`clipped_word_units`]), get the word release's noise `word_sigma` and its empirical-Bayes posterior
 /// means; the words whose count reaches [`VOCABULARY_FRACTION`]·K·`model_sigma` get the
 /// model's row total (the same counts with the noise of K cells of σ_model, combined with ũ as
 /// the run combines them), the others ũ; each word's share of the total, with β per word,
@@ -874,7 +874,7 @@ pub fn clipped_unigram_ll(docs: Docs<'_>, heldout: &[u64], clip: u32, beta: f64)
 /// What it leaves out is the topics: measured minus simulated grows with what the sampling
 /// releases can teach ([`GAUSSIAN_PREDICTION_OFFSET`]).
 pub fn simulated_gaussian_unigram_ll(
-    docs: Docs<'_>,
+    clipped: &[u32],
     heldout: &[u64],
     num_topics: u32,
     clip: u32,
@@ -882,39 +882,36 @@ pub fn simulated_gaussian_unigram_ll(
     beta: f64,
     source: &mut NoiseSource,
 ) -> Result<f64, PrivacyError> {
+    assert_eq!(clipped.len(), heldout.len(), "one count per word");
     let units = f64::from(CONTRIBUTION_UNITS);
-    let u = clipped_word_units(docs, heldout.len(), clip);
+    let u = clipped;
     let (sw, sm) = (word_sigma * units, model_sigma * units);
     let sensitivity = f64::from(clip) * units;
     let word = DiscreteGaussian::calibrated(sensitivity, sensitivity.powi(2) / (2.0 * sw * sw))?;
-    let noisy = word.noisy_u32(&u, source);
+    let noisy = word.noisy_u32(u, source);
     let means = topos_privacy::empirical_bayes::posterior_means(&noisy, word.sigma());
     let k = f64::from(num_topics);
-    // Σ_k x_wk of the model's row: u_w plus the noise of K cells, σ_m each, drawn cell by cell
-    // as the run draws it (one draw of K·σ_m² would leave the exact sampler's range first).
+    let (var_rows, var_word) = (k * sm * sm, sw * sw);
+    let threshold = VOCABULARY_FRACTION * k * sm;
+    let mut mass: Vec<f64> = means.iter().map(|&m| m.round().max(0.0)).collect();
+    // The model's rows, as the run releases them: only the vocabulary's (ũ_w ≥ threshold), each
+    // Σ_k x_wk = u_w plus the noise of K cells, σ_m each, drawn cell by cell (one draw of K·σ_m²
+    // would leave the exact sampler's range first); combined with ũ_w by inverse variance.
+    let head: Vec<usize> = (0..mass.len()).filter(|&w| mass[w] >= threshold).collect();
     let cell = DiscreteGaussian::calibrated(sensitivity, sensitivity.powi(2) / (2.0 * sm * sm))?;
-    let mut sums: Vec<i64> = u.iter().map(|&c| i64::from(c)).collect();
-    let zeros = vec![0u32; u.len()];
+    let mut sums: Vec<i64> = head.iter().map(|&w| i64::from(u[w])).collect();
+    let zeros = vec![0u32; head.len()];
     for _ in 0..num_topics {
         for (s, z) in sums.iter_mut().zip(cell.noisy_u32(&zeros, source)) {
             *s += z;
         }
     }
-    let (var_rows, var_word) = (k * sm * sm, sw * sw);
-    let threshold = VOCABULARY_FRACTION * k * sm;
-    let mass: Vec<f64> = means
-        .iter()
-        .zip(&sums)
-        .map(|(&m, &x)| {
-            let m = m.round().max(0.0);
-            let total = if m >= threshold {
-                (m * var_rows + x as f64 * var_word) / (var_rows + var_word)
-            } else {
-                m
-            };
-            total.max(1.0) / units
-        })
-        .collect();
+    for (&w, &x) in head.iter().zip(&sums) {
+        mass[w] = (mass[w] * var_rows + x as f64 * var_word) / (var_rows + var_word);
+    }
+    for m in &mut mass {
+        *m = m.max(1.0) / units;
+    }
     Ok(unigram_ll(heldout, &mass, beta))
 }
 
@@ -1197,9 +1194,10 @@ impl WordRelease {
     /// ũ split over the topics at random: each of ũ_w's tokens (ũ_w is in units of 1/`units`
     /// token: ũ_w/`units`, rounded) goes to a uniformly random topic, `units` units at a time,
     /// as a random start splits a word's tokens; one draw a token, not a unit (the Gaussian
-    /// mechanism's units are 1/16 token, and the sampler reads whole tokens anyway); then every topic k is **seeded** ([`seed_ranks`], [`SEED_BOOST`]): one word w drawn
-    /// uniformly from the words ranked [`seed_ranks`]`(V)` by ũ (most frequent first) gets
-    /// max(its share, `SEED_BOOST`·ũ_w) in topic k.
+    /// mechanism's units are 1/16 token, and the sampler reads whole tokens anyway); then every
+    /// topic k is **seeded** ([`seed_ranks`], [`SEED_BOOST`]): one word w drawn uniformly from
+    /// the words ranked [`seed_ranks`]`(V)` by ũ (most frequent first) gets max(its share,
+    /// `SEED_BOOST`·ũ_w) in topic k.
     ///
     /// Why: the sampler's topics start as near-identical copies of the unigram, and each later
     /// release is one step of EM that only amplifies their small random differences, so a run
@@ -2430,7 +2428,7 @@ mod tests {
             }
             unigram_ll(&held, &c, 0.01)
         };
-        let clipped = clipped_unigram_ll(plain.view(), &held, 3, 0.01);
+        let clipped = clipped_unigram_ll(&clipped_word_units(plain.view(), 20, 3), &held, 0.01);
         assert!(
             (clipped - raw(&plain)).abs() < 1e-12,
             "{clipped} {}",
@@ -2441,7 +2439,7 @@ mod tests {
         // clipped score does not depend on it beyond its clipped contribution.
         let mut bursty = plain.clone();
         bursty.push(&[0u32; 400]);
-        let with_burst = clipped_unigram_ll(bursty.view(), &held, 3, 0.01);
+        let with_burst = clipped_unigram_ll(&clipped_word_units(bursty.view(), 20, 3), &held, 0.01);
         assert!(with_burst > raw(&bursty), "{with_burst} {}", raw(&bursty));
         assert!(
             with_burst < clipped,
@@ -2465,7 +2463,7 @@ mod tests {
         }
         let run = |sigma: f64| {
             simulated_gaussian_unigram_ll(
-                docs.view(),
+                &clipped_word_units(docs.view(), 50, 12),
                 &held,
                 5,
                 12,

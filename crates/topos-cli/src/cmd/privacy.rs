@@ -812,8 +812,11 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
     let beta = 0.01;
     let scoring = scoring(&corpus, &all, beta);
     let scales = releases.scales();
+    // One pass over the corpus for both scores that read the clipped counts.
+    let clipped_counts =
+        topos_train::private::clipped_word_units(corpus.train(), all.len(), l2_clip);
     let simulated = topos_train::private::simulated_gaussian_unigram_ll(
-        corpus.train(),
+        &clipped_counts,
         &scoring.held,
         a.topics,
         l2_clip,
@@ -821,8 +824,7 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
         beta,
         &mut NoiseSource::insecure_seeded(1),
     )?;
-    let clipped =
-        topos_train::private::clipped_unigram_ll(corpus.train(), &scoring.held, l2_clip, beta);
+    let clipped = topos_train::private::clipped_unigram_ll(&clipped_counts, &scoring.held, beta);
     let calibrated = options.word_release
         && a.releases.is_none()
         && a.iters >= 10
@@ -896,6 +898,7 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
             "clipping alone (no noise) leaves the word counts at {:.3} against the unigram model's {:.3}: {}",
             out.clipped_unigram_ll,
             out.unigram_heldout_ll,
+            // 0.02 nats: about a draw's spread of a private run's score (BENCHMARKS.md).
             if out.clipped_unigram_ll < out.unigram_heldout_ll - 0.02 {
                 "a private model beats the unigram model here only through its topics"
             } else {
