@@ -736,18 +736,19 @@ fn gaussian_private_training_records_an_epsilon_delta_guarantee() {
         "3",
     ]);
     assert_eq!(given["predicted_heldout_ll"], serde_json::Value::Null);
-    // The default releases: the word counts, nine the sampler reads and the model (at most
-    // T + 1), whatever the corpus and ε.
-    assert_eq!(plan["releases"], 11, "{plan}");
+    // The default releases: a release every other iteration, at most 26 (T = 200 by default:
+    // the word counts, 24 the sampler reads and the model), whatever the corpus and ε.
+    assert_eq!(plan["iterations"], 200, "{plan}");
+    assert_eq!(plan["releases"], 26, "{plan}");
     assert!(
         plan["releases_chosen"].as_str().unwrap().contains("chosen"),
         "{plan}"
     );
     let sigmas = plan["release_sigmas"].as_array().unwrap();
-    assert_eq!(sigmas.len(), 11, "{plan}");
+    assert_eq!(sigmas.len(), 26, "{plan}");
     // The word counts and the model take most of ρ, so their σ is the smallest.
     let s: Vec<f64> = sigmas.iter().map(|v| v.as_f64().unwrap()).collect();
-    assert!(s[0] < s[1] && s[10] < s[1], "{plan}");
+    assert!(s[0] < s[1] && s[25] < s[1], "{plan}");
     let short = json(&[
         "privacy",
         "plan",

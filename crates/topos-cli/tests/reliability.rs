@@ -580,7 +580,7 @@ fn outputs_over_inputs_and_impossible_settings_are_refused_before_any_work() {
     // An ε too small for the default releases: the smallest that works and what to change.
     fails(
         &["privacy", "plan", c, "-k", "3", "--epsilon", "0.001"],
-        "too small for 11 Gaussian releases",
+        "too small for 26 Gaussian releases",
     );
 
     // Usage errors are one line too, pointing at the subcommand's help.

@@ -66,8 +66,9 @@ pub struct PlanArgs {
     /// at, the lower quartile of the document lengths, which it chooses privately).
     #[arg(long)]
     pub max_doc_tokens: Option<u32>,
-    /// Noisy releases R, the model included (as `train --releases`; default 2, or for the
-    /// Gaussian mechanism 11 when the signal n·C·√ρ/K is at least 25,000, as training chooses).
+    /// Noisy releases R, the model included (as `train --releases`; default as training
+    /// chooses: for the Gaussian mechanism T/2 + 1 kept between 11 and 26, at most T + 1; for
+    /// the Laplace mechanism 2).
     #[arg(long)]
     pub releases: Option<u32>,
     /// Plan a run without the word release (as `train --no-word-release`).
@@ -888,7 +889,7 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
                 out.band, out.simulated_unigram_ll, out.unigram_heldout_ll, out.uniform_ll, out.scored
             ),
             None => println!(
-                "expected held-out log-likelihood per token: not predicted for these settings (calibrated for the default releases with a word release, T ≥ 10 and a signal below {:.0}, where the topics add less than the band); its unigram margin simulated: {:.3} (measured runs with a larger signal scored 0.06–0.31 above it), the non-private unigram model {:.3}",
+                "expected held-out log-likelihood per token: not predicted for these settings (calibrated for the default releases with a word release, T ≥ 10 and a signal below {:.0}, where the topics add less than the band); its unigram margin simulated: {:.3} (a floor: measured runs with a larger signal scored at it or above it, by up to 0.3 nats and more), the non-private unigram model {:.3}",
                 topos_train::private::GAUSSIAN_PREDICTION_MAX_SIGNAL,
                 out.simulated_unigram_ll,
                 out.unigram_heldout_ll
