@@ -18,20 +18,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: private_margins CORPUS.tcorp")?;
     let corpus = topos_corpus::Corpus::open(std::path::Path::new(&path))?;
     let v = corpus.vocab().len();
-    let mut held = vec![0u64; v];
-    for d in corpus.heldout().iter() {
-        for &w in d {
-            held[w as usize] += 1;
-        }
-    }
-    if held.iter().all(|&h| h == 0) {
+    let (held, scored) =
+        topos_train::private::scored_word_counts(corpus.heldout(), corpus.train(), v);
+    if scored == topos_train::private::ScoredTokens::Training {
         // As `privacy plan` does: no held-out part, so the training tokens are scored.
         println!("no held-out documents: scoring the training tokens");
-        for d in corpus.train().iter() {
-            for &w in d {
-                held[w as usize] += 1;
-            }
-        }
     }
     let beta = 0.01;
     let weighted = |p: f64, clip: f64| -> Vec<f64> {

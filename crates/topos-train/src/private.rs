@@ -79,7 +79,9 @@
 //! 2. **Sensitivity of each release.** By the coupling of the proof sketch (unchanged: it never
 //!    used the noise's law), if the releases before release j are equal in both worlds, every
 //!    other document's assignments are equal, so the units of release j differ exactly by
-//!    d*'s contribution: an integer vector of L2 norm ≤ G·C (step 1). Release j adds
+//!    d*'s contribution: an integer vector of L2 norm ≤ G·C (step 1). (Each cell's sum
+//!    saturates at `u32::MAX`; min(·, MAX) can only shrink a cell's difference, so the bound
+//!    holds then too, and the sum does not depend on the order documents are added in.) Release j adds
 //!    independent discrete Gaussian noise N_Z(0, σ_j²) to each released cell
 //!    ([`DiscreteGaussian`], exact), so given the earlier releases it is
 //!    **ρ_j-zCDP with ρ_j = (G·C)²/(2σ_j²)** (CKS20 Theorem 4 per cell; Rényi divergences of
@@ -350,11 +352,12 @@ pub fn gaussian_split(
 pub const GAUSSIAN_RELEASES_MIN: u32 = 11;
 
 /// The most releases of a Gaussian private run when `--releases` is not given: a release every
-/// other iteration up to T = 50. Between releases the sampler reads frozen noisy counts, so
+/// other iteration up to T = 50; longer runs keep 26, spread evenly (every 8 iterations at the
+/// default T = 200: not measured). Between releases the sampler reads frozen noisy counts, so
 /// each release is one step of learning; the noise a release needs grows only like √R. Measured
 /// at T = 50 (BENCHMARKS.md, "Private training, issue 25: a release every other iteration"):
-/// on the synthetic corpora R = 26 beat R = 11 by 0.14 (10M, ε = 1), 0.29 (10M, ε = 3), 0.31
-/// (10M, ε = 10) and 0.39 nats/token (100M, ε = 1, two draws each), and R = 51 did no better than 26; on
+/// on the synthetic corpora R = 26 beat R = 11 by 0.14 (10M, ε = 1), 0.29 (10M, ε = 3), 0.32
+/// (10M, ε = 10) and 0.39 nats/token (100M, ε = 1; two draws each), and R = 51 did no better than 26; on
 /// 20 Newsgroups, where the topics stand less far above the noise, R = 26 tied R = 11 at
 /// ε = 1, 10 and 30 (within 0.012) and lost 0.03 at ε = 0.1, and won 0.02 at ε = 100.
 pub const GAUSSIAN_RELEASES_MAX: u32 = 26;
@@ -422,9 +425,10 @@ pub fn gaussian_shares(releases: u32, word_release: bool, split: BudgetSplit) ->
 /// The smallest ε (at `delta`) for which every release of a Gaussian run of `releases`
 /// releases stays within the exact sampler's range ([`DiscreteGaussian::max_variance`]): the
 /// release with the smallest share s of ρ has σ² = (G·C)²/(2·s·ρ), so ρ must be at least
-/// (G·C)²/(2·s·max σ²). Public (a function of the settings only). With the default eleven
-/// releases and their focused split the sampling releases take a ninetieth of ρ each, so at
-/// C = 12 runs below about ε = 0.0067 (δ = 10⁻⁷; 0.0056 at δ = 10⁻⁶) need fewer releases.
+/// (G·C)²/(2·s·max σ²). Public (a function of the settings only). With 26 releases (the
+/// default from T = 50) and their focused split the sampling releases take a 240th of ρ each,
+/// so at C = 12 runs below about ε = 0.0113 (δ = 10⁻⁷; 0.0096 at δ = 10⁻⁶) need fewer
+/// releases; with eleven (a ninetieth each), ε = 0.0067.
 pub fn gaussian_smallest_epsilon(
     releases: u32,
     word_release: bool,
@@ -684,10 +688,14 @@ pub fn contribution_units_l2(
     if dense.is_empty() {
         return dense;
     }
-    let shards = (rayon::current_num_threads() * 4).min(num_words);
-    let rows_per_shard = num_words.div_ceil(shards);
-    for lo in (0..docs.len()).step_by(CONTRIBUTION_BATCH) {
-        let hi = (lo + CONTRIBUTION_BATCH).min(docs.len());
+    let rows_per_shard = num_words.div_ceil((rayon::current_num_threads() * 4).min(num_words));
+    let shards = num_words.div_ceil(rows_per_shard);
+    let offsets = docs.offsets();
+    let mut lo = 0;
+    while lo < docs.len() {
+        // The next documents up to CONTRIBUTION_BATCH_TOKENS tokens (at least one document).
+        let end = offsets[lo] + CONTRIBUTION_BATCH_TOKENS;
+        let hi = (offsets[1..].partition_point(|&o| o <= end)).clamp(lo + 1, docs.len());
         let groups: Vec<Vec<Vec<(u32, u16, u32)>>> = (lo..hi)
             .into_par_iter()
             .chunks(CONTRIBUTION_GROUP)
@@ -700,6 +708,12 @@ pub fn contribution_units_l2(
                     let z = &assignments[start..start + doc.len()];
                     l2_contribution_into(doc, z, clip, &mut keys, &mut cells);
                     for &cell in &cells {
+                        assert!(
+                            (cell.0 as usize) < num_words && usize::from(cell.1) < k,
+                            "word {} topic {} outside {num_words} × {k}",
+                            cell.0,
+                            cell.1
+                        );
                         by_shard[cell.0 as usize / rows_per_shard].push(cell);
                     }
                 }
@@ -716,13 +730,16 @@ pub fn contribution_units_l2(
                     *cell = cell.saturating_add(c);
                 }
             });
+        lo = hi;
     }
     dense
 }
 
-/// Documents whose contributions [`contribution_units_l2`] holds at once (about 12 bytes a
-/// distinct word of a document: some tens of MB at most), and documents a task works through.
-const CONTRIBUTION_BATCH: usize = 1 << 16;
+/// Tokens whose documents' contributions [`contribution_units_l2`] holds at once: a document
+/// has at most one cell (12 bytes) a token, so about 50 MB of cells a batch, plus one document
+/// longer than the batch on its own.
+const CONTRIBUTION_BATCH_TOKENS: u64 = 1 << 22;
+/// Documents one task of [`contribution_units_l2`] works through.
 const CONTRIBUTION_GROUP: usize = 512;
 
 /// Every document cut to its first `max_tokens` tokens (deterministic: no data-dependent choice).
@@ -883,6 +900,48 @@ pub fn cap_target(lengths: impl Iterator<Item = usize>) -> u32 {
         .min_by_key(|&(_, &s)| s)
         .expect("a grid")
         .0
+}
+
+/// Which tokens [`scored_word_counts`] counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScoredTokens {
+    /// The held-out documents' tokens.
+    HeldOut,
+    /// The training documents' tokens, for a corpus without a held-out part.
+    Training,
+}
+
+impl ScoredTokens {
+    /// `held-out` or `training`, as plans print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::HeldOut => "held-out",
+            Self::Training => "training",
+        }
+    }
+}
+
+/// The tokens a plan scores a word distribution on ([`unigram_ll`]), counted per word of a
+/// vocabulary of `num_words`: the held-out documents' when they hold any token, else the
+/// training documents' (a corpus prepared without `--holdout`), and which of the two it was.
+pub fn scored_word_counts(
+    heldout: Docs<'_>,
+    training: Docs<'_>,
+    num_words: usize,
+) -> (Vec<u64>, ScoredTokens) {
+    let count = |docs: Docs<'_>| {
+        let mut n = vec![0u64; num_words];
+        for &w in docs.tokens() {
+            n[w as usize] += 1;
+        }
+        n
+    };
+    let held = count(heldout);
+    if held.iter().any(|&h| h > 0) {
+        (held, ScoredTokens::HeldOut)
+    } else {
+        (count(training), ScoredTokens::Training)
+    }
 }
 
 /// The log-likelihood per token of `heldout` (counts per word) under the unigram model whose
@@ -2044,10 +2103,30 @@ mod tests {
     }
 
     #[test]
+    fn plans_score_the_held_out_tokens_or_else_the_training_ones() {
+        let mut train = OwnedDocs::new();
+        train.push(&[0, 1, 1]);
+        train.push(&[2]);
+        let mut held = OwnedDocs::new();
+        held.push(&[1, 3]);
+        assert_eq!(
+            scored_word_counts(held.view(), train.view(), 4),
+            (vec![0, 1, 0, 1], ScoredTokens::HeldOut)
+        );
+        let mut empty = OwnedDocs::new();
+        empty.push(&[]);
+        assert_eq!(
+            scored_word_counts(empty.view(), train.view(), 4),
+            (vec![1, 2, 1, 0], ScoredTokens::Training)
+        );
+        assert_eq!(ScoredTokens::Training.name(), "training");
+    }
+
+    #[test]
     fn a_release_sums_every_documents_contribution_the_same_for_any_thread_count() {
-        // Documents long and short, words repeated, some past the clip, over two batches of
-        // CONTRIBUTION_BATCH so that the batching is crossed too; a vocabulary not a multiple of
-        // the shards.
+        // Documents long and short, words repeated, some past the clip, over several batches so
+        // that the batching is crossed too (made smaller by a cap on the tokens); a vocabulary
+        // not a multiple of the shards, with words up to the last.
         let (v, k) = (1_003usize, 7u32);
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move |m: u64| {
@@ -2058,10 +2137,13 @@ mod tests {
         };
         let mut docs = OwnedDocs::new();
         let mut topics = Vec::new();
-        for d in 0..CONTRIBUTION_BATCH + 300 {
+        for d in 0..CONTRIBUTION_BATCH_TOKENS as usize / 10 {
             let len = if d % 97 == 0 { 400 } else { next(30) as usize };
             let words: Vec<u32> = (0..len)
-                .map(|_| (next(40) * next(25)) as u32 % v as u32)
+                .map(|_| match next(4) {
+                    0 => next(v as u64) as u32,
+                    _ => (next(40) * next(25)) as u32,
+                })
                 .collect();
             topics.extend(words.iter().map(|_| next(u64::from(k)) as u16));
             docs.push(&words);
@@ -2082,6 +2164,8 @@ mod tests {
             let got = pool.install(|| contribution_units_l2(docs.view(), &topics, v, k, 12));
             assert!(got == want, "{threads} threads");
         }
+        assert!(docs.view().num_tokens() > CONTRIBUTION_BATCH_TOKENS);
+        assert!(want[(v - 1) * k as usize..].iter().any(|&c| c > 0));
         assert!(contribution_units_l2(OwnedDocs::new().view(), &[], 0, k, 12).is_empty());
     }
 

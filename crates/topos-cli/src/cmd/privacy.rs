@@ -766,8 +766,8 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
     if a.max_doc_tokens.is_some() {
         anyhow::bail!("--max-doc-tokens belongs to --mechanism laplace; the Gaussian mechanism clips each document in L2 norm (--l2-clip)");
     }
-    // As `topos train` resolves them: δ and the releases follow the number of training
-    // documents (treated as public).
+    // As `topos train` resolves them: δ and the budget split follow the number of training
+    // documents (treated as public), the releases T.
     let corpus = open_corpus(&a.corpus)?;
     let documents = corpus.train().len() as u64;
     let delta = match a.delta {
@@ -889,7 +889,7 @@ fn plan_gaussian(a: PlanArgs, epsilon: topos_privacy::Epsilon, ui: Ui) -> Result
                 out.band, out.simulated_unigram_ll, out.unigram_heldout_ll, out.uniform_ll, out.scored
             ),
             None => println!(
-                "expected held-out log-likelihood per token: not predicted for these settings (calibrated for the default releases with a word release, T ≥ 10 and a signal below {:.0}, where the topics add less than the band); its unigram margin simulated: {:.3} (a floor: measured runs with a larger signal scored at it or above it, by up to 0.3 nats and more), the non-private unigram model {:.3}",
+                "expected held-out log-likelihood per token: not predicted for these settings (calibrated for the default releases with a word release, T ≥ 10 and a signal below {:.0}, where the topics add less than the band); its unigram margin simulated: {:.3} (measured runs with a larger signal scored from about 0.03 below it to 0.3 and more above it), the non-private unigram model {:.3}",
                 topos_train::private::GAUSSIAN_PREDICTION_MAX_SIGNAL,
                 out.simulated_unigram_ll,
                 out.unigram_heldout_ll
@@ -921,24 +921,13 @@ struct Scoring {
 }
 
 fn scoring(corpus: &Corpus, all: &[u64], beta: f64) -> Scoring {
-    let v = all.len();
-    let mut held = vec![0u64; v];
-    for d in corpus.heldout().iter() {
-        for &w in d {
-            held[w as usize] += 1;
-        }
-    }
-    let scored = if held.iter().any(|&h| h > 0) {
-        "held-out"
-    } else {
-        held = all.to_vec();
-        "training"
-    };
+    let (held, scored) =
+        topos_train::private::scored_word_counts(corpus.heldout(), corpus.train(), all.len());
     let mass: Vec<f64> = all.iter().map(|&c| c as f64).collect();
     let unigram = topos_train::private::unigram_ll(&held, &mass, beta);
     Scoring {
         held,
-        scored,
+        scored: scored.name(),
         unigram,
     }
 }

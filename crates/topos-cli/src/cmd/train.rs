@@ -124,8 +124,8 @@ pub struct Args {
     pub max_doc_tokens: Option<u32>,
     /// Noisy releases R of a --private run, the final model included (2 to T + 1). More
     /// releases let the sampler learn from the data more often but split ε more thinly. The
-    /// Gaussian mechanism's default is a release every other iteration, T/2 + 1, kept between
-    /// 11 and 26 and at most T + 1 (26 for T = 50: 0.14–0.39 nats/token better than 11 on
+    /// Gaussian mechanism's default is T/2 + 1 (a release every other iteration up to T = 50),
+    /// kept between 11 and 26 and at most T + 1 (26 for T = 50: 0.14–0.39 nats/token better than 11 on
     /// synthetic corpora of 10M and 100M tokens, a tie on 20 Newsgroups); the Laplace
     /// mechanism's is 2 (1 for 0 iterations). The run prints its choice.
     #[arg(long)]
@@ -307,7 +307,7 @@ impl Args {
             anyhow::anyhow!("--epsilon must be a positive finite number, got {eps}")
         })?;
         // The number of training documents, treated as public (as the run's check of δ treats
-        // it): the default δ and the default number of Gaussian releases follow it.
+        // it): the default δ and the Gaussian budget split follow it.
         let documents = topos_corpus::Corpus::open_share(&self.corpus)
             .with_context(|| format!("cannot open the corpus {}", self.corpus.display()))?
             .train()
