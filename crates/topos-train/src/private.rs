@@ -81,8 +81,8 @@
 //!    other document's assignments are equal, so the units of release j differ exactly by
 //!    d*'s contribution: an integer vector of L2 norm ≤ G·C (step 1). (Each cell's sum
 //!    saturates at `u32::MAX`; min(·, MAX) can only shrink a cell's difference, so the bound
-//!    holds then too, and the sum does not depend on the order documents are added in.) Release j adds
-//!    independent discrete Gaussian noise N_Z(0, σ_j²) to each released cell
+//!    holds then too, and the sum does not depend on the order documents are added in.)
+//!    Release j adds independent discrete Gaussian noise N_Z(0, σ_j²) to each released cell
 //!    ([`DiscreteGaussian`], exact), so given the earlier releases it is
 //!    **ρ_j-zCDP with ρ_j = (G·C)²/(2σ_j²)** (CKS20 Theorem 4 per cell; Rényi divergences of
 //!    independent cells add: [`topos_privacy::discrete_gaussian`]). σ_j is fixed before the
@@ -354,13 +354,14 @@ pub const GAUSSIAN_RELEASES_MIN: u32 = 11;
 /// The most releases of a Gaussian private run when `--releases` is not given: a release every
 /// other iteration up to T = 50; longer runs keep 26, spread evenly (every 8 iterations at the
 /// default T = 200, where on the synthetic 1M corpus 26 did as well as 51 and 0.02–0.04 better
-/// than 101, a release every other iteration). Between releases the sampler reads frozen noisy counts, so
-/// each release is one step of learning; the noise a release needs grows only like √R. Measured
-/// at T = 50 (BENCHMARKS.md, "Private training, issue 25: a release every other iteration"):
-/// on the synthetic corpora R = 26 beat R = 11 by 0.14 (10M, ε = 1), 0.29 (10M, ε = 3), 0.32
-/// (10M, ε = 10) and 0.39 nats/token (100M, ε = 1; two draws each), and R = 51 did no better than 26; on
-/// 20 Newsgroups, where the topics stand less far above the noise, R = 26 tied R = 11 at
-/// ε = 1, 10 and 30 (within 0.012) and lost 0.03 at ε = 0.1, and won 0.02 at ε = 100.
+/// than 101, a release every other iteration). Between releases the sampler reads frozen noisy
+/// counts, so each release is one step of learning; the noise a release needs grows only like
+/// √R. Measured at T = 50 (BENCHMARKS.md, "Private training, issue 25: a release every other
+/// iteration"): on the synthetic corpora R = 26 beat R = 11 by 0.14 (10M, ε = 1), 0.29 (10M,
+/// ε = 3), 0.32 (10M, ε = 10) and 0.39 nats/token (100M, ε = 1; two draws each), and R = 51 did
+/// no better than 26; on 20 Newsgroups, where the topics stand less far above the noise,
+/// R = 26 tied R = 11 at ε = 1, 10 and 30 (within 0.012), lost 0.03 at ε = 0.1 and won 0.02 at
+/// ε = 100.
 pub const GAUSSIAN_RELEASES_MAX: u32 = 26;
 
 /// The releases R of a Gaussian run when `--releases` is not given (issue 25 part 3): one every
@@ -995,9 +996,9 @@ pub fn clipped_unigram_ll(clipped: &[u32], heldout: &[u64], beta: f64) -> f64 {
 }
 
 /// The held-out log-likelihood per token of the unigram margin of a Gaussian run's model,
-/// simulated once: the documents' √-weighted word counts clipped at `clip`, `clipped`
-/// ([`clipped_word_units`]), get the word release's noise `word_sigma` and its empirical-Bayes posterior
-/// means; the words whose count reaches [`VOCABULARY_FRACTION`]·K·`model_sigma` get the
+/// simulated once: the documents' √-weighted word counts clipped at `clip`, `u`
+/// ([`clipped_word_units`]), get the word release's noise `word_sigma` and its empirical-Bayes
+/// posterior means; the words whose count reaches [`VOCABULARY_FRACTION`]·K·`model_sigma` get the
 /// model's row total (the same counts with the noise of K cells of σ_model, combined with ũ as
 /// the run combines them), the others ũ; each word's share of the total, with β per word,
 /// scores `heldout` (counts per word). Both σ are in tokens. It reads exact counts: advice for
@@ -1006,7 +1007,7 @@ pub fn clipped_unigram_ll(clipped: &[u32], heldout: &[u64], beta: f64) -> f64 {
 /// What it leaves out is the topics: measured minus simulated grows with what the sampling
 /// releases can teach ([`GAUSSIAN_PREDICTION_OFFSET`]).
 pub fn simulated_gaussian_unigram_ll(
-    clipped: &[u32],
+    u: &[u32],
     heldout: &[u64],
     num_topics: u32,
     clip: u32,
@@ -1014,9 +1015,8 @@ pub fn simulated_gaussian_unigram_ll(
     beta: f64,
     source: &mut NoiseSource,
 ) -> Result<f64, PrivacyError> {
-    assert_eq!(clipped.len(), heldout.len(), "one count per word");
+    assert_eq!(u.len(), heldout.len(), "one count per word");
     let units = f64::from(CONTRIBUTION_UNITS);
-    let u = clipped;
     let (sw, sm) = (word_sigma * units, model_sigma * units);
     let sensitivity = f64::from(clip) * units;
     let word = DiscreteGaussian::calibrated(sensitivity, sensitivity.powi(2) / (2.0 * sw * sw))?;

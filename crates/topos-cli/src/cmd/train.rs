@@ -125,9 +125,9 @@ pub struct Args {
     /// Noisy releases R of a --private run, the final model included (2 to T + 1). More
     /// releases let the sampler learn from the data more often but split ε more thinly. The
     /// Gaussian mechanism's default is T/2 + 1 (a release every other iteration up to T = 50),
-    /// kept between 11 and 26 and at most T + 1 (26 for T = 50: 0.14–0.39 nats/token better than 11 on
-    /// synthetic corpora of 10M and 100M tokens, a tie on 20 Newsgroups); the Laplace
-    /// mechanism's is 2 (1 for 0 iterations). The run prints its choice.
+    /// kept between 11 and 26 and at most T + 1 (26 for T = 50: 0.14–0.39 nats/token better
+    /// than 11 on synthetic corpora of 10M and 100M tokens, a tie on 20 Newsgroups); the
+    /// Laplace mechanism's is 2 (1 for 0 iterations). The run prints its choice.
     #[arg(long)]
     pub releases: Option<u32>,
     /// Release the word-topic counts of every word in every release (V × K noisy cells), as
