@@ -11,7 +11,10 @@
 #   device machine:  bash bench/multigpu.sh        (K="1000 10000", ITERS=100, CORPUS=nyt|pubmed,
 #                                                   TESTS=0 skips the GPU tests, FAULT=0 the fault run,
 #                                                   HOST=0 the host-staged exchange, AGAIN=0 the
-#                                                   one-GPU repeat, DENSE=0 the forced-dense row)
+#                                                   one-GPU repeat, DENSE=0 the forced-dense row,
+#                                                   ITERS_LARGE_K the iterations at K > 5,000 (30),
+#                                                   ALGOS="fcgs esca ezlda mh mfm" the other
+#                                                   samplers at ALGO_K (1000) three ways)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/topos-multigpu-out}
@@ -113,5 +116,15 @@ for k in ${K:-1000 10000}; do
   if [ "${HOST:-1}" = 1 ]; then
     TOPOS_GPU_EXCHANGE=host train "k$k-all-host" "$k" 20 topos -- --device cuda:all
   fi
+done
+# Every other sampler on one GPU, on every GPU of the process and as one MPI process per GPU
+# (ALGOS="fcgs esca ezlda mh mfm", ALGO_K, ITERS): each must converge, and the deterministic ones
+# must write the one GPU's model.
+for algo in ${ALGOS:-}; do
+  k=${ALGO_K:-1000}
+  train "$algo-k$k-one" "$k" "${ITERS:-100}" topos -- --device cuda --algo "$algo"
+  train "$algo-k$k-all" "$k" "${ITERS:-100}" topos -- --device cuda:all --algo "$algo"
+  train "$algo-k$k-mpi" "$k" "${ITERS:-100}" mpirun --bind-to none -np "$gpus" -x NCCL_NVLS_ENABLE topos-mpi \
+    -- --device cuda --algo "$algo"
 done
 cat "$table"

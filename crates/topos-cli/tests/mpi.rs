@@ -99,6 +99,10 @@ fn several_processes_train_the_model_of_one_byte_for_byte() {
                 assert_eq!(exchange[way], 9, "{exchange}");
             }
             assert_eq!(summary["transport"], "mpi");
+            assert_eq!(
+                summary["device"],
+                format!("cpu (1 thread) in each of {np} processes")
+            );
             assert_eq!(read(&one), read(&many), "{algo}: {np} processes");
             let side = |p: &Path| read(&topos_model::doc_topics_path(p));
             assert_eq!(

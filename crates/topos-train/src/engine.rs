@@ -145,7 +145,10 @@ impl EngineSetup {
 
 /// One device's side of a run.
 pub trait Engine: Send {
-    /// Where the run executes, for people ("cpu (16 threads)", "cuda:0 (NVIDIA H100 80GB HBM3)").
+    /// Where the run executes, for people ("cpu (16 threads)", "cuda:0 (NVIDIA H100 80GB HBM3)"):
+    /// this engine's device only. The run adds that several processes each run one
+    /// ([`crate::run`]'s `device_description`), since an engine's share of the documents does
+    /// not say whether its fellows are processes or members of one group.
     fn describe(&self) -> String;
     /// Host worker threads.
     fn threads(&self) -> usize;

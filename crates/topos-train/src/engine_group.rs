@@ -167,11 +167,17 @@ impl Engine for EngineGroup {
     fn setting_defaults(&self) -> crate::sampler::SettingDefaults {
         self.members[0].setting_defaults()
     }
+    /// Every member's device ("2 engines, one share of the documents each: cuda:0 (NVIDIA
+    /// H200); cuda:1 (NVIDIA H200)").
     fn describe(&self) -> String {
         format!(
-            "{} and {} more, one share each",
-            self.members[0].describe(),
-            self.members.len() - 1
+            "{} engines, one share of the documents each: {}",
+            self.members.len(),
+            self.members
+                .iter()
+                .map(|m| m.describe())
+                .collect::<Vec<_>>()
+                .join("; ")
         )
     }
     fn threads(&self) -> usize {
@@ -344,6 +350,15 @@ mod tests {
             });
             let mut group = EngineGroup::new(members, transports.clone());
             assert_eq!(group.partitions(), 6);
+            // Every member named once, none as a process of several.
+            let member = one.describe();
+            assert_eq!(
+                group.describe(),
+                format!(
+                    "{n} engines, one share of the documents each: {}",
+                    vec![member.as_str(); n].join("; ")
+                )
+            );
             // Step by step on spawned threads, then whole iterations on the crew.
             for _ in 0..2 {
                 group.sample().unwrap();

@@ -1092,7 +1092,7 @@ impl Run {
         }
         observer.info(&format!(
             "training on {}{}",
-            engine.describe(),
+            device_description(engine.as_ref(), workers),
             sampler
                 .settings()
                 .iter()
@@ -1389,7 +1389,7 @@ impl Run {
         let (docs, words) = self.engine.prior_statistics()?.ok_or_else(|| {
             RunError::Invalid(format!(
                 "{} cannot learn priors; use --device cpu",
-                self.engine.describe()
+                device_description(self.engine.as_ref(), self.transport.workers())
             ))
         })?;
         let docs = docs.across_workers(self.transport.as_ref())?;
@@ -1867,7 +1867,7 @@ impl Run {
             noise_summary: self.private.as_ref().map(|p| p.releases.noise_summary()),
             privacy: guarantee,
             ledger,
-            device: self.engine.describe(),
+            device: device_description(self.engine.as_ref(), self.transport.workers()),
             gpu_plan: self.engine.plan(),
             transport: self.transport.name().to_string(),
             workers: self.transport.workers(),
@@ -2041,6 +2041,17 @@ fn open_group(
     Ok(Box::new(crate::engine_group::EngineGroup::new(
         members, transports,
     )))
+}
+
+/// The device line of the progress and the summary: the engine's device and, under several
+/// processes, that each of them runs one ("cuda:0 (NVIDIA H200) in each of 2 processes").
+fn device_description(engine: &dyn Engine, workers: usize) -> String {
+    let device = engine.describe();
+    if workers > 1 {
+        format!("{device} in each of {workers} processes")
+    } else {
+        device
+    }
 }
 
 /// The fault-injection switch of the multi-process tests: `TOPOS_FAULT=RANK:ITERATION` makes

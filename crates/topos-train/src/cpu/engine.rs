@@ -488,19 +488,11 @@ impl Trainer {
 
 impl Engine for Trainer {
     fn describe(&self) -> String {
-        match &self.shard {
-            Some(s) => format!(
-                "cpu ({} thread{}) in each of {} processes",
-                self.threads(),
-                if self.threads() == 1 { "" } else { "s" },
-                s.workers
-            ),
-            None => format!(
-                "cpu ({} thread{})",
-                self.threads(),
-                if self.threads() == 1 { "" } else { "s" }
-            ),
-        }
+        format!(
+            "cpu ({} thread{})",
+            self.threads(),
+            if self.threads() == 1 { "" } else { "s" }
+        )
     }
     fn threads(&self) -> usize {
         Trainer::threads(self)

@@ -362,13 +362,7 @@ impl Engine for CudaEngine {
         crate::sampler::SettingDefaults::Gpu
     }
     fn describe(&self) -> String {
-        match &self.shard {
-            Some(s) => format!(
-                "cuda:{} ({}) in each of {} processes",
-                self.info.ordinal, self.info.name, s.workers
-            ),
-            None => format!("cuda:{} ({})", self.info.ordinal, self.info.name),
-        }
+        format!("cuda:{} ({})", self.info.ordinal, self.info.name)
     }
     fn threads(&self) -> usize {
         self.threads
