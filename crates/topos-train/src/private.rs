@@ -969,17 +969,14 @@ pub fn unigram_ll(heldout: &[u64], mass: &[f64], beta: f64) -> f64 {
 /// of the documents' [`l2_contribution`]s (√-weighted, clipped to L2 norm `clip`), in units of
 /// 1/[`CONTRIBUTION_UNITS`] token, over a vocabulary of `num_words`. What
 /// [`clipped_unigram_ll`] and [`simulated_gaussian_unigram_ll`] score: computed once for both.
+///
+/// It is [`contribution_units_l2`] with every token in one topic (K = 1), on every thread, at 2
+/// bytes a token for those topics. One topic floors each word's √-weighted count once, where
+/// the release floors it once a topic, so a word's count here is at least its row's sum there
+/// (by under one unit a topic the word holds).
 pub fn clipped_word_units(docs: Docs<'_>, num_words: usize, clip: u32) -> Vec<u32> {
-    let mut u = vec![0u32; num_words];
-    // One topic for every token: only the row sums are wanted.
-    let mut topics = Vec::new();
-    for d in docs.iter() {
-        topics.resize(d.len(), 0u16);
-        for (w, _, c) in l2_contribution(d, &topics[..d.len()], clip) {
-            u[w as usize] = u[w as usize].saturating_add(c);
-        }
-    }
-    u
+    let one_topic = vec![0u16; docs.tokens().len()];
+    contribution_units_l2(docs, &one_topic, num_words, 1, clip)
 }
 
 /// The held-out log-likelihood per token of the word distribution a Gaussian run's releases
@@ -2167,6 +2164,18 @@ mod tests {
         }
         assert!(docs.view().num_tokens() > CONTRIBUTION_BATCH_TOKENS);
         assert!(want[(v - 1) * k as usize..].iter().any(|&c| c > 0));
+        // The word counts of the plan and the margins: every token in one topic, each word's
+        // count floored once a document, and at least the sum of its row above.
+        let mut words = vec![0u32; v];
+        for doc in docs.view().iter() {
+            for (w, _, c) in l2_contribution(doc, &vec![0; doc.len()], 12) {
+                words[w as usize] += c;
+            }
+        }
+        assert!(clipped_word_units(docs.view(), v, 12) == words);
+        for (w, row) in want.chunks(k as usize).enumerate() {
+            assert!(words[w] >= row.iter().sum::<u32>(), "word {w}");
+        }
         assert!(contribution_units_l2(OwnedDocs::new().view(), &[], 0, k, 12).is_empty());
     }
 
