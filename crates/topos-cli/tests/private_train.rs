@@ -6,6 +6,7 @@ mod common;
 use common::*;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use topos_model::TopicModel;
 
 const THEMES: [&str; 3] = [
@@ -403,6 +404,81 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     refused_leaving_ledger(&args(&second), &second, c, "budget exceeded");
 }
 
+/// The budget is charged when a run starts to use the data (the third attack on private
+/// training, RELIABILITY.md): a refused run has drawn nothing (no private cap is chosen or shown)
+/// and charged nothing; a run that fails after its start has spent its ε and left no model,
+/// staged or not.
+#[test]
+fn a_private_run_charges_before_it_reads_the_data_and_a_failed_one_stays_charged() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare(dir.path());
+    let c = s(&corpus);
+    ok(&["privacy", "budget", c, "--total", "2", "-q"]);
+    let out = dir.path().join("m.tmod");
+    let run = |epsilon: &str| -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_topos"));
+        cmd.args([
+            "train",
+            c,
+            "-k",
+            "3",
+            "--iters",
+            "6",
+            "--private",
+            "--epsilon",
+            epsilon,
+            "-o",
+            s(&out),
+        ]);
+        cmd
+    };
+    let ledger = || std::fs::read_to_string(format!("{c}.ledger")).unwrap();
+    let before = ledger();
+    // Over budget: refused before the cap is chosen (it would read the documents' lengths).
+    let refused = run("5").output().unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("budget exceeded"),
+        "{err}"
+    );
+    assert!(!err.contains("L = "), "a refused run chose a cap: {err}");
+    assert_eq!(ledger(), before);
+    // A run that fails at its second iteration (TOPOS_FAULT, as a crash would): charged, no model.
+    let failed = run("1").env("TOPOS_FAULT", "0:2").output().unwrap();
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        !failed.status.success() && err.contains("injected fault"),
+        "{err}"
+    );
+    assert!(err.contains("charged to") && err.contains("L = "), "{err}");
+    let after: serde_json::Value = serde_json::from_str(&ledger()).unwrap();
+    assert_eq!(after["charges"].as_array().unwrap().len(), 1, "{after}");
+    assert_eq!(after["charges"][0]["epsilon"], 1.0);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("m.tmod"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The other 1 of the budget still trains; a third run is over budget.
+    let summary = json(&[
+        "train",
+        c,
+        "-k",
+        "3",
+        "--iters",
+        "6",
+        "--private",
+        "--epsilon",
+        "1",
+        "-o",
+        s(&out),
+        "-q",
+    ]);
+    assert_eq!(summary["ledger"]["remaining"], 0.0);
+    assert!(out.exists());
+}
+
 #[test]
 fn private_training_refusals_are_one_line_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -502,6 +578,14 @@ fn private_training_refusals_are_one_line_and_write_nothing() {
         fails_releasing_nothing(&args, needle);
         assert!(!out.exists(), "{args:?} wrote a model");
     }
+    // An unfinished run's checkpoint at this output (every token's true topic) is not left
+    // beside a private model, nor removed: refused, the checkpoint kept.
+    let ckpt = dir.path().join("m.tmod.ckpt");
+    std::fs::write(&ckpt, b"someone's training").unwrap();
+    fails_releasing_nothing(&with(&good), "must not sit beside a private model");
+    assert!(!out.exists());
+    assert_eq!(std::fs::read(&ckpt).unwrap(), b"someone's training");
+    std::fs::remove_file(&ckpt).unwrap();
     // The good settings train (so the refusals above are about what they name).
     ok(&with(&good));
     assert!(out.exists());

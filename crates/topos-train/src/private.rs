@@ -238,7 +238,9 @@ pub struct PrivateOptions {
     /// made privately: `cap_epsilon`).
     pub epsilon: Epsilon,
     /// The part of `epsilon` spent choosing `max_doc_tokens` privately ([`choose_cap`]); 0 when
-    /// the cap was given. The releases are calibrated to `epsilon − cap_epsilon`.
+    /// the cap was given. The releases are calibrated to `epsilon − cap_epsilon`. With
+    /// `max_doc_tokens` 0 (the Laplace mechanism) the cap is still to be chosen, by the run,
+    /// with this ε, once its budget is charged ([`PrivateOptions::cap_to_choose`]).
     pub cap_epsilon: f64,
     /// The δ the Rényi accountant may use (0: pure ε, basic composition only).
     pub delta: f64,
@@ -478,6 +480,35 @@ impl PrivateOptions {
         self.epsilon.get() - self.cap_epsilon
     }
 
+    /// Whether the Laplace mechanism's cap L is still to be chosen privately (with
+    /// `cap_epsilon`): a run chooses it only after its budget is charged, so that a run refused
+    /// or stopped before then has read nothing of the data and shown nothing of it.
+    pub fn cap_to_choose(&self) -> bool {
+        self.mechanism == PrivateMechanism::Laplace
+            && self.max_doc_tokens == 0
+            && self.cap_epsilon > 0.0
+    }
+
+    /// These options with the cap `choice` made ([`choose_cap`] at `cap_epsilon`).
+    pub fn with_cap(self, choice: CapChoice) -> Self {
+        Self {
+            max_doc_tokens: choice.cap,
+            cap_epsilon: choice.epsilon,
+            ..self
+        }
+    }
+
+    /// These options with each extreme of the caps [`choose_cap`] can choose in turn: what a
+    /// run calibrates before it charges, so that no cap it then draws is one whose releases
+    /// cannot be calibrated (b = R·L/ε grows with L).
+    pub fn with_every_extreme_cap(self) -> [Self; 2] {
+        let grid = cap_candidates();
+        [grid[0], *grid.last().expect("a grid")].map(|cap| Self {
+            max_doc_tokens: cap,
+            ..self
+        })
+    }
+
     /// Why these settings cannot run, if they cannot (one line).
     pub fn check(&self) -> Result<(), PrivacyError> {
         let (t, r) = (self.iterations, self.releases);
@@ -508,7 +539,7 @@ impl PrivateOptions {
                     self.delta
                 ));
             }
-        } else if self.max_doc_tokens == 0 {
+        } else if self.max_doc_tokens == 0 && self.cap_epsilon == 0.0 {
             return Err(PrivacyError::NotPositive {
                 what: "the document token cap (--max-doc-tokens)",
                 value: 0.0,
@@ -1431,6 +1462,11 @@ impl Releases {
     /// σ_j² = (G·C)²/(2·s_j·ρ) in units of 1/G token, rounded up by the sampler.
     pub fn new(options: PrivateOptions, source: NoiseSource) -> Result<Self, PrivacyError> {
         options.check()?;
+        if options.cap_to_choose() {
+            return Err(PrivacyError::Unsupported(
+                "the token cap is still to be chosen (choose_cap, then PrivateOptions::with_cap) before the releases are calibrated".into(),
+            ));
+        }
         if let PrivateMechanism::Gaussian { l2_clip, split } = options.mechanism {
             let rho = zcdp::rho_for(options.release_epsilon(), options.delta)?;
             // Released in units of 1/G of a token, so the sensitivity is G·C in those units.

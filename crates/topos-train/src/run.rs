@@ -13,10 +13,14 @@
 //! With checkpoints on, the final state is checkpointed before the outputs are written, and the
 //! checkpoint is removed once they are: a failure to write the model loses no training.
 //!
-//! **Privacy budget** is charged when the model is released, in the same step: the model is
-//! staged, then the ledger charged under its lock, then the model renamed into place. A run that
-//! fails earlier charges nothing; an over-budget run is refused at the start (checked, not
-//! charged) and again at the charge if another query spent the budget meanwhile.
+//! **Privacy budget** is charged when the run starts to use the data: after every check that
+//! could refuse it (settings, calibration, outputs, the budget itself, the device), before the
+//! private cap is chosen, any release is drawn, any log-likelihood is shown or any model file is
+//! staged. A refused run charges nothing and has shown nothing of the data; a run that fails or
+//! is killed after the charge has spent its ε (the safe direction: charging at the end let a run
+//! killed between staging its model and the charge leave a model, and its progress lines,
+//! uncharged). An over-budget run is refused at the start, and again at the charge if another
+//! query spent the budget meanwhile.
 
 use crate::checkpoint::{CheckpointHeader, CheckpointWriter, LearnedPriors};
 use crate::counts::WordTopics;
@@ -371,7 +375,6 @@ pub struct Run {
     _output_claim: Option<topos_io::AtomicFile>,
     config: RunConfig,
     corpus: Arc<Corpus>,
-    corpus_path: Option<PathBuf>,
     docs: TrainDocs,
     engine: Box<dyn Engine>,
     transport: Arc<dyn Transport>,
@@ -726,14 +729,25 @@ impl Run {
             }
         }
         // Calibrate now, so bad settings or an ε the exact sampler cannot represent are refused
-        // before anything; the guarantee's δ is what the ledger is checked for.
+        // before anything (for a cap still to be chosen, at both ends of the caps it can
+        // choose); the guarantee's δ is what the ledger is checked for and charged.
         let private_delta = match &config.private {
-            Some(p) => Some(
-                Releases::new(*p, topos_privacy::NoiseSource::insecure_seeded(0))?
-                    .guarantee()
-                    .delta
-                    .unwrap_or(0.0),
-            ),
+            Some(p) => {
+                let delta = |o: PrivateOptions| -> Result<f64, RunError> {
+                    Ok(
+                        Releases::new(o, topos_privacy::NoiseSource::insecure_seeded(0))?
+                            .guarantee()
+                            .delta
+                            .unwrap_or(0.0),
+                    )
+                };
+                Some(if p.cap_to_choose() {
+                    let [lo, hi] = p.with_every_extreme_cap();
+                    delta(lo)?.max(delta(hi)?)
+                } else {
+                    delta(*p)?
+                })
+            }
             None => None,
         };
         // δ against the number of training documents n (treated as public for this check, like
@@ -770,8 +784,11 @@ impl Run {
                 check_writable(&ckpt_path)?;
             }
             // A finished run removes its checkpoint, so one still there is an interrupted run's
-            // work: a fresh run would write over it (and remove it when done) without a word.
-            if config.checkpoint_every > 0 && !config.resume && ckpt_path.exists() {
+            // work: a fresh run would write over it (and remove it when done) without a word,
+            // and a private model would sit beside every token's true topic (refused rather
+            // than removed: the checkpoint is someone's training).
+            let private = config.private.is_some();
+            if (config.checkpoint_every > 0 || private) && !config.resume && ckpt_path.exists() {
                 let what = match Checkpoint::read(&ckpt_path) {
                     Ok(c) => format!(
                         "the checkpoint of an unfinished run (iteration {})",
@@ -779,10 +796,17 @@ impl Run {
                     ),
                     Err(_) => "a file that is not a usable checkpoint".to_string(),
                 };
-                return Err(RunError::Invalid(format!(
-                    "{} holds {what}; add --resume to continue it, or remove the file to start over",
-                    ckpt_path.display()
-                )));
+                return Err(RunError::Invalid(if private {
+                    format!(
+                        "{} holds {what}, every token's true topic, which must not sit beside a private model: resume or remove it, or give the private model another name (-o)",
+                        ckpt_path.display()
+                    )
+                } else {
+                    format!(
+                        "{} holds {what}; add --resume to continue it, or remove the file to start over",
+                        ckpt_path.display()
+                    )
+                }));
             }
         }
         let log = match &config.log {
@@ -931,12 +955,13 @@ impl Run {
             workers: workers as u64,
         };
 
-        // A private run keys its sampler with OS randomness that is never recorded.
-        let (releases, seed) = match &config.private {
-            Some(p) => {
+        // A private run keys its sampler with OS randomness that is never recorded; its noise
+        // comes from the same source, calibrated once the budget is charged (below).
+        let (noise, seed) = match &config.private {
+            Some(_) => {
                 let mut source = topos_privacy::NoiseSource::from_os()?;
                 let seed = source.next_u64();
-                (Some(Releases::new(*p, source)?), seed)
+                (Some(source), seed)
             }
             None => (None, config.seed),
         };
@@ -994,13 +1019,17 @@ impl Run {
             DeviceChoice::Every { device } => {
                 if !device.runs(sampler)
                     || !device.joins_workers()
-                    || (releases.is_some() && !device.supports_private())
+                    || (config.private.is_some() && !device.supports_private())
                 {
                     return Err(RunError::Invalid(format!(
                         "--device {}:all cannot run {}{}: see `topos algos`",
                         device.name(),
                         sampler.name(),
-                        if releases.is_some() { " privately" } else { "" }
+                        if config.private.is_some() {
+                            " privately"
+                        } else {
+                            ""
+                        }
                     )));
                 }
                 device.usable().map_err(RunError::Invalid)?;
@@ -1105,8 +1134,56 @@ impl Run {
                 .collect::<String>()
         ));
 
-        let private = match releases {
-            Some(r) => {
+        // A private run's budget is charged now, before the data is read for anything the run
+        // shows or writes (the cap, the releases, the log-likelihoods, a staged model): from here
+        // on it is spent, whether the run ends with a model or not. Everything the run could be
+        // refused for was checked above.
+        let private = match (config.private, noise) {
+            (Some(options), Some(mut source)) => {
+                let ledger = match &private_ledger {
+                    Some(corpus_path) => {
+                        let l = topos_privacy::Ledger::charge_approx(
+                            corpus_path,
+                            corpus.checksum(),
+                            &charge_query(&options, h.num_topics),
+                            options.epsilon,
+                            private_delta.unwrap_or(0.0),
+                        )?;
+                        LedgerStatus {
+                            path: Some(l.path().display().to_string()),
+                            charged: true,
+                            spent: Some(l.spent()),
+                            remaining: Some(l.remaining()),
+                            total: Some(l.total()),
+                        }
+                    }
+                    None => LedgerStatus {
+                        path: None,
+                        charged: false,
+                        spent: None,
+                        remaining: None,
+                        total: None,
+                    },
+                };
+                let options = if options.cap_to_choose() {
+                    let choice = crate::private::choose_cap(
+                        view.iter().map(<[u32]>::len),
+                        topos_privacy::Epsilon::new(options.cap_epsilon)?,
+                        &mut source,
+                    )?;
+                    let (a, m) = crate::private::CAP_QUANTILE;
+                    observer.info(&format!(
+                        "--max-doc-tokens not given: L = {} tokens per document, near the {a}/{m} quantile of the training documents' lengths, chosen privately (exponential mechanism) with ε = {:.4} of the run's {}; the releases share the other {:.4}",
+                        choice.cap,
+                        choice.epsilon,
+                        options.epsilon.get(),
+                        options.epsilon.get() - choice.epsilon
+                    ));
+                    options.with_cap(choice)
+                } else {
+                    options
+                };
+                let r = Releases::new(options, source)?;
                 let o = r.options();
                 let accountant = match r.calibration().chosen {
                     topos_privacy::rdp::Chosen::Basic => "basic composition, pure ε".to_string(),
@@ -1122,7 +1199,7 @@ impl Run {
                         "documents capped at {} tokens, discrete Laplace noise scale {:.3} per count (basic composition would need {:.3})",
                         o.max_doc_tokens,
                         r.scale(),
-                        f64::from(o.max_doc_tokens) * o.releases() as f64 / o.epsilon.get(),
+                        f64::from(o.max_doc_tokens) * o.releases() as f64 / o.release_epsilon(),
                     ),
                     crate::PrivateMechanism::Gaussian { l2_clip, .. } => format!(
                         "every document's contribution (√-weighted) clipped to L2 norm {l2_clip}, discrete Gaussian noise {} (per count)",
@@ -1141,31 +1218,22 @@ impl Run {
                     format!("pure ε-DP with ε = {}", o.epsilon.get())
                 };
                 observer.info(&format!(
-                    "private: {kind}, over {} releases ({accountant}), {how}; {}",
+                    "private: {kind}, over {} release{} ({accountant}), {how}; {}",
                     o.releases(),
-                    match &private_ledger {
-                        Some(p) => format!(
-                            "to be charged to {} when the model is written",
-                            topos_privacy::ledger::ledger_path(p).display()
+                    if o.releases() == 1 { "" } else { "s" },
+                    match (&ledger.path, ledger.remaining) {
+                        (Some(path), Some(remaining)) => format!(
+                            "charged to {path} now (ε = {remaining} remains): spent even if the run stops before its model is written"
                         ),
-                        None =>
-                            "no privacy budget set for this corpus, nothing charged".to_string(),
+                        _ => "no privacy budget set for this corpus, nothing charged".to_string(),
                     }
                 ));
                 Some(PrivateRun {
                     releases: r,
-                    ledger: LedgerStatus {
-                        path: private_ledger
-                            .as_ref()
-                            .map(|p| topos_privacy::ledger::ledger_path(p).display().to_string()),
-                        charged: false,
-                        spent: None,
-                        remaining: None,
-                        total: None,
-                    },
+                    ledger,
                 })
             }
-            None => None,
+            _ => None,
         };
         let heldout_every = config.heldout_every.unwrap_or(if config.log.is_some() {
             config.eval_every
@@ -1179,7 +1247,6 @@ impl Run {
             _output_claim: output_claim,
             config,
             corpus,
-            corpus_path,
             docs,
             engine,
             transport,
@@ -1718,49 +1785,9 @@ impl Run {
             None
         };
 
-        // Release: the ledger first (a private run), then the files.
+        // Release the files (a private run's budget was charged at its start).
         let mut ledger = None;
         if let Some(p) = &mut self.private {
-            let charged_to = self
-                .corpus_path
-                .as_ref()
-                .filter(|_| p.ledger.path.is_some());
-            if let Some(corpus_path) = charged_to {
-                let o = p.releases.options();
-                let delta = p.releases.guarantee().delta.unwrap_or(0.0);
-                let query = match o.mechanism {
-                    crate::PrivateMechanism::Laplace => format!(
-                        "train --private -k {} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
-                        h.num_topics,
-                        o.iterations,
-                        o.releases,
-                        o.epsilon.get(),
-                        o.max_doc_tokens
-                    ),
-                    crate::PrivateMechanism::Gaussian { l2_clip, .. } => format!(
-                        "train --private --mechanism gaussian -k {} --iters {} --releases {} --epsilon {} --delta {} --l2-clip {l2_clip}",
-                        h.num_topics,
-                        o.iterations,
-                        o.releases,
-                        o.epsilon.get(),
-                        o.delta
-                    ),
-                };
-                let l = topos_privacy::Ledger::charge_approx(
-                    corpus_path,
-                    self.corpus.checksum(),
-                    &query,
-                    o.epsilon,
-                    delta,
-                )?;
-                p.ledger = LedgerStatus {
-                    path: Some(l.path().display().to_string()),
-                    charged: true,
-                    spent: Some(l.spent()),
-                    remaining: Some(l.remaining()),
-                    total: Some(l.total()),
-                };
-            }
             ledger = Some(p.ledger.clone());
             // True per-document counts never sit beside a private model.
             remove_if_present(&doc_topics_path)?;
@@ -2041,6 +2068,31 @@ fn open_group(
     Ok(Box::new(crate::engine_group::EngineGroup::new(
         members, transports,
     )))
+}
+
+/// What a private run's charge records as its query: the settings that decide its guarantee
+/// (the cap as "chosen" when the run chooses it after charging).
+fn charge_query(o: &PrivateOptions, topics: u32) -> String {
+    match o.mechanism {
+        crate::PrivateMechanism::Laplace => format!(
+            "train --private -k {topics} --iters {} --releases {} --epsilon {} --max-doc-tokens {}",
+            o.iterations,
+            o.releases,
+            o.epsilon.get(),
+            if o.cap_to_choose() {
+                "chosen".to_string()
+            } else {
+                o.max_doc_tokens.to_string()
+            }
+        ),
+        crate::PrivateMechanism::Gaussian { l2_clip, .. } => format!(
+            "train --private --mechanism gaussian -k {topics} --iters {} --releases {} --epsilon {} --delta {} --l2-clip {l2_clip}",
+            o.iterations,
+            o.releases,
+            o.epsilon.get(),
+            o.delta
+        ),
+    }
 }
 
 /// The device line of the progress and the summary: the engine's device and, under several

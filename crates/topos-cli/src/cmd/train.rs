@@ -284,9 +284,10 @@ impl Args {
     }
 
     /// The private settings, checked (one line each for what a private run cannot do), and
-    /// what was chosen for the user and why (lines for stderr). Without --max-doc-tokens this
-    /// reads the corpus's document lengths and **spends** ε/20 of the run's ε choosing the cap
-    /// ([`topos_train::private::choose_cap`]); the guarantee the model records includes it.
+    /// what was chosen for the user and why (lines for stderr). Without --max-doc-tokens the
+    /// Laplace mechanism's cap is left for the run to choose (it **spends** ε/20 of the run's ε
+    /// on it, [`topos_train::private::choose_cap`], after charging the budget); the guarantee
+    /// the model records includes it. Nothing here reads the documents.
     fn private_options(&self) -> Result<Option<(topos_train::PrivateOptions, Vec<String>)>> {
         if !self.private {
             if self.epsilon.is_some()
@@ -417,26 +418,12 @@ impl Args {
                 notes,
             )));
         }
+        // Without --max-doc-tokens the run chooses L privately with ε/20, once its budget is
+        // charged (`PrivateOptions::cap_to_choose`): nothing of the data is read here.
         let (cap, cap_epsilon) = match self.max_doc_tokens {
             Some(0) => bail!("--max-doc-tokens must be at least 1, got 0"),
             Some(l) => (l, 0.0),
-            None => {
-                let share = topos_train::private::CAP_EPSILON_SHARE * eps;
-                let corpus = topos_corpus::Corpus::open(&self.corpus)
-                    .with_context(|| format!("cannot open the corpus {}", self.corpus.display()))?;
-                let mut source = topos_privacy::NoiseSource::from_os()?;
-                let choice = topos_train::private::choose_cap(
-                    corpus.train().iter().map(<[u32]>::len),
-                    topos_privacy::Epsilon::new(share)?,
-                    &mut source,
-                )?;
-                let (a, m) = topos_train::private::CAP_QUANTILE;
-                notes.push(format!(
-                    "--max-doc-tokens not given: L = {} tokens per document, near the {}/{} quantile of the training documents' lengths, chosen privately (exponential mechanism) with ε = {:.4} of the run's {eps}; the releases share the other {:.4}",
-                    choice.cap, a, m, choice.epsilon, eps - choice.epsilon
-                ));
-                (choice.cap, choice.epsilon)
-            }
+            None => (0, topos_train::private::CAP_EPSILON_SHARE * eps),
         };
         if self.releases.is_none() {
             notes.push(format!(
