@@ -402,6 +402,37 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     // Over budget: refused before anything is trained or written.
     let second = dir.path().join("second.tmod");
     refused_leaving_ledger(&args(&second), &second, c, "budget exceeded");
+    // No output replaces the ledger or its lock: -o, --log, infer's -o.
+    let ledger = PathBuf::from(format!("{c}.ledger"));
+    let lock = PathBuf::from(format!("{c}.ledger.lock"));
+    let text = dir.path().join("new.txt");
+    std::fs::write(&text, "river water fish\n").unwrap();
+    for target in [&ledger, &lock] {
+        let before = std::fs::read(target).unwrap();
+        let t = s(target);
+        fails_releasing_nothing(
+            &["train", c, "-k", "3", "--iters", "1", "-o", t],
+            "privacy ledger",
+        );
+        fails_releasing_nothing(
+            &[
+                "train",
+                c,
+                "-k",
+                "3",
+                "--iters",
+                "1",
+                "-o",
+                s(&second),
+                "--log",
+                t,
+            ],
+            "privacy ledger",
+        );
+        fails_releasing_nothing(&["infer", s(&out), s(&text), "-o", t], "privacy ledger");
+        assert_eq!(std::fs::read(target).unwrap(), before);
+    }
+    assert!(!second.exists());
 }
 
 /// The budget is charged when a run starts to use the data (the third attack on private

@@ -86,9 +86,36 @@ pub fn remove_stale_temporaries(path: &Path) -> usize {
         .count()
 }
 
+/// Whether `path` is named as a corpus's privacy ledger or its lock (`NAME.ledger`,
+/// `NAME.ledger.lock`, `topos_privacy::ledger`): the record of the privacy budget spent on a
+/// corpus, which only the ledger itself rewrites ([`AtomicFile::create_ledger`]). An output
+/// renamed over it would erase that record (and a user who then removed the unreadable file
+/// would start from a fresh budget); one renamed over the lock would let two processes hold it.
+pub fn is_ledger_name(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".ledger") || n.ends_with(".ledger.lock"))
+}
+
 /// Refuses a `path` that exists and is not a regular file (following symbolic links): the
-/// rename that ends an atomic write would put a regular file in its place.
+/// rename that ends an atomic write would put a regular file in its place. Also refuses an
+/// existing privacy ledger or its lock ([`is_ledger_name`]).
 fn refuse_special(path: &Path) -> Result<(), FormatError> {
+    refuse_special_file(path)?;
+    if is_ledger_name(path) && std::fs::symlink_metadata(path).is_ok() {
+        return Err(FormatError::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "it is a corpus's privacy ledger (the budget spent on it), which no output may replace; name another file",
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// [`refuse_special`] without the ledger's names.
+fn refuse_special_file(path: &Path) -> Result<(), FormatError> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };
@@ -115,6 +142,13 @@ impl AtomicFile {
     /// would replace with a regular file — as root, `/dev/null` itself.
     pub fn create(path: &Path) -> Result<Self, FormatError> {
         refuse_special(path)?;
+        Self::create_checked(path)
+    }
+
+    /// [`AtomicFile::create`] for a privacy ledger rewriting itself: the one writer that may
+    /// replace a file named as a ledger ([`is_ledger_name`]).
+    pub fn create_ledger(path: &Path) -> Result<Self, FormatError> {
+        refuse_special_file(path)?;
         Self::create_checked(path)
     }
 
@@ -314,6 +348,32 @@ mod tests {
         supported: &[1],
         version_hint: "",
     };
+
+    #[test]
+    fn a_privacy_ledger_and_its_lock_are_replaced_only_by_the_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = dir.path().join("c.tcorp.ledger");
+        let lock = dir.path().join("c.tcorp.ledger.lock");
+        // Not there yet: any writer may create them (the ledger's first write among them).
+        AtomicFile::check_creatable(&ledger).unwrap();
+        for p in [&ledger, &lock] {
+            std::fs::write(p, b"spent").unwrap();
+            for refused in [
+                AtomicFile::create(p).map(drop),
+                AtomicFile::check_creatable(p),
+            ] {
+                let e = refused.unwrap_err().to_string();
+                assert!(e.contains("privacy ledger"), "{e}");
+            }
+            assert_eq!(std::fs::read(p).unwrap(), b"spent");
+        }
+        let mut own = AtomicFile::create_ledger(&ledger).unwrap();
+        own.write_all(b"spent more").unwrap();
+        own.commit().unwrap();
+        assert_eq!(std::fs::read(&ledger).unwrap(), b"spent more");
+        assert!(!is_ledger_name(&dir.path().join("c.tcorp")));
+        assert!(!is_ledger_name(&dir.path().join("ledger")));
+    }
 
     #[test]
     fn directories_devices_and_sockets_are_refused_and_left_alone() {

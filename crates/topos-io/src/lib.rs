@@ -11,7 +11,9 @@ mod atomic;
 mod codec;
 pub mod mem;
 
-pub use atomic::{live_writer, remove_stale_temporaries, AtomicFile, Staged, StreamingFile};
+pub use atomic::{
+    is_ledger_name, live_writer, remove_stale_temporaries, AtomicFile, Staged, StreamingFile,
+};
 pub use codec::{ByteReader, ByteWriter};
 
 use std::path::Path;

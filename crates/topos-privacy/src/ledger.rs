@@ -296,7 +296,7 @@ impl Ledger {
         };
         let mut text = serde_json::to_string_pretty(&f).expect("ledger serializes");
         text.push('\n');
-        let mut out = AtomicFile::create(&self.path)?;
+        let mut out = AtomicFile::create_ledger(&self.path)?;
         out.write_all(text.as_bytes())?;
         out.commit()?;
         Ok(())

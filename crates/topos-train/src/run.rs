@@ -464,6 +464,17 @@ fn starting_alpha(h: &Hyperparameters) -> f64 {
 }
 
 fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
+    // A log appended to a privacy ledger would make it unreadable (and its budget lost to a
+    // user who removes it): refused as every output is (`topos_io::is_ledger_name`).
+    if topos_io::is_ledger_name(path) && std::fs::symlink_metadata(path).is_ok() {
+        return Err(RunError::Output {
+            path: path.display().to_string(),
+            cause: std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "it is a corpus's privacy ledger (the budget spent on it), which no output may replace; name another file",
+            ),
+        });
+    }
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
