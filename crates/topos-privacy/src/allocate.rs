@@ -283,6 +283,15 @@ impl Problem {
                 r.iterations, max_violation
             )));
         }
+        // Every query needs some budget (its variance 2·S²/ε² is unbounded at ε = 0): constraints
+        // that hold together only as ε → 0 (eps[0] >= 2 eps[1] and eps[1] >= 2 eps[0]) have
+        // converged to no allocation at all.
+        if let Some(i) = eps.iter().position(|&x| x.is_nan() || x <= 1e-9 * e) {
+            return Err(PrivacyError::Infeasible(format!(
+                "the constraints leave `{}` no budget (its ε goes to 0 and its variance without bound): together they hold only at ε = 0; relax them",
+                self.names[i]
+            )));
+        }
         let objective = self.objective(&eps);
         let closed_form_objective = self.constraints.is_empty().then(|| self.closed_form().1);
         let queries = eps

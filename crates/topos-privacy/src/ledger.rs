@@ -53,6 +53,21 @@ const VERSION_DELTA: u32 = 2;
 const VERSION_HISTORY: u32 = 3;
 const UNITS_PER_EPSILON: f64 = 1e12;
 
+/// The largest ε a ledger accounts, as a total or as one charge: far beyond any guarantee that
+/// means something (e^{10⁹}), and small enough that every sum of charges stays exact in its
+/// 10⁻¹² units (a u128 holds 3.4·10²⁶ ε; totals past that once saturated and read back wrong).
+pub const MAX_LEDGER_EPSILON: f64 = 1e9;
+
+/// Refuses an ε beyond [`MAX_LEDGER_EPSILON`] (`what`: "a total", "a charge").
+fn within_ledger(eps: f64, what: &str) -> Result<(), PrivacyError> {
+    if eps > MAX_LEDGER_EPSILON {
+        return Err(PrivacyError::Unsupported(format!(
+            "{what} of ε = {eps:e} is beyond what a ledger accounts (at most ε = {MAX_LEDGER_EPSILON:e}, already no privacy to speak of)"
+        )));
+    }
+    Ok(())
+}
+
 /// How long a process waits for another one's lock on a ledger before giving up. Charges hold
 /// it for milliseconds (a read, a small computation, a rename), so waiting this long means the
 /// holder is stuck, not busy.
@@ -114,11 +129,22 @@ pub struct Ledger {
     charges: Vec<Charge>,
 }
 
-/// `corpus` + `.ledger`.
+/// `corpus` + `.ledger`, where `corpus` is the file itself: a corpus named through a symbolic
+/// link keeps its budget beside its file (a link in a fresh directory would otherwise find no
+/// ledger and spend freely), and a ledger that is itself a link is read and written through it
+/// (the rename of a rewrite would otherwise replace the link and leave its target uncharged).
+///
+/// Found by name, so a *copy* of the corpus, or another hard link to it, has no ledger: the
+/// ledger is the data holder's bookkeeping of what was released, not access control over a file
+/// anyone who can read can copy (docs/privacy.md).
 pub fn ledger_path(corpus: &Path) -> PathBuf {
-    let mut s = corpus.as_os_str().to_owned();
+    let through_links = |p: PathBuf| match std::fs::symlink_metadata(&p) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&p).unwrap_or(p),
+        _ => p,
+    };
+    let mut s = through_links(corpus.to_path_buf()).into_os_string();
     s.push(".ledger");
-    PathBuf::from(s)
+    through_links(PathBuf::from(s))
 }
 
 fn units(x: f64, up: bool) -> u128 {
@@ -322,6 +348,7 @@ impl Ledger {
                 return Err(PrivacyError::BadDelta(d));
             }
         }
+        within_ledger(total.get(), "a total")?;
         let path = ledger_path(corpus);
         let _lock = Lock::take(&path, LOCK_TIMEOUT)?;
         let mut ledger = if path.exists() {
@@ -454,6 +481,7 @@ impl Ledger {
 
     /// Refuses (ε, δ) when either total would be exceeded.
     fn check(&self, corpus: &Path, eps: Epsilon, delta: f64) -> Result<(), PrivacyError> {
+        within_ledger(eps.get(), "a charge")?;
         let asked = charge_units(eps.get());
         if self.spent_units().saturating_add(asked) > self.total_units() {
             return Err(PrivacyError::OverBudget {
@@ -596,6 +624,60 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_767_225_599), "2025-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn totals_and_charges_beyond_the_ledgers_range_are_refused_not_saturated() {
+        let dir = tempfile::tempdir().unwrap();
+        let corpus = dir.path().join("c.tcorp");
+        for total in [1e300, 1e10] {
+            let err = Ledger::set_total(&corpus, 1, e(total))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("beyond what a ledger accounts"), "{err}");
+        }
+        assert!(!ledger_path(&corpus).exists());
+        Ledger::set_total(&corpus, 1, e(MAX_LEDGER_EPSILON)).unwrap();
+        let err = Ledger::charge(&corpus, 1, "q", e(1e28))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("beyond what a ledger accounts"), "{err}");
+        Ledger::charge(&corpus, 1, "q", e(1e8)).unwrap();
+        let l = Ledger::charge(&corpus, 1, "q", e(2e8)).unwrap();
+        assert_eq!(l.spent(), 3e8);
+        assert_eq!(l.remaining(), 7e8);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_corpus_shares_the_files_ledger_and_a_linked_ledger_is_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let corpus = dir.path().join("c.tcorp");
+        std::fs::write(&corpus, b"corpus").unwrap();
+        Ledger::set_total(&corpus, 42, e(1.0)).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let link = elsewhere.join("link.tcorp");
+        std::os::unix::fs::symlink(&corpus, &link).unwrap();
+        let l = Ledger::charge(&link, 42, "through the link", e(0.25)).unwrap();
+        assert_eq!(l.remaining(), 0.75);
+        assert_eq!(Ledger::open(&corpus, 42).unwrap().spent(), 0.25);
+        assert!(!ledger_path(&link).starts_with(&elsewhere));
+        // A ledger kept elsewhere behind a link: charged through it, the link left a link.
+        let shared = dir.path().join("shared.ledger");
+        let other = dir.path().join("d.tcorp");
+        std::fs::write(&other, b"other").unwrap();
+        Ledger::set_total(&other, 7, e(1.0)).unwrap();
+        std::fs::rename(ledger_path(&other), &shared).unwrap();
+        std::os::unix::fs::symlink(&shared, dir.path().join("d.tcorp.ledger")).unwrap();
+        Ledger::charge(&other, 7, "q", e(0.5)).unwrap();
+        let named = dir.path().join("d.tcorp.ledger");
+        assert!(std::fs::symlink_metadata(&named)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(Ledger::open(&other, 7).unwrap().spent(), 0.5);
+        assert!(std::fs::read_to_string(&shared).unwrap().contains("\"q\""));
     }
 
     #[test]

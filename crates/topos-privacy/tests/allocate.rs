@@ -261,6 +261,16 @@ stability = 2.0
     .unwrap();
     assert!(rel(solve(&p).objective, 0.75) < 1e-3);
 
+    // Constraints that hold together only at ε = 0 are refused, not answered with zeros.
+    for zero in [
+        "epsilon = 1\nsensitivities = [1, 1]\nconstraints = [\"eps[0] >= 2 * eps[1]\", \"eps[1] >= 2 * eps[0]\"]",
+        "epsilon = 1\nsensitivities = [1, 1]\nconstraints = [\"eps[0] <= 1e-300\"]",
+    ] {
+        let p = Problem::from_toml(zero).unwrap();
+        let err = p.solve(&MdmmOptions::default()).unwrap_err().to_string();
+        assert!(err.contains("no budget") || err.contains("did not converge"), "{zero}: {err}");
+    }
+
     for bad in [
         "epsilon = -1\nsensitivities = [1]",
         "epsilon = 1\n",
