@@ -333,6 +333,7 @@ fn renyi_accounted_runs_record_delta_and_the_ledger_charges_it() {
     let summary = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(summary["privacy"]["delta"], serde_json::Value::Null);
     assert_eq!(summary["ledger"]["remaining"], 3.0);
+    assert_eq!(summary["ledger"]["spent_delta"], serde_json::Value::Null);
     assert!((summary["noise_scale"].as_f64().unwrap() - 252.5).abs() < 1e-6);
     // A δ budget: the Rényi-calibrated run spends ε = 2 and its δ = 1e-6 (basic composition),
     // and the ledger becomes version 2, which records δ.
@@ -351,6 +352,8 @@ fn renyi_accounted_runs_record_delta_and_the_ledger_charges_it() {
     let summary = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(summary["privacy"]["delta"], 1e-6);
     assert_eq!(summary["ledger"]["remaining"], 3.0);
+    assert_eq!(summary["ledger"]["spent_delta"], 1e-6);
+    assert_eq!(summary["ledger"]["total_delta"], 1.5e-6);
     let l = json(&["privacy", "ledger", c]);
     assert_eq!(l["spent_delta"], 1e-6);
     assert_eq!(l["total_delta"], 1.5e-6);

@@ -235,6 +235,9 @@ pub struct LedgerStatus {
     pub spent: Option<f64>,
     pub remaining: Option<f64>,
     pub total: Option<f64>,
+    /// The ledger's δ spent and total, when it budgets δ (`privacy budget --total-delta`).
+    pub spent_delta: Option<f64>,
+    pub total_delta: Option<f64>,
 }
 
 /// What a run reports at the end.
@@ -1166,6 +1169,8 @@ impl Run {
                             spent: Some(l.spent()),
                             remaining: Some(l.remaining()),
                             total: Some(l.total()),
+                            spent_delta: (l.total_delta() > 0.0).then(|| l.spent_delta()),
+                            total_delta: (l.total_delta() > 0.0).then(|| l.total_delta()),
                         }
                     }
                     None => LedgerStatus {
@@ -1174,6 +1179,8 @@ impl Run {
                         spent: None,
                         remaining: None,
                         total: None,
+                        spent_delta: None,
+                        total_delta: None,
                     },
                 };
                 let options = if options.cap_to_choose() {

@@ -183,9 +183,19 @@ fn view<'a>(corpus: &Path, l: &'a Ledger) -> LedgerView<'a> {
 /// "; total δ = …, spent …, remaining …" when the ledger has a δ budget or δ charges.
 fn delta_line(v: &LedgerView<'_>) -> String {
     if v.total_delta > 0.0 || v.spent_delta > 0.0 {
+        // 0 as "0", not "0e0".
+        let d = |x: f64| {
+            if x == 0.0 {
+                "0".to_string()
+            } else {
+                format!("{x:e}")
+            }
+        };
         format!(
-            "; total δ = {:e}, spent {:e}, remaining {:e}",
-            v.total_delta, v.spent_delta, v.remaining_delta
+            "; total δ = {}, spent {}, remaining {}",
+            d(v.total_delta),
+            d(v.spent_delta),
+            d(v.remaining_delta)
         )
     } else {
         String::new()

@@ -89,9 +89,10 @@ pub struct Args {
     /// --mechanism laplace or --delta 0 gives pure ε).
     ///
     /// The sampler reads whole documents; what each training document contributes to the
-    /// released word-topic counts is bounded. By default (--mechanism gaussian) a document
-    /// counts its tokens by levels (each distinct word once, then twice, …) while Σ_w c_w² ≤ C²
-    /// (--l2-clip C, default 12), and every release gets exact discrete Gaussian noise of σ
+    /// released word-topic counts is bounded. By default (--mechanism gaussian) each of a
+    /// document's tokens weighs 1/√n_w (n_w: its word's count in the document) and the whole
+    /// document is scaled down to L2 norm C when it is longer (--l2-clip C, default 12), and
+    /// every release gets exact discrete Gaussian noise of σ
     /// calibrated in zCDP to (ε, δ) (--delta, default 1e-6, less for > 10⁴ documents): on 20 Newsgroups (K = 20) this
     /// scored −9.27 at ε = 1 and −8.97 at ε = 10 against −9.72 and −9.05 for laplace.
     /// With --mechanism laplace (chosen by default when --delta is 0, --max-doc-tokens is
@@ -111,8 +112,9 @@ pub struct Args {
     /// --checkpoint-every, --resume and --doc-topics (they would write per-document private
     /// state). NOT reproducible: noise and the sampling key come from the operating system,
     /// and --seed is ignored. If the corpus has a privacy budget (`topos privacy budget`), ε is
-    /// charged to it first and an over-budget run is refused; without one the run is not
-    /// charged anywhere. Expect little utility at small ε (see BENCHMARKS.md); `topos privacy
+    /// charged to it when the run starts to use the data (after every check that could refuse
+    /// it), so a run that fails or is stopped later has spent it; an over-budget run is refused
+    /// and charged nothing. Without one the run is not charged anywhere. Expect little utility at small ε (see BENCHMARKS.md); `topos privacy
     /// plan` predicts it before anything is spent.
     #[arg(long, verbatim_doc_comment)]
     pub private: bool,
@@ -145,8 +147,9 @@ pub struct Args {
     /// for laplace (the run says which and why).
     #[arg(long, value_enum)]
     pub mechanism: Option<Mechanism>,
-    /// L2 clipping norm C of --mechanism gaussian: each document counts its tokens by levels
-    /// (every distinct word once, then twice, …) while Σ_w c_w² ≤ C² (default 12).
+    /// L2 clipping norm C of --mechanism gaussian: each token weighs 1/√n_w (n_w: its word's
+    /// count in its document), and a document whose weights exceed L2 norm C (more than C²
+    /// tokens) is scaled down to it (default 12).
     #[arg(long)]
     pub l2_clip: Option<u32>,
     /// δ of a --private run's (ε, δ) guarantee (default 1e-6, or the largest power of ten at
@@ -322,6 +325,12 @@ impl Args {
             bail!("--delta must be in [0, 1), got {delta}");
         }
         let mut notes = Vec::new();
+        if self.seed != 1 {
+            notes.push(format!(
+                "--seed {} is ignored: a private run draws its noise and its sampling key from the operating system and records neither",
+                self.seed
+            ));
+        }
         // The default mechanism (issue 25): gaussian, which scored better on 20 Newsgroups at
         // ε = 1 and 10 (BENCHMARKS.md), unless the settings ask for pure ε or for Laplace's
         // token cap: --delta 0, --max-doc-tokens, or a corpus privacy budget (ledgers track
@@ -394,9 +403,8 @@ impl Args {
                 None => {
                     let r = topos_train::private::gaussian_releases(self.iters);
                     notes.push(format!(
-                        "--releases not given: R = {r} for the Gaussian mechanism ({}{} the sampler reads, the model; BENCHMARKS.md, issue 25)",
-                        if self.no_word_release { "" } else { "the word counts, " },
-                        r.saturating_sub(if self.no_word_release { 1 } else { 2 })
+                        "--releases not given: R = {r} for the Gaussian mechanism ({}; BENCHMARKS.md, issue 25)",
+                        self.what_is_released(r)
                     ));
                     r
                 }
@@ -427,7 +435,8 @@ impl Args {
         };
         if self.releases.is_none() {
             notes.push(format!(
-                "--releases not given: R = {releases} (the word counts, then the model; two releases were best at every ε ≤ 100 measured, BENCHMARKS.md)"
+                "--releases not given: R = {releases} ({}; two releases were best at every ε ≤ 100 measured, BENCHMARKS.md)",
+                self.what_is_released(releases)
             ));
         }
         Ok(Some((
@@ -443,6 +452,22 @@ impl Args {
             },
             notes,
         )))
+    }
+
+    /// What R releases of a private run are, in words: the word counts (when the run releases
+    /// them first: T ≥ 1 and not --no-word-release), the releases the sampler reads, the model.
+    fn what_is_released(&self, releases: u32) -> String {
+        let words = !self.no_word_release && self.iters > 0;
+        let read = releases.saturating_sub(1 + u32::from(words));
+        let mut parts = Vec::new();
+        if words {
+            parts.push("the word counts".to_string());
+        }
+        if read > 0 {
+            parts.push(format!("{read} the sampler reads"));
+        }
+        parts.push("the model".to_string());
+        parts.join(", ")
     }
 
     /// The run these arguments ask for.
@@ -677,8 +702,16 @@ pub fn print_summary(summary: &Summary) {
                 spent: Some(s),
                 remaining: Some(r),
                 total: Some(t),
+                spent_delta,
+                total_delta,
                 ..
-            }) => println!("charged to {p}: spent ε = {s} of {t}, remaining ε = {r}"),
+            }) => println!(
+                "charged to {p}: spent ε = {s} of {t}, remaining ε = {r}{}",
+                match (spent_delta, total_delta) {
+                    (Some(sd), Some(td)) => format!("; spent δ = {sd:e} of {td:e}"),
+                    _ => String::new(),
+                }
+            ),
             _ => println!("no privacy budget is set for this corpus: nothing was charged (set one with `topos privacy budget`)"),
         }
     }
