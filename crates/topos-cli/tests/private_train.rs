@@ -438,7 +438,7 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     assert!(!second.exists());
 }
 
-/// The budget is charged when a run starts to use the data (the third attack on private
+/// The budget is charged when a run starts to use the data (the fourth attack, on private
 /// training, RELIABILITY.md): a refused run has drawn nothing (no private cap is chosen or shown)
 /// and charged nothing; a run that fails after its start has spent its ε and left no model,
 /// staged or not.
@@ -476,6 +476,14 @@ fn a_private_run_charges_before_it_reads_the_data_and_a_failed_one_stays_charged
         "{err}"
     );
     assert!(!err.contains("L = "), "a refused run chose a cap: {err}");
+    assert_eq!(ledger(), before);
+    // An ε whose twentieth the cap's choice cannot spend: refused before the charge too.
+    let tiny = run("3e-9").arg("--delta").arg("0").output().unwrap();
+    let err = String::from_utf8_lossy(&tiny.stderr);
+    assert!(
+        !tiny.status.success() && err.contains("below 2⁻³²"),
+        "{err}"
+    );
     assert_eq!(ledger(), before);
     // A run that fails at its second iteration (TOPOS_FAULT, as a crash would): charged, no model.
     let failed = run("1").env("TOPOS_FAULT", "0:2").output().unwrap();

@@ -288,7 +288,7 @@ impl Problem {
         // converged to no allocation at all.
         if let Some(i) = eps.iter().position(|&x| x.is_nan() || x <= 1e-9 * e) {
             return Err(PrivacyError::Infeasible(format!(
-                "the constraints leave `{}` no budget (its ε goes to 0 and its variance without bound): together they hold only at ε = 0; relax them",
+                "the constraints leave `{}` no budget (under 10⁻⁹ of ε, its variance without bound): together they hold only at ε = 0 or next to it; relax them",
                 self.names[i]
             )));
         }

@@ -129,22 +129,41 @@ pub struct Ledger {
     charges: Vec<Charge>,
 }
 
-/// `corpus` + `.ledger`, where `corpus` is the file itself: a corpus named through a symbolic
-/// link keeps its budget beside its file (a link in a fresh directory would otherwise find no
-/// ledger and spend freely), and a ledger that is itself a link is read and written through it
-/// (the rename of a rewrite would otherwise replace the link and leave its target uncharged).
+/// Where the ledger of `corpus` is: `corpus` + `.ledger` when a ledger (or a link to one) is
+/// there, which is where every ledger was kept before links were followed; else, for a corpus
+/// named through a symbolic link, beside the file the link names (a link in a fresh directory
+/// would otherwise find no ledger and spend freely). A ledger that is itself a link is read and
+/// written through it (the rename of a rewrite would otherwise replace the link and leave its
+/// target uncharged); a link to nothing stays the path, which [`has_ledger`] counts and reading
+/// refuses.
 ///
 /// Found by name, so a *copy* of the corpus, or another hard link to it, has no ledger: the
 /// ledger is the data holder's bookkeeping of what was released, not access control over a file
 /// anyone who can read can copy (docs/privacy.md).
 pub fn ledger_path(corpus: &Path) -> PathBuf {
-    let through_links = |p: PathBuf| match std::fs::symlink_metadata(&p) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&p).unwrap_or(p),
-        _ => p,
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    let beside = |p: &Path| {
+        let mut s = p.as_os_str().to_owned();
+        s.push(".ledger");
+        PathBuf::from(s)
     };
-    let mut s = through_links(corpus.to_path_buf()).into_os_string();
-    s.push(".ledger");
-    through_links(PathBuf::from(s))
+    let named = beside(corpus);
+    let at = if std::fs::symlink_metadata(&named).is_ok() || !is_link(corpus) {
+        named
+    } else {
+        std::fs::canonicalize(corpus).map_or(named, |file| beside(&file))
+    };
+    if is_link(&at) {
+        std::fs::canonicalize(&at).unwrap_or(at)
+    } else {
+        at
+    }
+}
+
+/// Whether `corpus` has a ledger ([`ledger_path`]): a file, or a link, even one to nothing (so
+/// that a broken link is never taken for "no budget": reading it is refused).
+pub fn has_ledger(corpus: &Path) -> bool {
+    std::fs::symlink_metadata(ledger_path(corpus)).is_ok()
 }
 
 fn units(x: f64, up: bool) -> u128 {
@@ -228,7 +247,7 @@ impl Ledger {
     /// Reads the ledger of `corpus` (whose checksum is `checksum`).
     pub fn open(corpus: &Path, checksum: u64) -> Result<Ledger, PrivacyError> {
         let path = ledger_path(corpus);
-        if !path.exists() {
+        if !has_ledger(corpus) {
             return Err(PrivacyError::NoLedger {
                 corpus: corpus.display().to_string(),
             });
@@ -241,6 +260,11 @@ impl Ledger {
             path: path.display().to_string(),
             what,
         };
+        if !path.exists() && std::fs::symlink_metadata(path).is_ok() {
+            return Err(bad(
+                "it is a symbolic link to nothing: restore the ledger it named (or remove the link to start a new budget)".into(),
+            ));
+        }
         let text = std::fs::read_to_string(path).map_err(|e| FormatError::io(path, e))?;
         let f: LedgerFile = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         if f.format != FORMAT {
@@ -351,7 +375,7 @@ impl Ledger {
         within_ledger(total.get(), "a total")?;
         let path = ledger_path(corpus);
         let _lock = Lock::take(&path, LOCK_TIMEOUT)?;
-        let mut ledger = if path.exists() {
+        let mut ledger = if has_ledger(corpus) {
             Self::read(&path, checksum)?
         } else {
             Ledger {
@@ -443,7 +467,7 @@ impl Ledger {
             return Err(PrivacyError::BadDelta(delta));
         }
         let path = ledger_path(corpus);
-        if !path.exists() {
+        if !has_ledger(corpus) {
             return Err(PrivacyError::NoLedger {
                 corpus: corpus.display().to_string(),
             });
@@ -678,6 +702,34 @@ mod tests {
             .is_symlink());
         assert_eq!(Ledger::open(&other, 7).unwrap().spent(), 0.5);
         assert!(std::fs::read_to_string(&shared).unwrap().contains("\"q\""));
+        // A ledger kept beside the link (where ledgers were found before links were followed)
+        // is the one used, not ignored for the file's.
+        let store = dir.path().join("store.tcorp");
+        std::fs::write(&store, b"store").unwrap();
+        let named = elsewhere.join("named.tcorp");
+        std::os::unix::fs::symlink(&store, &named).unwrap();
+        Ledger::set_total(&store, 9, e(1.0)).unwrap();
+        std::fs::rename(ledger_path(&store), elsewhere.join("named.tcorp.ledger")).unwrap();
+        assert!(!has_ledger(&store) && has_ledger(&named));
+        let err = Ledger::charge(&named, 9, "q", e(2.0)).unwrap_err();
+        assert!(matches!(err, PrivacyError::OverBudget { .. }), "{err}");
+        // A ledger that is a link to nothing is no "no budget": refused, the link kept.
+        let lost = dir.path().join("lost.tcorp");
+        std::fs::write(&lost, b"lost").unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("gone"),
+            dir.path().join("lost.tcorp.ledger"),
+        )
+        .unwrap();
+        assert!(has_ledger(&lost));
+        for err in [
+            Ledger::charge(&lost, 1, "q", e(0.1)).unwrap_err(),
+            Ledger::set_total(&lost, 1, e(5.0)).unwrap_err(),
+        ] {
+            assert!(err.to_string().contains("link to nothing"), "{err}");
+        }
+        let link = std::fs::symlink_metadata(dir.path().join("lost.tcorp.ledger")).unwrap();
+        assert!(link.file_type().is_symlink());
     }
 
     #[test]

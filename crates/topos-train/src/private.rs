@@ -539,6 +539,12 @@ impl PrivateOptions {
                     self.delta
                 ));
             }
+        } else if self.cap_to_choose() && cap_epsilon_steps(self.cap_epsilon) < 1.0 {
+            // Checked here, before a run charges its budget, rather than by `choose_cap` after.
+            return bad(format!(
+                "the cap's share of ε ({:e}) is below 2⁻³², the least the private choice of the cap can spend: give --max-doc-tokens",
+                self.cap_epsilon
+            ));
         } else if self.max_doc_tokens == 0 && self.cap_epsilon == 0.0 {
             return Err(PrivacyError::NotPositive {
                 what: "the document token cap (--max-doc-tokens)",
@@ -899,7 +905,7 @@ pub fn choose_cap(
     let best = *score.iter().min().expect("a grid");
     let delta = u128::from(a.max(m - a));
     // ε' = k / 2³², rounded down: the mechanism is never less private than asked.
-    let k = (epsilon.get() * 2f64.powi(32)).floor();
+    let k = cap_epsilon_steps(epsilon.get());
     if k < 1.0 {
         return Err(PrivacyError::NotPositive {
             what: "ε for choosing the cap (below 2⁻³²)",
@@ -918,6 +924,12 @@ pub fn choose_cap(
             });
         }
     }
+}
+
+/// The ε [`choose_cap`] runs at, in steps of 2⁻³² (rounded down: never less private than
+/// asked); it needs at least one.
+fn cap_epsilon_steps(epsilon: f64) -> f64 {
+    (epsilon * 2f64.powi(32)).floor()
 }
 
 /// The exact q-quantile ([`CAP_QUANTILE`]) of the lengths, snapped to the grid as

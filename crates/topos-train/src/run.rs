@@ -16,7 +16,7 @@
 //! **Privacy budget** is charged when the run starts to use the data: after every check that
 //! could refuse it (settings, calibration, outputs, the budget itself, the device), before the
 //! private cap is chosen, any release is drawn, any log-likelihood is shown or any model file is
-//! staged. A refused run charges nothing and has shown nothing of the data; a run that fails or
+//! staged. A refused run charges nothing and has shown nothing of the data beyond the corpus's public shape; a run that fails or
 //! is killed after the charge has spent its ε (the safe direction: charging at the end let a run
 //! killed between staging its model and the charge leave a model, and its progress lines,
 //! uncharged). An over-budget run is refused at the start, and again at the charge if another
@@ -469,7 +469,9 @@ fn starting_alpha(h: &Hyperparameters) -> f64 {
 fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
     // A log appended to a privacy ledger would make it unreadable (and its budget lost to a
     // user who removes it): refused as every output is (`topos_io::is_ledger_name`).
-    if topos_io::is_ledger_name(path) && std::fs::symlink_metadata(path).is_ok() {
+    // (Through a link too: appending writes to what the link names.)
+    let named = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if topos_io::is_ledger_name(&named) && std::fs::symlink_metadata(&named).is_ok() {
         return Err(RunError::Output {
             path: path.display().to_string(),
             cause: std::io::Error::new(
@@ -755,6 +757,8 @@ impl Run {
                             .unwrap_or(0.0),
                     )
                 };
+                // The settings as given (a cap still to choose among them), then calibrated.
+                p.check()?;
                 Some(if p.cap_to_choose() {
                     let [lo, hi] = p.with_every_extreme_cap();
                     delta(lo)?.max(delta(hi)?)
@@ -900,11 +904,9 @@ impl Run {
         };
 
         // The ledger: an over-budget private run is refused now (checked, not charged; the
-        // charge comes with the release of the model).
+        // charge comes once the device is open, below).
         let private_ledger = match (&config.private, private_delta, &corpus_path) {
-            (Some(p), Some(delta), Some(path))
-                if topos_privacy::ledger::ledger_path(path).exists() =>
-            {
+            (Some(p), Some(delta), Some(path)) if topos_privacy::ledger::has_ledger(path) => {
                 topos_privacy::Ledger::check_approx(path, corpus.checksum(), p.epsilon, delta)?;
                 Some(path.clone())
             }
@@ -1202,6 +1204,20 @@ impl Run {
                     options
                 };
                 let r = Releases::new(options, source)?;
+                // What the model will record may not exceed what was charged (δ was charged as
+                // the larger of the two extreme caps' calibrations, the same ε).
+                let recorded = r.guarantee();
+                let charged_delta = private_delta.unwrap_or(0.0);
+                if recorded.epsilon != options.epsilon.get()
+                    || recorded.delta.unwrap_or(0.0) > charged_delta
+                {
+                    return Err(RunError::Invalid(format!(
+                        "internal error: the model's guarantee (ε = {}, δ = {:e}) exceeds what was checked and charged (ε = {}, δ = {charged_delta:e}); nothing is released",
+                        recorded.epsilon,
+                        recorded.delta.unwrap_or(0.0),
+                        options.epsilon.get()
+                    )));
+                }
                 let o = r.options();
                 let accountant = match r.calibration().chosen {
                     topos_privacy::rdp::Chosen::Basic => "basic composition, pure ε".to_string(),
@@ -1633,7 +1649,7 @@ impl Run {
         self.finish(observer)
     }
 
-    /// Writes the model (and its side file), charges a private run's budget, and reports.
+    /// Writes the model (and its side file) and reports (a private run was charged at its start).
     pub fn finish(mut self, observer: &mut dyn Observer) -> Result<Summary, RunError> {
         if !self.is_done() {
             return Err(RunError::Invalid(format!(

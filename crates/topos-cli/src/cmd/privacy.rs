@@ -550,7 +550,7 @@ fn plan(a: PlanArgs, ui: Ui) -> Result<()> {
         None => {
             a.delta != Some(0.0)
                 && a.max_doc_tokens.is_none()
-                && !topos_privacy::ledger::ledger_path(&a.corpus).exists()
+                && !topos_privacy::ledger::has_ledger(&a.corpus)
         }
     };
     if gaussian {

@@ -338,7 +338,7 @@ impl Args {
         let gaussian = match self.mechanism {
             Some(m) => m == Mechanism::Gaussian,
             None => {
-                let ledger = topos_privacy::ledger::ledger_path(&self.corpus).exists();
+                let ledger = topos_privacy::ledger::has_ledger(&self.corpus);
                 let why_laplace = if self.delta == Some(0.0) {
                     Some("--delta 0 asks for pure ε")
                 } else if self.max_doc_tokens.is_some() {
@@ -708,7 +708,10 @@ pub fn print_summary(summary: &Summary) {
             }) => println!(
                 "charged to {p}: spent ε = {s} of {t}, remaining ε = {r}{}",
                 match (spent_delta, total_delta) {
-                    (Some(sd), Some(td)) => format!("; spent δ = {sd:e} of {td:e}"),
+                    (Some(sd), Some(td)) => format!(
+                        "; spent δ = {} of {td:e}",
+                        if *sd == 0.0 { "0".to_string() } else { format!("{sd:e}") }
+                    ),
                     _ => String::new(),
                 }
             ),
