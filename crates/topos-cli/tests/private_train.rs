@@ -396,7 +396,7 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     let a = args(&out);
     let summary = json(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(summary["ledger"]["charged"], true);
-    assert_eq!(summary["ledger"]["remaining"], 0.5);
+    assert_eq!(summary["ledger"]["remaining"], 0.0);
     // The default releases: the one the sampler reads and the model, L·2/ε = 20.
     assert_eq!(summary["privacy"]["accountant"]["releases"], 2);
     assert!((summary["noise_scale"].as_f64().unwrap() - 20.0).abs() < 1e-9);
@@ -449,9 +449,8 @@ fn a_private_run_charges_before_it_reads_the_data_and_a_failed_one_stays_charged
     let c = s(&corpus);
     ok(&["privacy", "budget", c, "--total", "2", "-q"]);
     let out = dir.path().join("m.tmod");
-    let run = |epsilon: &str| -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_topos"));
-        cmd.args([
+    let args = |epsilon: &'static str| {
+        [
             "train",
             c,
             "-k",
@@ -463,7 +462,11 @@ fn a_private_run_charges_before_it_reads_the_data_and_a_failed_one_stays_charged
             epsilon,
             "-o",
             s(&out),
-        ]);
+        ]
+    };
+    let run = |epsilon: &'static str| -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_topos"));
+        cmd.args(args(epsilon));
         cmd
     };
     let ledger = || std::fs::read_to_string(format!("{c}.ledger")).unwrap();
@@ -503,20 +506,7 @@ fn a_private_run_charges_before_it_reads_the_data_and_a_failed_one_stays_charged
         .collect();
     assert!(left.is_empty(), "{left:?}");
     // The other 1 of the budget still trains; a third run is over budget.
-    let summary = json(&[
-        "train",
-        c,
-        "-k",
-        "3",
-        "--iters",
-        "6",
-        "--private",
-        "--epsilon",
-        "1",
-        "-o",
-        s(&out),
-        "-q",
-    ]);
+    let summary = json(&[&args("1")[..], &["-q"]].concat());
     assert_eq!(summary["ledger"]["remaining"], 0.0);
     assert!(out.exists());
 }

@@ -102,6 +102,14 @@ pub fn is_ledger_name(path: &Path) -> bool {
 /// existing privacy ledger or its lock ([`is_ledger_name`]).
 fn refuse_special(path: &Path) -> Result<(), FormatError> {
     refuse_special_file(path)?;
+    refuse_ledger(path)
+}
+
+/// Refuses writing to `path` when it exists (a dangling link included) under a ledger's name
+/// ([`is_ledger_name`]): the one refusal every output shares, whether it replaces its file
+/// (an atomic write: the name itself is checked, since the rename replaces a link, not what it
+/// names) or appends to it (a log: pass the name the link resolves to as well).
+pub fn refuse_ledger(path: &Path) -> Result<(), FormatError> {
     if is_ledger_name(path) && std::fs::symlink_metadata(path).is_ok() {
         return Err(FormatError::io(
             path,

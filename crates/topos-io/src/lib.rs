@@ -12,7 +12,8 @@ mod codec;
 pub mod mem;
 
 pub use atomic::{
-    is_ledger_name, live_writer, remove_stale_temporaries, AtomicFile, Staged, StreamingFile,
+    is_ledger_name, live_writer, refuse_ledger, remove_stale_temporaries, AtomicFile, Staged,
+    StreamingFile,
 };
 pub use codec::{ByteReader, ByteWriter};
 

@@ -163,7 +163,12 @@ pub fn ledger_path(corpus: &Path) -> PathBuf {
 /// Whether `corpus` has a ledger ([`ledger_path`]): a file, or a link, even one to nothing (so
 /// that a broken link is never taken for "no budget": reading it is refused).
 pub fn has_ledger(corpus: &Path) -> bool {
-    std::fs::symlink_metadata(ledger_path(corpus)).is_ok()
+    ledger_at(&ledger_path(corpus))
+}
+
+/// Whether a ledger is at `path` (as [`ledger_path`] resolved it once): a file or a link.
+fn ledger_at(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
 }
 
 fn units(x: f64, up: bool) -> u128 {
@@ -247,7 +252,7 @@ impl Ledger {
     /// Reads the ledger of `corpus` (whose checksum is `checksum`).
     pub fn open(corpus: &Path, checksum: u64) -> Result<Ledger, PrivacyError> {
         let path = ledger_path(corpus);
-        if !has_ledger(corpus) {
+        if !ledger_at(&path) {
             return Err(PrivacyError::NoLedger {
                 corpus: corpus.display().to_string(),
             });
@@ -375,7 +380,7 @@ impl Ledger {
         within_ledger(total.get(), "a total")?;
         let path = ledger_path(corpus);
         let _lock = Lock::take(&path, LOCK_TIMEOUT)?;
-        let mut ledger = if has_ledger(corpus) {
+        let mut ledger = if ledger_at(&path) {
             Self::read(&path, checksum)?
         } else {
             Ledger {
@@ -467,7 +472,7 @@ impl Ledger {
             return Err(PrivacyError::BadDelta(delta));
         }
         let path = ledger_path(corpus);
-        if !has_ledger(corpus) {
+        if !ledger_at(&path) {
             return Err(PrivacyError::NoLedger {
                 corpus: corpus.display().to_string(),
             });

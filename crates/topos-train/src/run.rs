@@ -226,8 +226,8 @@ pub struct Progress {
     pub skipped: Option<crate::sampler::SweepCounters>,
 }
 
-/// Where a private run's ε was charged.
-#[derive(Serialize, Debug, Clone)]
+/// Where a private run's ε was charged (the default: nowhere, the corpus has no budget).
+#[derive(Serialize, Debug, Clone, Default)]
 pub struct LedgerStatus {
     /// The ledger file, or `null` when the corpus has no budget (nothing was charged).
     pub path: Option<String>,
@@ -238,6 +238,22 @@ pub struct LedgerStatus {
     /// The ledger's δ spent and total, when it budgets δ (`privacy budget --total-delta`).
     pub spent_delta: Option<f64>,
     pub total_delta: Option<f64>,
+}
+
+impl From<&topos_privacy::Ledger> for LedgerStatus {
+    /// The ledger's totals just after a charge to it.
+    fn from(l: &topos_privacy::Ledger) -> Self {
+        let budgets_delta = l.total_delta() > 0.0;
+        Self {
+            path: Some(l.path().display().to_string()),
+            charged: true,
+            spent: Some(l.spent()),
+            remaining: Some(l.remaining()),
+            total: Some(l.total()),
+            spent_delta: budgets_delta.then(|| l.spent_delta()),
+            total_delta: budgets_delta.then(|| l.total_delta()),
+        }
+    }
 }
 
 /// What a run reports at the end.
@@ -468,17 +484,16 @@ fn starting_alpha(h: &Hyperparameters) -> f64 {
 
 fn open_for_append(path: &Path) -> Result<std::fs::File, RunError> {
     // A log appended to a privacy ledger would make it unreadable (and its budget lost to a
-    // user who removes it): refused as every output is (`topos_io::is_ledger_name`).
-    // (Through a link too: appending writes to what the link names.)
+    // user who removes it): refused as every output is, through a link too (appending writes
+    // to what the link names).
     let named = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    if topos_io::is_ledger_name(&named) && std::fs::symlink_metadata(&named).is_ok() {
-        return Err(RunError::Output {
-            path: path.display().to_string(),
-            cause: std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                "it is a corpus's privacy ledger (the budget spent on it), which no output may replace; name another file",
-            ),
-        });
+    for name in [path, named.as_path()] {
+        if let Err(topos_io::FormatError::Io { cause, .. }) = topos_io::refuse_ledger(name) {
+            return Err(RunError::Output {
+                path: path.display().to_string(),
+                cause,
+            });
+        }
     }
     std::fs::OpenOptions::new()
         .create(true)
@@ -1165,25 +1180,9 @@ impl Run {
                             options.epsilon,
                             private_delta.unwrap_or(0.0),
                         )?;
-                        LedgerStatus {
-                            path: Some(l.path().display().to_string()),
-                            charged: true,
-                            spent: Some(l.spent()),
-                            remaining: Some(l.remaining()),
-                            total: Some(l.total()),
-                            spent_delta: (l.total_delta() > 0.0).then(|| l.spent_delta()),
-                            total_delta: (l.total_delta() > 0.0).then(|| l.total_delta()),
-                        }
+                        LedgerStatus::from(&l)
                     }
-                    None => LedgerStatus {
-                        path: None,
-                        charged: false,
-                        spent: None,
-                        remaining: None,
-                        total: None,
-                        spent_delta: None,
-                        total_delta: None,
-                    },
+                    None => LedgerStatus::default(),
                 };
                 let options = if options.cap_to_choose() {
                     let choice = crate::private::choose_cap(
