@@ -87,10 +87,12 @@ impl DocTheta {
         row
     }
 
-    /// The `n` most probable topics, most probable first (ties: smaller topic id). With a
-    /// symmetric α these are among the topics that received tokens (every other topic has the
-    /// same, smallest, probability), and only those are listed; with an asymmetric α a topic
-    /// without tokens may outrank one with tokens, so every topic is a candidate.
+    /// The `n` most probable topics (at most K), most probable first (ties: smaller topic id).
+    /// With a symmetric α the topics that received tokens come first (every other topic has the
+    /// same, smallest, probability α / (n_d + Kα)), and the others fill the list in topic order
+    /// when `n` asks for more, so that `n` = K lists every topic as the dense row does; with an
+    /// asymmetric α a topic without tokens may outrank one with tokens, so every topic is a
+    /// candidate.
     pub fn top_topics(&self, n: usize) -> Vec<TopicWeight> {
         if self.num_tokens == 0 {
             // No known word: no topic mixture to rank (the prior alone says nothing of it).
@@ -119,6 +121,16 @@ impl DocTheta {
                 .total_cmp(&a.probability)
                 .then(a.topic.cmp(&b.topic))
         });
+        if let Some(a) = self.alpha.symmetric_value() {
+            let without_tokens = (0..self.num_topics as u16)
+                .filter(|k| self.topics.binary_search(k).is_err())
+                .map(|k| TopicWeight {
+                    topic: u32::from(k),
+                    probability: a / denominator,
+                });
+            let wanted = n.saturating_sub(all.len());
+            all.extend(without_tokens.take(wanted));
+        }
         all.truncate(n);
         all
     }
@@ -185,9 +197,18 @@ mod tests {
         assert_eq!(t.dense(), vec![0.0625, 0.3125, 0.0625, 0.5625]);
         let s: f32 = t.dense().iter().sum();
         assert!((s - 1.0).abs() < 1e-6);
+        // Every topic when asked for K or more (the dense row's values, ranked), the topics
+        // without tokens after those with, in topic order.
         let top = t.top_topics(5);
-        assert_eq!(top.len(), 2);
-        assert_eq!((top[0].topic, top[1].topic), (3, 1));
+        let ranked: Vec<(u32, f32)> = top
+            .iter()
+            .map(|w| (w.topic, w.probability as f32))
+            .collect();
+        assert_eq!(
+            ranked,
+            vec![(3, 0.5625), (1, 0.3125), (0, 0.0625), (2, 0.0625)]
+        );
+        assert_eq!(t.top_topics(3).len(), 3);
         assert_eq!(t.top_topics(1).len(), 1);
 
         // An asymmetric prior with the same sum: a topic without tokens (0, α = 1.5) outranks
