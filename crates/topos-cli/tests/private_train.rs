@@ -396,7 +396,7 @@ fn private_training_charges_the_ledger_and_refuses_over_budget() {
     let a = args(&out);
     let summary = json(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(summary["ledger"]["charged"], true);
-    assert_eq!(summary["ledger"]["remaining"], 0.0);
+    assert_eq!(summary["ledger"]["remaining"], 0.5);
     // The default releases: the one the sampler reads and the model, L·2/ε = 20.
     assert_eq!(summary["privacy"]["accountant"]["releases"], 2);
     assert!((summary["noise_scale"].as_f64().unwrap() - 20.0).abs() < 1e-9);

@@ -326,3 +326,69 @@ fn chinese_stop_words_without_a_stemmer() {
     fails(&stem, "no Snowball stemmer for chinese");
     assert!(!corpus.exists());
 }
+
+/// A bag-of-words vocabulary with capitals is matched as written by `infer` (lower-cased text
+/// would never meet `Apple`), and its stop words go whatever their case; NFC spellings of one
+/// word are one word in `prepare` and in `infer` (the fifth attack, RELIABILITY.md).
+#[test]
+fn given_capitals_and_combining_accents_meet_their_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("v.txt"), "Apple\nbanana\nThe\n").unwrap();
+    let docs: String = (0..20).map(|_| "3 0:3 1:1 2:2\n").collect();
+    std::fs::write(d.join("c.ldac"), docs).unwrap();
+    let corpus = d.join("c.tcorp");
+    let report = json(&[
+        "prepare",
+        s(&d.join("c.ldac")),
+        "--vocab",
+        s(&d.join("v.txt")),
+        "-o",
+        s(&corpus),
+        "--min-df",
+        "1",
+        "--max-df",
+        "1.0",
+        "-q",
+    ]);
+    assert_eq!(vocab(&corpus), ["Apple", "banana"], "{report}");
+    let model = d.join("c.tmod");
+    ok(&[
+        "train",
+        s(&corpus),
+        "-k",
+        "2",
+        "--iters",
+        "3",
+        "-o",
+        s(&model),
+        "-q",
+    ]);
+    std::fs::write(d.join("new.txt"), "Apple apple banana\n").unwrap();
+    let inferred = json(&["infer", s(&model), s(&d.join("new.txt")), "-q"]);
+    assert_eq!(inferred["documents"][0]["tokens"], 2, "{inferred}");
+
+    // NFC: "café" precomposed and with a combining accent, in 10 documents, survives
+    // --min-df 10 as one word; new text in either form meets it.
+    let text: String = (0..10)
+        .map(|i| match i % 2 {
+            0 => "caf\u{e9} alpha beta\n",
+            _ => "cafe\u{301} alpha gamma\n",
+        })
+        .collect();
+    std::fs::write(d.join("nfd.txt"), text).unwrap();
+    let nfd = d.join("nfd.tcorp");
+    ok(&[
+        "prepare",
+        s(&d.join("nfd.txt")),
+        "-o",
+        s(&nfd),
+        "--min-df",
+        "10",
+        "--max-df",
+        "1.0",
+        "-q",
+    ]);
+    assert_eq!(vocab(&nfd).len(), 2, "{:?}", vocab(&nfd));
+    assert!(vocab(&nfd).contains(&"caf\u{e9}".to_string()));
+}

@@ -3,18 +3,25 @@
 //!
 //! Per word found by Unicode word segmentation (UAX #29, see [`crate::segment`]):
 //! 1. the typographic apostrophe `’` becomes `'`, soft hyphens (U+00AD, invisible, from
-//!    hyphenation) are removed, and the word is lower-cased (option);
+//!    hyphenation) are removed, the word is put in Unicode normalization form C (NFC: `café`
+//!    typed as `e` + U+0301 and as `é` is one word), and lower-cased (option; with Turkish
+//!    rules for Turkish: `I` → `ı`, `İ` → `i`);
 //! 2. a possessive `'s` is stripped (`Obama's` → `obama`), so possessives count as the word;
 //! 3. words without a letter are dropped as numbers (`2024`, `3.14`, `1,000`; `covid19` stays);
-//! 4. stop words are dropped (checked before stemming, on the lower-cased word);
+//! 4. stop words are dropped (checked before stemming, on the lower-cased word, also when the
+//!    tokens keep their case);
 //! 5. words shorter than `min_len` characters (not bytes) are dropped;
 //! 6. the word is stemmed with the Snowball stemmer of the language (option).
 //!
 //! With [`Segmenter::Whitespace`] (`--tokenizer whitespace`, for pre-tokenized text such as
 //! segmented Chinese) the words are the runs of text between Unicode white space, and with
 //! [`Segmenter::Jieba`] (the `jieba` feature) jieba-rs's Chinese words within those runs; both
-//! keep words as written: step 1 only lower-cases (option), step 2 is skipped, steps 3–6 apply
-//! as above.
+//! keep words as written: step 1 only normalizes (NFC) and lower-cases (option), step 2 is
+//! skipped, steps 3–6 apply as above.
+//!
+//! Corpora record the version of these rules ([`TOKENIZER_VERSION`]); a corpus of an older
+//! version is followed by its own rules (no NFC, no Turkish casing, stop words matched as the
+//! tokens are cased), so new text meets its vocabulary as `prepare` made it.
 //!
 //! The stop words (step 4) and the stemmer (step 6) are those of the [`Language`] (default
 //! English).
@@ -164,20 +171,61 @@ impl TokenizerOptions {
             StopWords::new()
         };
         if let Some(p) = &self.stopword_file {
-            s.add_file(p, self.lowercase)?;
+            s.extend(self.file_stop_words(p)?);
         }
         Ok(s)
     }
+
+    /// The words of a stop-word file as the current rules match them: NFC, lower-cased with
+    /// the language's casing (whatever `lowercase` says: stop words are matched on the
+    /// lower-cased word).
+    fn file_stop_words(&self, path: &std::path::Path) -> Result<Vec<String>, CorpusError> {
+        let turkic = self.language.turkic_casing();
+        let mut scratch = String::new();
+        Ok(StopWords::file_words(path, false)?
+            .into_iter()
+            .map(|w| {
+                scratch.clear();
+                push_lowercase(&nfc(&w), turkic, &mut scratch);
+                scratch.clone()
+            })
+            .collect())
+    }
 }
 
-/// The newest version of the tokenizing rules this build knows (the six steps above). A corpus
-/// records the lowest version that describes its options with its [`TokenizerSpec`]; a change to
-/// the rules that turns some text into other tokens must raise it, so that text is never matched
-/// against a vocabulary made by other rules. Version 2 added the `tokenizer` and `language`
-/// options: a corpus that uses them records 2, so that a build of version 1, which would ignore
-/// them and cut new text with its defaults, refuses it instead; a corpus with the defaults still
-/// records 1, byte for byte as before.
-pub const TOKENIZER_VERSION: u32 = 2;
+/// The newest version of the tokenizing rules this build knows (the six steps above), which
+/// every corpus it prepares records with its [`TokenizerSpec`]; a change to the rules that turns
+/// some text into other tokens must raise it, so that text is never matched against a vocabulary
+/// made by other rules. Version 2 added the `tokenizer` and `language` options (a corpus with the
+/// defaults recorded 1 until version 3). Version 3: NFC, Turkish casing for Turkish, and stop
+/// words matched on the lower-cased word when tokens keep their case. A corpus of version 1 or
+/// 2 is tokenized by its own rules ([`Tokenizer::from_spec`]).
+pub const TOKENIZER_VERSION: u32 = 3;
+
+/// `word` in Unicode normalization form C (borrowed when it already is, as nearly all text is).
+fn nfc(word: &str) -> std::borrow::Cow<'_, str> {
+    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+    match is_nfc_quick(word.chars()) {
+        IsNormalized::Yes => std::borrow::Cow::Borrowed(word),
+        _ => std::borrow::Cow::Owned(word.nfc().collect()),
+    }
+}
+
+/// Appends `word` lower-cased to `out`; with `turkic`, Turkish and Azerbaijani casing first
+/// (`I` → `ı`, `İ` → `i`, where Unicode's default casing gives `i` and `i` + U+0307).
+fn push_lowercase(word: &str, turkic: bool, out: &mut String) {
+    if !turkic {
+        out.push_str(&word.to_lowercase());
+        return;
+    }
+    for c in word.chars() {
+        match c {
+            'I' => out.push('ı'),
+            'İ' => out.push('i'),
+            c => out.extend(c.to_lowercase()),
+        }
+    }
+}
 
 /// Everything that decides which token a text becomes, as a corpus records it (and, through
 /// the training run, a model should): self-contained, so the extra stop words are the words
@@ -222,7 +270,9 @@ pub struct TokenizerSpec {
     pub drop_numbers: bool,
     /// The input was a bag of words (UCI, LDA-C): the vocabulary was given, not tokenized, so
     /// new text is matched to it as written (segmented and, if `lowercase`, lower-cased; no
-    /// length, number or stemming rule), which keeps every vocabulary word reachable.
+    /// length, number or stemming rule), which keeps every vocabulary word reachable. `prepare`
+    /// records `lowercase` false for a given vocabulary with capitals (lower-cased text would
+    /// never meet them).
     #[serde(default)]
     pub words_given: bool,
 }
@@ -292,11 +342,28 @@ impl TokenizerSpec {
         })
     }
 
-    /// The defaults of `topos prepare` (what `infer` assumes for a corpus that records nothing).
+    /// The defaults of `topos prepare` by the rules of version 1: what `infer` assumes for a
+    /// corpus that records nothing (prepared before corpora recorded their options, so by those
+    /// rules).
     pub fn defaults() -> Self {
-        TokenizerOptions::default()
-            .spec()
-            .expect("default options read no file")
+        TokenizerSpec {
+            version: 1,
+            ..TokenizerOptions::default()
+                .spec()
+                .expect("default options read no file")
+        }
+    }
+
+    /// Whether `self` and `other` cut text the same way but for the version of the rules (a
+    /// corpus prepared by an older build and one by this build with the same options).
+    pub fn same_options(&self, other: &TokenizerSpec) -> bool {
+        TokenizerSpec {
+            version: 0,
+            ..self.clone()
+        } == TokenizerSpec {
+            version: 0,
+            ..other.clone()
+        }
     }
 
     /// The options in words, for messages: e.g. "lower-case, English stop words, min length 3,
@@ -305,7 +372,11 @@ impl TokenizerSpec {
         if self.words_given {
             return format!(
                 "words matched to the given vocabulary as written{}",
-                if self.lowercase { ", lower-cased" } else { "" }
+                if self.lowercase {
+                    ", new text lower-cased"
+                } else {
+                    ", case kept"
+                }
             );
         }
         let mut parts = Vec::new();
@@ -353,15 +424,13 @@ impl TokenizerOptions {
     /// What these options record in a corpus (reads the stop-word file, if any).
     pub fn spec(&self) -> Result<TokenizerSpec, CorpusError> {
         let mut extra = match &self.stopword_file {
-            Some(p) => StopWords::file_words(p, self.lowercase)?,
+            Some(p) => self.file_stop_words(p)?,
             None => Vec::new(),
         };
         extra.sort();
         extra.dedup();
-        let beyond_version_1 =
-            self.segmenter != Segmenter::Words || self.language != Language::English;
         Ok(TokenizerSpec {
-            version: if beyond_version_1 { 2 } else { 1 },
+            version: TOKENIZER_VERSION,
             tokenizer: self.segmenter.name().into(),
             language: self.language.name().into(),
             lowercase: self.lowercase,
@@ -423,6 +492,10 @@ pub struct Tokenizer {
     drop_numbers: bool,
     stop: StopWords,
     stemmer: Option<rust_stemmers::Stemmer>,
+    /// The rules of version 3 and later: NFC, and stop words matched on the lower-cased word.
+    normalize_nfc: bool,
+    /// Turkish casing (rules of version 3 and later, for Turkish).
+    turkic: bool,
 }
 
 impl Tokenizer {
@@ -437,6 +510,8 @@ impl Tokenizer {
             min_len: opts.min_len,
             drop_numbers: opts.drop_numbers,
             stop: opts.stop_words()?,
+            normalize_nfc: true,
+            turkic: opts.language.turkic_casing(),
             stemmer: match opts.stem {
                 true => Some(
                     opts.language
@@ -470,6 +545,8 @@ impl Tokenizer {
             min_len: if given { 0 } else { spec.min_len },
             drop_numbers: !given && spec.drop_numbers,
             stop,
+            normalize_nfc: spec.version >= 3,
+            turkic: spec.version >= 3 && language.turkic_casing(),
             stemmer: match spec.stem && !given {
                 true => Some(language.stemmer_for_stem()?),
                 false => None,
@@ -510,21 +587,55 @@ impl Tokenizer {
         &self.stop
     }
 
+    /// Step 4: whether the normalized `tok` is a stop word. By the rules of version 3 the
+    /// lower-cased word is looked up whether or not the tokens keep their case (README: "Stop
+    /// words are matched after lower-casing"), so `--keep-case` keeps `The` out as it keeps
+    /// `the`.
+    #[inline]
+    fn is_stop_word(&self, tok: &str) -> bool {
+        if self.lowercase || !self.normalize_nfc {
+            return self.stop.contains(tok);
+        }
+        let has_upper = match tok.is_ascii() {
+            true => tok.bytes().any(|b| b.is_ascii_uppercase()),
+            false => tok
+                .chars()
+                .any(|c| !c.is_lowercase() && c.to_lowercase().next() != Some(c)),
+        };
+        if !has_upper {
+            return self.stop.contains(tok);
+        }
+        let mut lower = String::with_capacity(tok.len());
+        push_lowercase(tok, self.turkic, &mut lower);
+        self.stop.contains(&lower)
+    }
+
     /// Steps 1–2: the normalised form of `word` (borrowed from `word` when nothing changes, as
     /// for most ASCII words, else built in `scratch`).
     #[inline]
     fn normalize<'a>(&self, word: &'a str, scratch: &'a mut String) -> &'a str {
+        let ascii = word.is_ascii();
+        // Turkish casing differs from ASCII's for `I` alone.
+        let plain_ascii = ascii && !(self.turkic && self.lowercase && word.contains('I'));
         if self.segmenter.as_written() {
-            // As written: lower-casing only.
-            if !self.lowercase || (word.is_ascii() && !word.bytes().any(|b| b.is_ascii_uppercase()))
-            {
+            // As written: NFC and lower-casing only.
+            let upper =
+                self.lowercase && (!plain_ascii || word.bytes().any(|b| b.is_ascii_uppercase()));
+            if !upper && (ascii || !self.normalize_nfc) {
                 return word;
             }
+            let w = match self.normalize_nfc {
+                true => nfc(word),
+                false => std::borrow::Cow::Borrowed(word),
+            };
             scratch.clear();
-            scratch.push_str(&word.to_lowercase());
+            match self.lowercase {
+                true => push_lowercase(&w, self.turkic, scratch),
+                false => scratch.push_str(&w),
+            }
             return scratch;
         }
-        let tok: &'a str = if word.is_ascii() {
+        let tok: &'a str = if plain_ascii {
             if self.lowercase && word.bytes().any(|b| b.is_ascii_uppercase()) {
                 scratch.clear();
                 scratch.push_str(word);
@@ -540,10 +651,13 @@ impl Tokenizer {
                 .filter(|&c| c != '\u{ad}')
                 .map(|c| if c == '\u{2019}' { '\'' } else { c })
                 .collect();
-            if self.lowercase {
-                scratch.push_str(&w.to_lowercase());
-            } else {
-                scratch.push_str(&w);
+            let w = match self.normalize_nfc {
+                true => nfc(&w).into_owned(),
+                false => w,
+            };
+            match self.lowercase {
+                true => push_lowercase(&w, self.turkic, scratch),
+                false => scratch.push_str(&w),
             }
             scratch
         };
@@ -575,7 +689,7 @@ impl Tokenizer {
                 stats.numbers += 1;
                 return;
             }
-            if self.stop.contains(tok) {
+            if self.is_stop_word(tok) {
                 stats.stopwords += 1;
                 return;
             }
@@ -649,16 +763,16 @@ mod tests {
     }
 
     #[test]
-    fn options_beyond_version_1_record_version_2_so_older_builds_refuse_them() {
+    fn every_corpus_records_the_current_rules_so_older_builds_refuse_them() {
         let default = TokenizerOptions::default().spec().unwrap();
-        assert_eq!(default.version, 1);
+        assert_eq!(default.version, TOKENIZER_VERSION);
         let whitespace = TokenizerOptions {
             segmenter: Segmenter::Whitespace,
             ..TokenizerOptions::default()
         }
         .spec()
         .unwrap();
-        assert_eq!(whitespace.version, 2);
+        assert_eq!(whitespace.version, 3);
         assert!(whitespace.check().is_ok());
         let newer = TokenizerSpec {
             version: TOKENIZER_VERSION + 1,
@@ -815,10 +929,11 @@ mod tests {
             Tokenizer::new(&opts).unwrap().tokens(text)
         );
         assert!(spec.describe().contains("stemmed"), "{}", spec.describe());
-        assert_eq!(
-            TokenizerSpec::defaults(),
-            TokenizerOptions::default().spec().unwrap()
+        // What a corpus that records nothing was cut by: the defaults, by the rules of version 1.
+        assert!(
+            TokenizerSpec::defaults().same_options(&TokenizerOptions::default().spec().unwrap())
         );
+        assert_eq!(TokenizerSpec::defaults().version, 1);
         // A bag-of-words corpus: words are matched as written (lower-cased).
         let given = TokenizerSpec {
             words_given: true,
@@ -835,7 +950,7 @@ mod tests {
             assert!(!e.contains('\n'), "{e}");
         }
         let newer = String::from_utf8(back.encode()).unwrap().replace(
-            "\"version\":1",
+            &format!("\"version\":{TOKENIZER_VERSION}"),
             &format!("\"version\":{}", TOKENIZER_VERSION + 1),
         );
         assert!(TokenizerSpec::decode(newer.as_bytes())
@@ -877,10 +992,8 @@ mod tests {
                 ..TokenizerOptions::default()
             }
         };
-        assert_eq!(
-            tok(rules, "我 爱 北京 The Cat 42 3.14"),
-            ["北京", "The", "Cat"]
-        );
+        // Stop words are matched on the lower-cased word, case kept or not ("The").
+        assert_eq!(tok(rules, "我 爱 北京 The Cat 42 3.14"), ["北京", "Cat"]);
         let lower = TokenizerOptions {
             segmenter: Segmenter::Whitespace,
             ..TokenizerOptions::default()
@@ -1035,5 +1148,69 @@ mod tests {
             ..TokenizerOptions::default()
         };
         assert_eq!(tok(opts, "Reuters said the bank lends"), ["bank", "lends"]);
+    }
+
+    #[test]
+    fn nfc_turkish_casing_and_stop_words_whatever_the_case() {
+        // "café" typed precomposed and with a combining accent is one word; "été" (a French stop
+        // word) is dropped in either form; min length counts NFC characters ("ça": 2).
+        let fr = TokenizerOptions {
+            language: Language::French,
+            min_len: 3,
+            ..TokenizerOptions::default()
+        };
+        assert_eq!(
+            tok(
+                fr.clone(),
+                "caf\u{e9} cafe\u{301} e\u{301}te\u{301} c\u{327}a maison"
+            ),
+            ["caf\u{e9}", "caf\u{e9}", "maison"]
+        );
+        // Turkish: I → ı and İ → i (not i + U+0307), in words of any script, also in the stop
+        // words of a file; "için" is a Turkish stop word in either case.
+        let tr = TokenizerOptions {
+            language: Language::Turkish,
+            ..TokenizerOptions::default()
+        };
+        assert_eq!(
+            tok(tr.clone(), "İstanbul istanbul IŞIK Işık İÇİN için ISTANBUL"),
+            ["istanbul", "istanbul", "ışık", "ışık", "ıstanbul"]
+        );
+        // With --keep-case, stop words still go whatever their case (README: matched after
+        // lower-casing), and a stop-word file's words match every casing.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("stop.txt");
+        std::fs::write(&file, "Alpha\n").unwrap();
+        let kept = TokenizerOptions {
+            lowercase: false,
+            stopword_file: Some(file),
+            ..TokenizerOptions::default()
+        };
+        assert_eq!(
+            tok(kept.clone(), "The cat THE dog the alpha ALPHA Alpha end"),
+            ["cat", "dog", "end"]
+        );
+        assert_eq!(kept.spec().unwrap().extra_stopwords, ["alpha"]);
+        // A corpus of version 2 is followed by its own rules: no NFC, case-sensitive stop words.
+        let old = TokenizerSpec {
+            version: 2,
+            ..kept.spec().unwrap()
+        };
+        assert_eq!(
+            Tokenizer::from_spec(&old)
+                .unwrap()
+                .tokens("The cafe\u{301} alpha ALPHA"),
+            ["The", "cafe\u{301}", "ALPHA"]
+        );
+        // The current rules, rebuilt from the spec, cut as prepare did.
+        for opts in [fr, tr, kept] {
+            let text = "İÇİN The cafe\u{301} IŞIK alpha ALPHA été";
+            assert_eq!(
+                Tokenizer::from_spec(&opts.spec().unwrap())
+                    .unwrap()
+                    .tokens(text),
+                Tokenizer::new(&opts).unwrap().tokens(text)
+            );
+        }
     }
 }

@@ -43,7 +43,10 @@ pub fn prepare(model: &TopicModel, corpus: &Corpus) -> Result<UpdateInput, Updat
         return Err(UpdateError::Private);
     }
     if let (Some(m), Some(c)) = (&model.tokenizer, corpus.tokenizer()) {
-        if m.encode() != c.encode() {
+        // The same options by other versions of the rules (a model of an older build's corpus,
+        // new documents prepared by this one) are accepted: text both cut alike differs only
+        // where NFC or Turkish casing changes it.
+        if !m.same_options(c) {
             return Err(UpdateError::Tokenizer {
                 new: c.describe(),
                 model: m.describe(),

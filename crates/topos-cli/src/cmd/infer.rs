@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use topos_corpus::encoding::DecodeStats;
 use topos_corpus::readers::{ByteCounter, LineReader};
 use topos_corpus::Encoding;
-use topos_corpus::{Corpus, OwnedDocs, Tokenizer, TokenizerOptions};
+use topos_corpus::{Corpus, OwnedDocs, Tokenizer};
 use topos_model::{doc_to_ids, infer, Phi, TopicModel, TopicWeight};
 
 #[derive(clap::Args, Debug)]
@@ -139,15 +139,16 @@ pub fn text_tokenizer(
 /// dropped as unknown without a word said.
 pub fn tokenizer_of(corpus: Option<&Corpus>, path: &Path, stem: bool, ui: Ui) -> Result<Tokenizer> {
     let fallback = |why: String| -> Result<Tokenizer> {
-        let opts = TokenizerOptions {
+        // By the rules of the builds whose corpora recorded nothing (version 1).
+        let spec = topos_corpus::TokenizerSpec {
             stem,
-            ..TokenizerOptions::default()
+            ..topos_corpus::TokenizerSpec::defaults()
         };
         eprintln!(
             "warning: {why}; tokenizing new text with prepare's defaults ({}); if the corpus was prepared with other options, words may be dropped as unknown (re-prepare it with this version of topos to record them)",
-            opts.spec()?.describe()
+            spec.describe()
         );
-        Ok(Tokenizer::new(&opts)?)
+        Tokenizer::from_spec(&spec).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     };
     let Some(corpus) = corpus else {
         return fallback(format!(

@@ -1,5 +1,5 @@
 //! The two passes over a bag-of-words input (UCI, LDA-C). The words are given, so the tokenizer is
-//! not applied; only its stop words are (matched lower-cased when the options lower-case). Each
+//! not applied; only its stop words are (matched on the lower-cased word). Each
 //! document's tokens are its word ids repeated by their counts, grouped by word in input order
 //! (the order of tokens within a document does not matter to LDA).
 
@@ -21,12 +21,9 @@ pub(super) fn count(ctx: &mut Ctx, tok: &Tokenizer) -> Result<(Counted, Vec<Stri
         .iter()
         .map(|w| {
             let stop = tok.stop_words();
-            !stop.is_empty()
-                && if ctx.opts.tokenizer.lowercase {
-                    stop.contains(&w.to_lowercase())
-                } else {
-                    stop.contains(w)
-                }
+            // Matched on the lower-cased word, as the tokenizer matches text (whatever the case
+            // the vocabulary keeps).
+            !stop.is_empty() && stop.contains(&w.to_lowercase())
         })
         .collect();
     let mut cf = vec![0u64; vocab.len()];

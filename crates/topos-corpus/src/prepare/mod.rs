@@ -293,6 +293,17 @@ pub fn prepare(
         pruned.words.len() as u64,
         pruned.words.iter().map(|w| w.len() as u64).sum(),
     )?;
+    // A given vocabulary with capitals: new text lower-cased could never meet those words, so
+    // the corpus records that it is matched as written.
+    let spec = TokenizerSpec {
+        lowercase: spec.lowercase
+            && !(spec.words_given
+                && pruned
+                    .words
+                    .iter()
+                    .any(|w| w.chars().any(char::is_uppercase))),
+        ..spec
+    };
     let mut writer = CorpusWriter::new(
         &pruned.words,
         &pruned.cf,
