@@ -170,14 +170,19 @@ def test_doc_topics_equal_each_other_the_counts_and_infer(topos_bin, trained):
     wide = read_csv(export(topos_bin, trained, "theta.csv"))
     jsonl = read_jsonl(export(topos_bin, trained, "theta.jsonl"))
     long_df = read_csv(export(topos_bin, trained, "theta-long.csv", "--layout", "long"))
-    assert list(wide.columns) == ["doc"] + [f"topic_{k}" for k in range(K)]
-    assert list(jsonl.columns) == ["doc", "theta"]
+    # Keyed by training position and by input record (the corpus is beside the model): the
+    # record is the input line, which skips the held-out documents' lines.
+    assert list(wide.columns) == ["doc", "record"] + [f"topic_{k}" for k in range(K)]
+    assert list(jsonl.columns) == ["doc", "record", "theta"]
     assert list(wide["doc"]) == list(range(D)) and list(jsonl["doc"]) == list(range(D))
-    assert np.array_equal(wide.iloc[:, 1:].to_numpy(dtype=np.float64), npy)
+    records = list(wide["record"])
+    assert records == list(jsonl["record"]) and records == sorted(set(records))
+    assert records[-1] < 150 and records != list(range(D))
+    assert np.array_equal(wide.iloc[:, 2:].to_numpy(dtype=np.float64), npy)
     assert np.array_equal(np.array(jsonl["theta"].tolist(), dtype=np.float64), npy)
     # θ from the long layout's counts: (A_dk + α) / (n_d + Kα), α as `topics --json` reports it.
     counts = np.zeros((D, K))
-    for d, k, c, theta in long_df.itertuples(index=False):
+    for d, _record, k, c, theta in long_df.itertuples(index=False):
         counts[d, k] = c
         assert theta == npy[d, k]
     a = np.full(K, alpha) if np.isscalar(alpha) else np.array(alpha)
@@ -210,12 +215,13 @@ def test_parquet_equals_topics_json_and_the_other_formats(topos_bin, trained, pa
     check_phi_long(parquet("phi-long.parquet", "--what", "phi", "--layout", "long"), topics)
     theta = np.load(export(topos_bin, trained, "theta-p.npy", "--what", "doc-topics"))
     tw = parquet("theta.parquet")
-    assert list(tw.columns) == ["doc"] + [f"topic_{k}" for k in range(theta.shape[1])]
+    assert list(tw.columns) == ["doc", "record"] + [f"topic_{k}" for k in range(theta.shape[1])]
     assert list(tw["doc"]) == list(range(theta.shape[0]))
-    assert np.array_equal(tw.iloc[:, 1:].to_numpy(dtype=np.float64), theta)
+    assert np.array_equal(tw.iloc[:, 2:].to_numpy(dtype=np.float64), theta)
     tl = parquet("theta-long.parquet", "--layout", "long")
     long_csv = read_csv(export(topos_bin, trained, "theta-long-p.csv", "--layout", "long"))
-    assert list(tl.columns) == list(long_csv.columns) == ["doc", "topic", "count", "theta"]
-    ints = ["doc", "topic", "count"]
+    assert list(tl.columns) == list(long_csv.columns) == ["doc", "record", "topic", "count",
+                                                          "theta"]
+    ints = ["doc", "record", "topic", "count"]
     assert np.array_equal(tl[ints].to_numpy(dtype=np.int64), long_csv[ints].to_numpy(dtype=np.int64))
     assert np.array_equal(tl["theta"].to_numpy(), long_csv["theta"].to_numpy())

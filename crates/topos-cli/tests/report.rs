@@ -421,12 +421,48 @@ fn exports_round_trip_and_match_topics() {
         "-q",
     ]);
     let rows = parse_csv(&std::fs::read_to_string(&long).unwrap());
-    assert_eq!(rows[0], ["doc", "topic", "count", "theta"]);
+    assert_eq!(rows[0], ["doc", "record", "topic", "count", "theta"]);
     let r = &rows[1];
-    let (d, k): (usize, usize) = (r[0].parse().unwrap(), r[1].parse().unwrap());
+    let (d, k): (usize, usize) = (r[0].parse().unwrap(), r[2].parse().unwrap());
     assert_eq!(
-        r[3].parse::<f64>().unwrap(),
+        r[4].parse::<f64>().unwrap(),
         lines[d]["theta"][k].as_f64().unwrap()
+    );
+    // Each row's `record` is its input record, the number `similar --doc` takes and answers
+    // with, and the records skip the held-out documents' lines (the fifth attack: the two used
+    // to be joined by position): a neighbour at distance 0 has the query's θ, found by record.
+    let corpus = topos_corpus::Corpus::open(&t.model.with_extension("tcorp")).unwrap();
+    let records: Vec<u64> = lines
+        .iter()
+        .map(|l| l["record"].as_u64().unwrap())
+        .collect();
+    assert_eq!(records, corpus.train_ids());
+    assert!(
+        records.iter().enumerate().any(|(d, &r)| r != d as u64),
+        "{records:?}"
+    );
+    let last = lines.len() - 1;
+    let found = json(&[
+        "similar",
+        s(&t.model),
+        "--doc",
+        &records[last].to_string(),
+        "-k",
+        "1",
+    ]);
+    let first = &found["results"][0]["neighbors"][0];
+    let theta_of = |record: u64| {
+        let d = records
+            .iter()
+            .position(|&r| r == record)
+            .expect("a training record");
+        lines[d]["theta"].clone()
+    };
+    assert_eq!(first["distance"].as_f64(), Some(0.0), "{found}");
+    assert_eq!(
+        theta_of(first["doc"].as_u64().unwrap()),
+        theta_of(records[last]),
+        "{found}"
     );
     // Mallet's files.
     let mallet = t.dir.join("mallet");

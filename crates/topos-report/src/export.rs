@@ -142,17 +142,20 @@ impl<'p> Sink<'p> {
         }
     }
 
+    /// A row of `keys` (named, in the leading columns) and then `values`.
     fn wide(
         &mut self,
-        key_name: &str,
-        key: u64,
+        keys: &[(&str, u64)],
         values_name: &str,
         values: &[f64],
     ) -> Result<(), ExportError> {
         match self {
-            Sink::Text(t) => t.wide(key_name, key, values_name, values),
+            Sink::Text(t) => t.wide(keys, values_name, values),
             #[cfg(feature = "parquet")]
-            Sink::Parquet(p) => p.wide(key, values),
+            Sink::Parquet(p) => {
+                let keys: Vec<u64> = keys.iter().map(|k| k.1).collect();
+                p.wide(&keys, values)
+            }
         }
     }
 
@@ -249,8 +252,7 @@ impl<'p> TableWriter<'p> {
     /// "values": [...]}`; npy: the values only).
     fn wide(
         &mut self,
-        key_name: &str,
-        key: u64,
+        keys: &[(&str, u64)],
         values_name: &str,
         values: &[f64],
     ) -> Result<(), ExportError> {
@@ -263,7 +265,11 @@ impl<'p> TableWriter<'p> {
                 self.write(&bytes)
             }
             Format::Csv => {
-                let mut line = key.to_string();
+                let mut line = keys
+                    .iter()
+                    .map(|k| k.1.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
                 for v in values {
                     line.push(',');
                     line.push_str(&format!("{v:?}"));
@@ -272,13 +278,16 @@ impl<'p> TableWriter<'p> {
                 self.write(line.as_bytes())
             }
             _ => {
-                // The key first, as in the other formats.
-                let line = format!(
-                    "{{{}:{key},{}:{}}}\n",
-                    serde_json::Value::from(key_name),
+                // The keys first, as in the other formats.
+                let mut line = String::from("{");
+                for (name, key) in keys {
+                    line.push_str(&format!("{}:{key},", serde_json::Value::from(*name)));
+                }
+                line.push_str(&format!(
+                    "{}:{}}}\n",
                     serde_json::Value::from(values_name),
                     serde_json::Value::from(values)
-                );
+                ));
                 self.write(line.as_bytes())
             }
         }
@@ -315,11 +324,35 @@ pub fn topic_keys(model: &TopicModel, top: usize) -> Vec<Vec<(u32, u32)>> {
         .collect()
 }
 
+/// The training documents' topic counts for [`export`], and how their rows are keyed.
+///
+/// θ's rows are the training documents in training order, keyed by that position (`doc`). With
+/// `records` (the training documents' input records, `Corpus::train_ids`) a `record` column
+/// follows it: the number `similar --doc` and the report use for a document (its line or record
+/// of the input, from 0), which differs from the position as soon as documents are held out or
+/// dropped, so exports join with those through it.
+#[derive(Clone, Copy)]
+pub struct DocRows<'a> {
+    pub counts: &'a DocTopics,
+    pub records: Option<&'a [u64]>,
+}
+
+impl<'a> DocRows<'a> {
+    /// Rows keyed by position only.
+    pub fn new(counts: &'a DocTopics) -> Self {
+        Self {
+            counts,
+            records: None,
+        }
+    }
+}
+
 /// Writes `what` of `model` to `path` as `format` in `layout`. `doc_topics` is needed for
 /// [`What::DocTopics`]; `top` is the number of words of the topic keys.
+///
 pub fn export(
     model: &TopicModel,
-    doc_topics: Option<&DocTopics>,
+    doc_topics: Option<DocRows<'_>>,
     what: What,
     format: Format,
     layout: Layout,
@@ -342,16 +375,28 @@ pub fn export(
     };
     match what {
         What::DocTopics => {
-            let a = doc_topics.ok_or_else(|| {
+            let DocRows { counts: a, records } = doc_topics.ok_or_else(|| {
                 ExportError::Invalid(
                     "θ of the training documents needs the model's .doctopics side file (train with --doc-topics)".into(),
                 )
             })?;
             let alpha = crate::vis::alphas(model);
             let alpha_sum: f64 = alpha.iter().sum();
+            let records = records.filter(|r| r.len() == a.len());
+            let mut key_columns = vec![("doc", Kind::Int)];
+            if records.is_some() {
+                key_columns.push(("record", Kind::Int));
+            }
+            let keys = |d: usize| -> Vec<(&str, u64)> {
+                let mut k = vec![("doc", d as u64)];
+                if let Some(r) = records {
+                    k.push(("record", r[d]));
+                }
+                k
+            };
             match layout {
                 Layout::Wide => {
-                    let mut columns = named(&[("doc", Kind::Int)]);
+                    let mut columns = named(&key_columns);
                     columns.extend(topic_names());
                     let mut t = Sink::create(path, format, columns)?;
                     if format == Format::Npy {
@@ -367,28 +412,31 @@ pub fn export(
                         for (&tp, &c) in topics.iter().zip(counts) {
                             row[tp as usize] = (c as f64 + alpha[tp as usize]) / denominator;
                         }
-                        t.wide("doc", d as u64, "theta", &row)?;
+                        t.wide(&keys(d), "theta", &row)?;
                     }
                     t.finish()
                 }
                 Layout::Long => {
-                    let columns = named(&[
-                        ("doc", Kind::Int),
+                    let mut columns = key_columns.clone();
+                    columns.extend([
                         ("topic", Kind::Int),
                         ("count", Kind::Int),
                         ("theta", Kind::Float),
                     ]);
+                    let columns = named(&columns);
                     let mut t = Sink::create(path, format, columns)?;
                     for d in 0..a.len() {
                         let denominator = a.row_total(d) as f64 + alpha_sum;
                         let (topics, counts) = a.row(d);
                         for (&tp, &c) in topics.iter().zip(counts) {
-                            t.row(&[
-                                Cell::Int(d as u64),
+                            let mut cells: Vec<Cell> =
+                                keys(d).iter().map(|k| Cell::Int(k.1)).collect();
+                            cells.extend([
                                 Cell::Int(u64::from(tp)),
                                 Cell::Int(u64::from(c)),
                                 Cell::Float((c as f64 + alpha[tp as usize]) / denominator),
-                            ])?;
+                            ]);
+                            t.row(&cells)?;
                         }
                     }
                     t.finish()
@@ -404,7 +452,7 @@ pub fn export(
                     t.npy_header(&[k, v])?;
                 }
                 for tp in 0..k {
-                    t.wide("topic", tp as u64, "phi", &phi_row(model, tp))?;
+                    t.wide(&[("topic", tp as u64)], "phi", &phi_row(model, tp))?;
                 }
                 t.finish()
             }
@@ -713,7 +761,7 @@ mod tests {
         let p = dir.path().join("theta.npy");
         export(
             &m,
-            Some(&a),
+            Some(DocRows::new(&a)),
             What::DocTopics,
             Format::Npy,
             Layout::Wide,
@@ -747,7 +795,10 @@ mod tests {
         let p = dir.path().join("long.csv");
         export(
             &m,
-            Some(&a),
+            Some(DocRows {
+                counts: &a,
+                records: Some(&[3, 7]),
+            }),
             What::DocTopics,
             Format::Csv,
             Layout::Long,
@@ -755,7 +806,18 @@ mod tests {
             &p,
         )
         .unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap().lines().count(), 4);
+        // Keyed by position and input record.
+        let long = std::fs::read_to_string(&p).unwrap();
+        let rows: Vec<&str> = long.lines().collect();
+        assert_eq!(rows.len(), 4);
+        assert!(
+            rows[0].starts_with("doc,record,topic,count,theta"),
+            "{long}"
+        );
+        assert!(
+            rows[1].starts_with("0,3,0,2,") && rows[3].starts_with("1,7,1,3,"),
+            "{long}"
+        );
         // Refusals write nothing.
         let p = dir.path().join("no.npy");
         assert!(export(&m, None, What::TopicKeys, Format::Npy, Layout::Wide, 10, &p).is_err());

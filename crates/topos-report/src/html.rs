@@ -264,7 +264,7 @@ function renderDocs(){
  if(!D.hasDocs){head.textContent="Documents";return;}
  if(sel<0){head.textContent="Documents: select a topic";return;}
  var t=D.topics[sel];head.textContent="Documents most about topic "+t.id;
- t.docs.forEach(function(d){var li=el("li");li.appendChild(el("span",{"class":"meta"},(100*d.share).toFixed(1)+"% · document "+d.doc+(d.source!==null?" (input record "+d.source+")":"")+": "));li.appendChild(document.createTextNode(d.text));list.appendChild(li);});
+ t.docs.forEach(function(d){var li=el("li");li.appendChild(el("span",{"class":"meta"},(100*d.share).toFixed(1)+"% · "+(d.source!==null?"input record "+d.source:"training document "+d.doc)+": "));li.appendChild(document.createTextNode(d.text));list.appendChild(li);});
 }
 function select(i){sel=i;render();}
 function byId(id){for(var i=0;i<D.topics.length;i++)if(D.topics[i].id===id)return i;return -1;}

@@ -34,8 +34,10 @@ pub struct Args {
     /// Words per topic of the topic keys.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
-    /// The corpus the model was trained on, for Mallet's document names (its input records;
-    /// default: the model path with the extension .tcorp, when it exists).
+    /// The corpus the model was trained on, for the documents' input records: Mallet's document
+    /// names, and the `record` column of doc-topics, which keys each row by the number
+    /// `similar --doc`, `knn` and the report use (default: the model path with the extension
+    /// .tcorp, when it exists; without a corpus the rows are keyed by training position, `doc`).
     #[arg(long)]
     pub corpus: Option<PathBuf>,
 }
@@ -103,18 +105,20 @@ fn export_model(args: &Args, ui: Ui) -> Result<()> {
     } else {
         None
     };
+    // The corpus, for the documents' input records (Mallet's names, θ's `record` column).
+    let wants_records = format == FormatArg::Mallet || args.what == WhatArg::DocTopics;
+    let corpus = match &args.corpus {
+        Some(p) if wants_records => Some(super::eval::corpus_for(&args.input, &model, Some(p))?),
+        None if wants_records && args.input.with_extension("tcorp").exists() => {
+            super::eval::corpus_for(&args.input, &model, None).ok()
+        }
+        _ => None,
+    };
+    let names = match (&corpus, &doc_topics) {
+        (Some(c), Some(a)) if c.train_ids().len() == a.len() => Some(c.train_ids()),
+        _ => None,
+    };
     if format == FormatArg::Mallet {
-        let corpus = match &args.corpus {
-            Some(p) => Some(super::eval::corpus_for(&args.input, &model, Some(p))?),
-            None if args.input.with_extension("tcorp").exists() => {
-                super::eval::corpus_for(&args.input, &model, None).ok()
-            }
-            None => None,
-        };
-        let names = match (&corpus, &doc_topics) {
-            (Some(c), Some(a)) if c.train_ids().len() == a.len() => Some(c.train_ids()),
-            _ => None,
-        };
         let written =
             export::write_mallet(&model, doc_topics.as_ref(), names, args.top, &args.output)?;
         ui.written(
@@ -154,7 +158,10 @@ fn export_model(args: &Args, ui: Ui) -> Result<()> {
     };
     export::export(
         &model,
-        doc_topics.as_ref(),
+        doc_topics.as_ref().map(|counts| export::DocRows {
+            counts,
+            records: names,
+        }),
         what,
         fmt,
         layout,

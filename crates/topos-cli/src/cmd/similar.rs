@@ -18,7 +18,9 @@ use topos_model::{doc_to_ids, infer, DocTopics, Phi, TopicModel};
 pub struct Args {
     /// Model file (trained with --doc-topics).
     pub model: PathBuf,
-    /// Query by a document of the corpus: its id (training or held-out); repeatable.
+    /// Query by a document of the corpus: its input record (its line or record of the input,
+    /// from 0, training or held-out; the `record` column of `export --what doc-topics`);
+    /// repeatable.
     #[arg(long = "doc")]
     pub docs: Vec<u64>,
     /// Query by free text (its topics are inferred first); repeatable.
@@ -156,14 +158,16 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                 words: corpus.heldout().doc(h).to_vec(),
             });
         } else {
+            let records = corpus.train_ids().iter().chain(corpus.heldout_ids()).max();
             bail!(
-                "document {id} is not in {} ({} training and {} held-out documents)",
+                "input record {id} is not a document of {} ({} training and {} held-out documents{}): it was empty after tokenizing, or is beyond the input; --doc takes input records (lines or records of the input, from 0), as `export --what doc-topics` lists them in its record column",
                 args.corpus
                     .as_ref()
                     .map_or_else(|| args.model.with_extension("tcorp"), PathBuf::clone)
                     .display(),
                 n_train,
-                corpus.heldout().len()
+                corpus.heldout().len(),
+                records.map_or_else(String::new, |r| format!(" among input records 0 to {r}"))
             );
         }
     }

@@ -88,11 +88,13 @@ impl<'p> ParquetSink<'p> {
         self.end_row()
     }
 
-    pub fn wide(&mut self, key: u64, values: &[f64]) -> Result<(), ExportError> {
-        if let Column::Int(v) = &mut self.columns[0] {
-            v.push(key as i64);
+    pub fn wide(&mut self, keys: &[u64], values: &[f64]) -> Result<(), ExportError> {
+        for (col, &key) in self.columns.iter_mut().zip(keys) {
+            if let Column::Int(v) = col {
+                v.push(key as i64);
+            }
         }
-        for (col, &x) in self.columns[1..].iter_mut().zip(values) {
+        for (col, &x) in self.columns[keys.len()..].iter_mut().zip(values) {
             if let Column::Float(v) = col {
                 v.push(x);
             }
@@ -176,7 +178,10 @@ mod tests {
         let p = dir.path().join("theta.parquet");
         export(
             &m,
-            Some(&a),
+            Some(crate::export::DocRows {
+                counts: &a,
+                records: Some(&[4, 9]),
+            }),
             What::DocTopics,
             Format::Parquet,
             Layout::Wide,
@@ -192,7 +197,8 @@ mod tests {
             .map(|(n, f)| (n.clone(), f.clone()))
             .collect();
         assert_eq!(cols[0], ("doc".to_string(), Field::Long(0)));
-        assert_eq!(cols[1], ("topic_0".to_string(), Field::Double(2.5 / 4.0)));
+        assert_eq!(cols[1], ("record".to_string(), Field::Long(4)));
+        assert_eq!(cols[2], ("topic_0".to_string(), Field::Double(2.5 / 4.0)));
         let p = dir.path().join("keys.parquet");
         export(
             &m,
@@ -212,7 +218,7 @@ mod tests {
         let p = dir.path().join("long.parquet");
         export(
             &m,
-            Some(&a),
+            Some(crate::export::DocRows::new(&a)),
             What::DocTopics,
             Format::Parquet,
             Layout::Long,
