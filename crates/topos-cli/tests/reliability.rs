@@ -850,3 +850,43 @@ fn a_third_attack_loses_nothing_and_says_what_it_wrote() {
     );
     assert!(sm.exists());
 }
+
+/// The fifth attack (RELIABILITY.md): `eval` of a corpus with nothing held out still gives
+/// coherence and the training log-likelihood, and says the held-out score is missing.
+#[test]
+fn a_fifth_attack_eval_without_held_out_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = prepare_text(
+        &write_text_corpus(dir.path()),
+        &dir.path().join("c.tcorp"),
+        "0",
+        &[],
+    );
+    let model = dir.path().join("c.tmod");
+    ok(&[
+        "train",
+        s(&corpus),
+        "-k",
+        "3",
+        "--iters",
+        "5",
+        "--doc-topics",
+        "-o",
+        s(&model),
+        "-q",
+    ]);
+    let out = topos(&["eval", s(&model), "--coherence", "umass,npmi", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no held-out documents"), "{err}");
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(e["heldout_ll_per_token"].is_null(), "{e}");
+    assert!(e["train_ll_per_token"].as_f64().unwrap() < 0.0, "{e}");
+    assert_eq!(e["coherence_per_topic"].as_array().unwrap().len(), 3, "{e}");
+    assert_eq!(e["coherence"][0]["measure"], "npmi", "{e}");
+    let text = ok(&["eval", s(&model)]);
+    assert!(
+        text.contains("held-out log-likelihood per token: none"),
+        "{text}"
+    );
+}

@@ -31,10 +31,11 @@ impl Default for EvalOptions {
 /// The evaluation report.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Evaluation {
-    /// Mean log-likelihood per scored held-out token (natural log; higher is better).
-    pub heldout_ll_per_token: f64,
+    /// Mean log-likelihood per scored held-out token (natural log; higher is better); `None`
+    /// when the corpus holds no documents out (the rest of the evaluation needs none).
+    pub heldout_ll_per_token: Option<f64>,
     /// exp(−`heldout_ll_per_token`) (lower is better).
-    pub perplexity: f64,
+    pub perplexity: Option<f64>,
     /// Held-out documents scored.
     pub heldout_docs: u64,
     /// Held-out documents skipped for having fewer than 2 tokens.
@@ -55,8 +56,9 @@ pub struct Evaluation {
     pub privacy: Option<topos_privacy::Guarantee>,
 }
 
-/// Evaluates `model` (with its `phi`) on `heldout` documents; coherence is counted in the `train`
-/// documents and, given their counts `train_doc_topics`, the training log-likelihood is reported.
+/// Evaluates `model` (with its `phi`) on `heldout` documents (none: no held-out score);
+/// coherence is counted in the `train` documents and, given their counts `train_doc_topics`, the
+/// training log-likelihood is reported.
 pub fn evaluate(
     model: &TopicModel,
     phi: &Phi,
@@ -65,18 +67,26 @@ pub fn evaluate(
     train_doc_topics: Option<&DocTopics>,
     opts: &EvalOptions,
 ) -> Result<Evaluation, ModelError> {
-    let held = heldout_log_likelihood(phi, &model.hyper, heldout, &opts.foldin)?;
+    let held = match heldout.is_empty() {
+        true => None,
+        false => Some(heldout_log_likelihood(
+            phi,
+            &model.hyper,
+            heldout,
+            &opts.foldin,
+        )?),
+    };
     let train_ll = train_doc_topics
         .map(|a| log_likelihood_per_token(phi, &model.hyper, train, a))
         .transpose()?;
     let coherence = umass_coherence(model, train, opts.coherence_top_words)?;
     Ok(Evaluation {
-        heldout_ll_per_token: held.ll_per_token,
-        perplexity: held.perplexity,
-        heldout_docs: held.docs_scored,
-        heldout_docs_skipped: held.docs_skipped,
-        heldout_tokens_observed: held.tokens_observed,
-        heldout_tokens_scored: held.tokens_scored,
+        heldout_ll_per_token: held.as_ref().map(|h| h.ll_per_token),
+        perplexity: held.as_ref().map(|h| h.perplexity),
+        heldout_docs: held.as_ref().map_or(0, |h| h.docs_scored),
+        heldout_docs_skipped: held.as_ref().map_or(0, |h| h.docs_skipped),
+        heldout_tokens_observed: held.as_ref().map_or(0, |h| h.tokens_observed),
+        heldout_tokens_scored: held.as_ref().map_or(0, |h| h.tokens_scored),
         train_ll_per_token: train_ll,
         coherence_top_words: coherence.top_words,
         coherence_mean: coherence.mean,
@@ -115,7 +125,7 @@ mod tests {
         let e = evaluate(&model, &phi, heldout.view(), train.view(), Some(&a), &opts).unwrap();
         let held =
             heldout_log_likelihood(&phi, &model.hyper, heldout.view(), &opts.foldin).unwrap();
-        assert_eq!(e.heldout_ll_per_token, held.ll_per_token);
+        assert_eq!(e.heldout_ll_per_token, Some(held.ll_per_token));
         assert_eq!((e.heldout_docs, e.heldout_docs_skipped), (1, 1));
         assert_eq!(e.heldout_tokens_scored, 2);
         let train_ll = log_likelihood_per_token(&phi, &model.hyper, train.view(), &a).unwrap();
@@ -126,5 +136,12 @@ mod tests {
         assert!(json["perplexity"].as_f64().unwrap() > 1.0);
         let without = evaluate(&model, &phi, heldout.view(), train.view(), None, &opts).unwrap();
         assert_eq!(without.train_ll_per_token, None);
+        // Nothing held out: no held-out score, the rest as before.
+        let none = OwnedDocs::new();
+        let e = evaluate(&model, &phi, none.view(), train.view(), Some(&a), &opts).unwrap();
+        assert_eq!((e.heldout_ll_per_token, e.perplexity), (None, None));
+        assert_eq!(e.heldout_docs, 0);
+        assert_eq!(e.train_ll_per_token, Some(train_ll));
+        assert_eq!(e.coherence_per_topic.len(), 2);
     }
 }

@@ -121,8 +121,12 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         );
     }
     let corpus = corpus_for(&args.model, &model, args.corpus.as_deref())?;
+    // Without held-out documents the rest of the evaluation (coherence, the training
+    // log-likelihood) still stands; the held-out score is said to be missing, and why.
     if corpus.heldout().is_empty() {
-        bail!("the corpus has no held-out documents; prepare it with --holdout (e.g. 0.1)");
+        eprintln!(
+            "warning: the corpus has no held-out documents, so there is no held-out log-likelihood; prepare it with --holdout (e.g. 0.1) for one"
+        );
     }
     let phi = Phi::from_model(&model)?;
     // A private model never has the side file (it is per-document private state); without it
@@ -167,10 +171,13 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     let e = &report.evaluation;
     ui.result(&report, || {
         println!("{}", topos_model::privacy_line(e.privacy.as_ref()));
-        println!(
-            "held-out log-likelihood per token: {:.4} (perplexity {:.1}) over {} documents, {} scored tokens",
-            e.heldout_ll_per_token, e.perplexity, e.heldout_docs, e.heldout_tokens_scored
-        );
+        match (e.heldout_ll_per_token, e.perplexity) {
+            (Some(ll), Some(perplexity)) => println!(
+                "held-out log-likelihood per token: {ll:.4} (perplexity {perplexity:.1}) over {} documents, {} scored tokens",
+                e.heldout_docs, e.heldout_tokens_scored
+            ),
+            _ => println!("held-out log-likelihood per token: none (no held-out documents)"),
+        }
         if let Some(t) = e.train_ll_per_token {
             println!("training log-likelihood per token: {t:.4}");
         }
