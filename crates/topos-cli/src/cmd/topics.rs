@@ -62,11 +62,21 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
 }
 
 /// One line per topic: number, share of tokens (and its α_k when α was learned), top words.
+/// Words the topic holds no token of are left out of the line: they tie at the smallest φ, so
+/// listing them (as `--json` does, with their count 0) would read as words the topic is about.
 pub fn print_report(report: &TopicsReport) {
     let width = report.topics.len().saturating_sub(1).to_string().len();
     let alpha = &report.hyperparameters.alpha;
     for t in &report.topics {
-        let words: Vec<&str> = t.top_words.iter().map(|w| w.word.as_str()).collect();
+        let mut words: Vec<&str> = t
+            .top_words
+            .iter()
+            .filter(|w| w.count > 0)
+            .map(|w| w.word.as_str())
+            .collect();
+        if words.is_empty() {
+            words.push("(no tokens)");
+        }
         let prior = match alpha.symmetric_value() {
             Some(_) => String::new(),
             None => format!(", alpha {:.4}", alpha.get(t.topic as usize)),
