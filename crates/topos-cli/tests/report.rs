@@ -718,3 +718,68 @@ fn plots_overlay_runs_as_svg_and_png() {
     );
     assert!(!t.dir.join("x.svg").exists());
 }
+
+/// A fifth attack, row 1: a word with white space ("new york", from a vocabulary file) made
+/// Mallet's files that `import --from mallet` could not read back, and the export said nothing.
+/// It is refused before anything is written, as the corpus export refuses it.
+#[test]
+fn mallet_export_refuses_a_word_with_white_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("v3.txt"), "new york\nbanana\nzebra\n").unwrap();
+    let ldac = d.join("c3.ldac");
+    std::fs::write(&ldac, "3 0:2 1:3 2:1\n2 0:1 2:4\n3 0:1 1:2 2:2\n").unwrap();
+    let corpus = d.join("c3.tcorp");
+    let vocab = d.join("v3.txt");
+    ok(&[
+        "prepare",
+        s(&ldac),
+        "--vocab",
+        s(&vocab),
+        "-o",
+        s(&corpus),
+        "--min-df",
+        "1",
+        "--max-df",
+        "1.0",
+        "-q",
+    ]);
+    let model = d.join("c3.tmod");
+    ok(&[
+        "train",
+        s(&corpus),
+        "-k",
+        "2",
+        "--iters",
+        "5",
+        "--doc-topics",
+        "-o",
+        s(&model),
+        "-q",
+    ]);
+    let mallet = d.join("m3");
+    let out = fails(
+        &["export", s(&model), "--format", "mallet", "-o", s(&mallet)],
+        "word \"new york\" contains white space",
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("csv, jsonl, npy or parquet"));
+    assert!(!mallet.exists(), "nothing written");
+    let text = d.join("text");
+    fails(
+        &["export", s(&corpus), "-o", s(&text)],
+        "word \"new york\" contains white space",
+    );
+    assert!(!text.exists(), "nothing written");
+    // A format that quotes words keeps it.
+    let keys = d.join("keys.csv");
+    ok(&[
+        "export",
+        s(&model),
+        "--what",
+        "topic-keys",
+        "-o",
+        s(&keys),
+        "-q",
+    ]);
+    assert!(std::fs::read_to_string(&keys).unwrap().contains("new york"));
+}

@@ -56,6 +56,32 @@ pub enum ExportError {
     Format(#[from] topos_io::FormatError),
 }
 
+/// Refuses a vocabulary that a format separating words by white space cannot hold: such a file
+/// is written without complaint but read back as other words (Mallet's `word-topic-counts.txt`
+/// with "new york" reads as the word "new"), so every word is checked before anything is
+/// written. `format` names the files in the message (a plural: "… separate words by white
+/// space") and `instead` says what to do. Shared by
+/// the Mallet export and `topos export CORPUS` (documents as space-separated text).
+pub fn refuse_words_with_white_space<'a>(
+    words: impl IntoIterator<Item = &'a str>,
+    format: &str,
+    instead: &str,
+) -> Result<(), ExportError> {
+    for w in words {
+        if w.is_empty() {
+            return Err(ExportError::Invalid(format!(
+                "the vocabulary holds an empty word, and {format} separate words by white space; {instead}"
+            )));
+        }
+        if w.contains(char::is_whitespace) {
+            return Err(ExportError::Invalid(format!(
+                "word {w:?} contains white space, and {format} separate words by white space; {instead}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A value of a table cell.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell<'a> {
@@ -575,7 +601,8 @@ pub fn mallet_number(x: f64) -> String {
 /// top words, each followed by a space) and `--word-topic-counts-file word-topic-counts.txt`
 /// (`type word topic:count …`, counts decreasing). A document's name is its input record
 /// (`names[d]`) when known, else Mallet's `no-name`. Without the side file, doc-topics.txt is
-/// not written. Returns the names of the files written.
+/// not written. A word with white space is refused before anything is written
+/// ([`refuse_words_with_white_space`]). Returns the names of the files written.
 pub fn write_mallet(
     model: &TopicModel,
     doc_topics: Option<&DocTopics>,
@@ -583,6 +610,11 @@ pub fn write_mallet(
     top: usize,
     dir: &Path,
 ) -> Result<Vec<&'static str>, ExportError> {
+    refuse_words_with_white_space(
+        model.vocab.words().iter().map(String::as_str),
+        "Mallet's files",
+        "export the model as csv, jsonl, npy or parquet instead (they keep such words whole)",
+    )?;
     std::fs::create_dir_all(dir).map_err(|e| ExportError::Io {
         path: dir.display().to_string(),
         source: e,
@@ -745,6 +777,27 @@ mod tests {
                 java_double(1.5 / 4.0)
             )
         );
+    }
+
+    #[test]
+    fn mallet_refuses_a_word_with_white_space_before_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("mallet");
+        let vocab = Vocabulary::new(["new york", "banana"].map(String::from).into());
+        let hyper = Hyperparameters::new(2, Some(0.5), Some(0.1)).unwrap();
+        let m = TopicModel::from_counts(vocab, hyper, vec![3, 1, 0, 2], Provenance::default());
+        let e = write_mallet(&m, None, None, 2, &out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"new york\" contains white space") && e.contains("csv"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "one line: {e}");
+        assert!(!out.exists(), "nothing is written");
+        let e = refuse_words_with_white_space(["a", ""], "text", "do X").unwrap_err();
+        assert!(e.to_string().contains("empty word"), "{e}");
+        assert!(refuse_words_with_white_space(["a,b", "q\"x"], "text", "do X").is_ok());
     }
 
     #[test]

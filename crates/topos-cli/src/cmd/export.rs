@@ -205,16 +205,13 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         return export_model(&args, ui);
     }
     let corpus = Corpus::open(&args.input)?;
+    export::refuse_words_with_white_space(
+        corpus.vocab().words().iter().map(String::as_str),
+        "the text files of a corpus export",
+        "join its parts (e.g. with _) in the input's vocabulary and prepare it again",
+    )?;
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
-    if let Some(w) = corpus
-        .vocab()
-        .words()
-        .iter()
-        .find(|w| w.contains(char::is_whitespace) || w.is_empty())
-    {
-        anyhow::bail!("word {w:?} contains white space and cannot be exported as text");
-    }
     write_docs(
         &args.output.join("train.txt"),
         corpus.train(),
