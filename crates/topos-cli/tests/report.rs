@@ -688,11 +688,12 @@ fn mallet_files_import_back_as_the_same_model() {
 fn plots_overlay_runs_as_svg_and_png() {
     let t = trained("3");
     let other = t.dir.join("other.log");
+    // Another run's log: the same iterations, 100 later (still increasing: one run).
     std::fs::write(
         &other,
         std::fs::read_to_string(&t.log)
             .unwrap()
-            .replace("\"iteration\":1", "\"iteration\":2"),
+            .replace("\"iteration\":", "\"iteration\":10"),
     )
     .unwrap();
     let svg = t.dir.join("conv.svg");
@@ -717,6 +718,90 @@ fn plots_overlay_runs_as_svg_and_png() {
         "training log",
     );
     assert!(!t.dir.join("x.svg").exists());
+}
+
+/// A fifth attack, row 4: `--log` appends, so two runs to one file read as iterations 10, 20,
+/// 30, 10, 20, 30; the figure drew them as one line jumping back. Each run is now its own line,
+/// "run 1" and "run 2", and a warning (not silenced by `--quiet`) says the file holds two runs.
+#[test]
+fn runs_appended_to_one_log_are_drawn_apart_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = d.join("t.txt");
+    std::fs::write(
+        &input,
+        "alpha beta\nalpha gamma\nbeta gamma\nalpha beta gamma\n",
+    )
+    .unwrap();
+    let corpus = d.join("t.tcorp");
+    let prep = [
+        s(&input),
+        "-o",
+        s(&corpus),
+        "--min-df",
+        "1",
+        "--max-df",
+        "1.0",
+    ];
+    let mut args = vec!["prepare"];
+    args.extend(prep);
+    args.extend(["--min-len", "1", "--holdout", "0", "-q"]);
+    ok(&args);
+    let log = d.join("run.log");
+    for (seed, model) in [("1", "p1.tmod"), ("2", "p2.tmod")] {
+        let model = d.join(model);
+        let args = [
+            "train",
+            s(&corpus),
+            "-k",
+            "2",
+            "--iters",
+            "30",
+            "--eval-every",
+            "10",
+            "--log",
+            s(&log),
+            "--seed",
+            seed,
+            "-o",
+            s(&model),
+            "-q",
+        ];
+        ok(&args);
+    }
+    let svg = d.join("run.svg");
+    let out = topos(&["plot", s(&log), "-o", s(&svg), "-q"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("warning: ") && err.contains("holds 2 training runs"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains(">run 1<") && text.contains(">run 2<"),
+        "{text}"
+    );
+    // Two runs in four panels; every line goes forward.
+    assert_eq!(text.matches("<polyline").count(), 8);
+    for line in text.split("points=\"").skip(1) {
+        let xs: Vec<f64> = line[..line.find('"').unwrap()]
+            .split(' ')
+            .map(|p| p.split(',').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+    }
+    // The report's figure is the same, with the same warning.
+    let html = d.join("r.html");
+    let model = d.join("p2.tmod");
+    let out = topos(&["report", s(&model), "--log", s(&log), "-o", s(&html), "-q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds 2 training runs"));
 }
 
 /// A fifth attack, row 1: a word with white space ("new york", from a vocabulary file) made

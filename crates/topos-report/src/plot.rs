@@ -188,8 +188,10 @@ fn svg_open(w: f64, h: f64) -> String {
 
 /// The convergence figure of several runs: held-out log-likelihood per token (the training one
 /// for a run that logged none) and tokens/s, each against iterations and against training
-/// seconds, one colour per run with a legend.
+/// seconds, one colour per run with a legend. A log that holds several runs appended to one
+/// file draws each as its own line ([`crate::trainlog::series_of`]).
 pub fn convergence_svg(logs: &[TrainLog]) -> String {
+    let logs = &crate::trainlog::series_of(logs);
     let (w, h) = (900.0, 640.0);
     let mut svg = svg_open(w, h);
     let held = logs
@@ -353,6 +355,28 @@ mod tests {
         assert_eq!(svg.matches("<polyline").count(), 8);
         assert!(svg.contains("held-out log-likelihood"));
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+    }
+
+    #[test]
+    fn runs_appended_to_one_log_are_separate_lines() {
+        let text = [10, 20, 30, 10, 20, 30]
+            .iter()
+            .map(|it| {
+                format!("{{\"iteration\":{it},\"seconds\":{it},\"tokens_per_second\":1e6,\"train_ll\":-7}}\n")
+            })
+            .collect::<String>();
+        let svg = convergence_svg(&[parse_log("run", &text).unwrap()]);
+        // Two runs, four panels: eight lines, none going back.
+        assert_eq!(svg.matches("<polyline").count(), 8);
+        assert!(svg.contains(">run 1<") && svg.contains(">run 2<"), "{svg}");
+        assert!(svg.contains(COLOURS[0]) && svg.contains(COLOURS[1]));
+        for line in svg.split("points=\"").skip(1) {
+            let xs: Vec<f64> = line[..line.find('"').unwrap()]
+                .split(' ')
+                .map(|p| p.split(',').next().unwrap().parse().unwrap())
+                .collect();
+            assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+        }
     }
 
     #[test]

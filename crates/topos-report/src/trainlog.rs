@@ -18,11 +18,69 @@ pub struct LogPoint {
     pub heldout_ll: Option<f64>,
 }
 
-/// A run's log: its name (the file's stem) and its points in file order.
+/// A log file: its name (the file's stem) and its points in file order. `topos train --log`
+/// appends, so one file may hold several runs one after another ([`TrainLog::runs`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrainLog {
     pub name: String,
     pub points: Vec<LogPoint>,
+}
+
+impl TrainLog {
+    /// The runs the file holds, in file order: a run's evaluations have increasing iterations,
+    /// so a point whose iteration is not above the one before starts another run (a second
+    /// `train --log` to the same file, or a resumed run that logs again iterations its killed
+    /// predecessor had logged). Drawn as one line, the runs would zig-zag back to the start.
+    pub fn runs(&self) -> Vec<&[LogPoint]> {
+        let mut runs = Vec::new();
+        let mut start = 0;
+        for i in 1..self.points.len() {
+            if self.points[i].iteration <= self.points[i - 1].iteration {
+                runs.push(&self.points[start..i]);
+                start = i;
+            }
+        }
+        if start < self.points.len() {
+            runs.push(&self.points[start..]);
+        }
+        runs
+    }
+
+    /// What to warn about a file of several runs ([`TrainLog::runs`]), naming it as `shown`;
+    /// none for a file of one run.
+    pub fn several_runs_warning(&self, shown: &str) -> Option<String> {
+        let n = self.runs().len();
+        (n > 1).then(|| {
+            format!(
+                "{shown} holds {n} training runs (topos train --log appends; the iteration starts over where a run begins): each is drawn as its own line, \"run 1\" to \"run {n}\""
+            )
+        })
+    }
+}
+
+/// The lines a figure draws for `logs`: a log of one run is one line named as the log; a log of
+/// several runs ([`TrainLog::runs`]) is a line per run, named "run 1", "run 2", … (prefixed by
+/// the log's name when several logs are drawn together, so the legend tells them apart).
+pub fn series_of(logs: &[TrainLog]) -> Vec<TrainLog> {
+    let mut out = Vec::new();
+    for log in logs {
+        let runs = log.runs();
+        if runs.len() <= 1 {
+            out.push(log.clone());
+            continue;
+        }
+        for (i, run) in runs.into_iter().enumerate() {
+            out.push(TrainLog {
+                name: if logs.len() == 1 {
+                    format!("run {}", i + 1)
+                } else {
+                    format!("{}: run {}", log.name, i + 1)
+                },
+                points: run.to_vec(),
+            });
+        }
+    }
+    out
 }
 
 /// Reads a training log; an unreadable file, a line that is not a log object, or a file with no
@@ -112,5 +170,43 @@ mod tests {
             .unwrap_err()
             .contains("line 1"));
         assert!(parse_log("a", "not json").is_err());
+        assert_eq!(log.runs().len(), 1);
+        assert_eq!(log.several_runs_warning("a.log"), None);
+    }
+
+    #[test]
+    fn runs_appended_to_one_log_are_split_where_the_iteration_starts_over() {
+        let line = |it: u32, ll: f64| {
+            format!("{{\"iteration\":{it},\"seconds\":{it},\"tokens_per_second\":1e6,\"train_ll\":{ll}}}\n")
+        };
+        // Two runs of 30 iterations, then a third that logged one evaluation.
+        let text: String = [(10, -8.0), (20, -7.5), (30, -7.4)]
+            .iter()
+            .chain(&[(10, -8.1), (20, -7.6), (30, -7.3), (10, -8.2)])
+            .map(|&(it, ll)| line(it, ll))
+            .collect();
+        let log = parse_log("run", &text).unwrap();
+        let runs = log.runs();
+        assert_eq!(runs.iter().map(|r| r.len()).collect::<Vec<_>>(), [3, 3, 1]);
+        assert_eq!(runs[1][0].train_ll, Some(-8.1));
+        // A repeated iteration starts a run too (never one line going back).
+        let repeated = parse_log("r", &format!("{}{}", line(10, -8.0), line(10, -7.9))).unwrap();
+        assert_eq!(repeated.runs().len(), 2);
+        let w = log.several_runs_warning("run.log").unwrap();
+        assert!(
+            w.contains("run.log holds 3 training runs") && !w.contains('\n'),
+            "{w}"
+        );
+        // Series: one log of several runs is "run 1", "run 2", …; beside another log, prefixed.
+        let series = series_of(std::slice::from_ref(&log));
+        let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["run 1", "run 2", "run 3"]);
+        assert!(series
+            .iter()
+            .all(|s| s.points.windows(2).all(|w| w[0].iteration < w[1].iteration)));
+        let other = parse_log("b", &line(5, -9.0)).unwrap();
+        let series = series_of(&[log, other]);
+        let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["run: run 1", "run: run 2", "run: run 3", "b"]);
     }
 }

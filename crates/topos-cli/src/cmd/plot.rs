@@ -7,11 +7,12 @@ use crate::ui::Ui;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use topos_model::TopicModel;
-use topos_report::{plot, read_log};
+use topos_report::{plot, read_log, TrainLog};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Training logs (topos train --log), overlaid one colour each.
+    /// Training logs (topos train --log), overlaid one colour each; a log that holds several
+    /// runs (--log appends) draws each as its own line.
     pub logs: Vec<PathBuf>,
     /// Plot the topic prevalence of this model instead.
     #[arg(long, conflicts_with = "logs")]
@@ -22,6 +23,21 @@ pub struct Args {
     /// Bars at most in the prevalence plot (the rest are summed in one bar).
     #[arg(long, default_value_t = 50)]
     pub max_bars: usize,
+}
+
+/// Reads training logs for the convergence figure (`plot`, `report --log`), warning on stderr
+/// (whatever `--quiet` says: the figure is not what the user may expect) of a file that holds
+/// several runs, which the figure draws as separate lines.
+pub(super) fn read_logs(paths: &[PathBuf]) -> Result<Vec<TrainLog>> {
+    let mut logs = Vec::with_capacity(paths.len());
+    for p in paths {
+        let log = read_log(p).map_err(anyhow::Error::msg)?;
+        if let Some(w) = log.several_runs_warning(&p.display().to_string()) {
+            eprintln!("warning: {w}");
+        }
+        logs.push(log);
+    }
+    Ok(logs)
 }
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
@@ -50,12 +66,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         if args.logs.is_empty() {
             bail!("give one or more training logs (topos train --log), or --prevalence MODEL");
         }
-        let logs = args
-            .logs
-            .iter()
-            .map(|p| read_log(p).map_err(anyhow::Error::msg))
-            .collect::<Result<Vec<_>>>()?;
-        plot::convergence_svg(&logs)
+        plot::convergence_svg(&read_logs(&args.logs)?)
     };
     let bytes = if png {
         plot::svg_to_png(&svg).map_err(anyhow::Error::msg)?

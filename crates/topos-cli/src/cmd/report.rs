@@ -8,8 +8,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use topos_model::{DocTopics, TopicModel};
 use topos_report::{
-    html, plot, read_log, top_documents, topic_frequencies, ExampleDoc, ReportExtras, Vis,
-    VisOptions,
+    html, plot, top_documents, topic_frequencies, ExampleDoc, ReportExtras, Vis, VisOptions,
 };
 
 #[derive(clap::Args, Debug)]
@@ -119,11 +118,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     }
     let start = std::time::Instant::now();
     let (model, checksum) = TopicModel::read_with_checksum(&args.model)?;
-    let logs = args
-        .logs
-        .iter()
-        .map(|p| read_log(p).map_err(anyhow::Error::msg))
-        .collect::<Result<Vec<_>>>()?;
+    let logs = super::plot::read_logs(&args.logs)?;
     let side = topos_model::doc_topics_path(&args.model);
     let doc_topics = if side.exists() {
         Some(DocTopics::read_for_model(&args.model, checksum)?)
