@@ -367,6 +367,80 @@ fn invalid_utf8_input_is_refused_decoded_or_counted() {
     );
 }
 
+/// A fifth attack, rows 2 and 3: a UTF-8 byte-order mark starting a stop-word, vocabulary or
+/// JSONL file is dropped (it was glued to the first stop word, which never matched, and broke
+/// the first JSON object); a UTF-16 file is named as such with the iconv command that converts
+/// it, also under `--encoding latin1` (which used to give a vocabulary of single letters).
+#[test]
+fn byte_order_marks_are_dropped_and_utf16_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "alpha beta gamma\nalpha delta gamma\nbeta delta epsilon\n";
+    let input = d.join("t.txt");
+    std::fs::write(&input, text).unwrap();
+    let stop = d.join("sw.txt");
+    std::fs::write(&stop, "\u{feff}alpha\n").unwrap();
+    let out = d.join("t.tcorp");
+    let base = ["--min-df", "1", "--max-df", "1.0", "--holdout", "0"];
+    let mut args = vec!["prepare", s(&input), "-o", s(&out), "--stopwords", s(&stop)];
+    args.extend(base);
+    let v = json(&args);
+    assert_eq!(
+        v["tokenizer"]["extra_stopwords"],
+        serde_json::json!(["alpha"]),
+        "{v}"
+    );
+    assert_eq!(v["tokens_dropped_stopwords"], 2, "{v}");
+    // JSONL whose first line starts with the mark.
+    let jsonl = d.join("t.jsonl");
+    std::fs::write(
+        &jsonl,
+        "\u{feff}{\"text\": \"alpha beta\"}\n{\"text\": \"gamma beta\"}\n",
+    )
+    .unwrap();
+    let mut args = vec!["prepare", s(&jsonl), "-o", s(&out)];
+    args.extend(base);
+    assert_eq!(json(&args)["documents_kept"], 2);
+    // A vocabulary file of bag-of-words input.
+    let ldac = d.join("c.ldac");
+    std::fs::write(&ldac, "2 0:2 1:1\n1 1:3\n").unwrap();
+    let vocab = d.join("v.txt");
+    std::fs::write(&vocab, "\u{feff}alpha\nbeta\n").unwrap();
+    let mut args = vec!["prepare", s(&ldac), "--vocab", s(&vocab), "-o", s(&out)];
+    args.extend(base);
+    ok(&args);
+    let mut words = topos_corpus::Corpus::open(&out)
+        .unwrap()
+        .vocab()
+        .words()
+        .to_vec();
+    words.sort();
+    assert_eq!(words, ["alpha", "beta"]);
+    // UTF-16, with its mark: iconv, under every encoding; without one, the zeros tell.
+    let u16 = d.join("u16.txt");
+    let mut bytes = vec![0xff, 0xfe];
+    bytes.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+    std::fs::write(&u16, &bytes).unwrap();
+    let u16_out = d.join("u.tcorp");
+    let convert = format!("iconv -f UTF-16 -t UTF-8 {0} > {0}.utf8", s(&u16));
+    for encoding in [None, Some("latin1"), Some("windows-1252")] {
+        let mut args = vec!["prepare", s(&u16), "-o", s(&u16_out)];
+        args.extend(encoding.iter().flat_map(|e| ["--encoding", e]));
+        let out = fails(&args, &convert);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("is UTF-16") && !err.contains("--encoding latin1"),
+            "{err}"
+        );
+    }
+    std::fs::write(&u16, &bytes[2..]).unwrap();
+    fails(
+        &["prepare", s(&u16), "-o", s(&u16_out)],
+        "iconv -f UTF-16LE",
+    );
+    assert!(!u16_out.exists());
+}
+
 /// Row 5: a tiny UCI file whose counts claim terabytes of tokens is refused at once, with the
 /// numbers, by the memory check after pass 1 (it used to be OOM-killed after taking all memory).
 #[test]

@@ -12,7 +12,15 @@
 //! of its labels: `gbk`/`gb18030`, `big5`, `shift_jis`, `euc-jp`, `euc-kr`, `windows-1251`,
 //! `koi8-r`, `iso-8859-2` … `iso-8859-16`, the other `windows-125x`, and so on. A byte
 //! sequence malformed in that encoding becomes U+FFFD and is counted and reported, as under
-//! `utf-8-lossy`. UTF-16 is refused: the readers cut lines at the byte `\n`.
+//! `utf-8-lossy`. UTF-16 is refused: the readers cut lines at the byte `\n`. A UTF-16 file is
+//! recognised by its byte-order mark or by every other byte being zero ([`utf16_at_start`]) and
+//! refused under every `--encoding` with the command that converts it: read as UTF-8 it fails at
+//! its first byte, and read as Latin-1 (the advice for other invalid bytes) it "works", giving a
+//! vocabulary of single letters.
+//!
+//! A UTF-8 byte-order mark (U+FEFF at the start of a file, as Windows tools write) is not part
+//! of the text: the readers drop it from a file's first line (`readers::Decoder::line`), and the
+//! tokenizer treats one anywhere else as a separator.
 
 use serde::{Serialize, Serializer};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,19 +61,94 @@ const CP1252_HIGH: [char; 32] = [
     '\u{2dc}', '\u{2122}', '\u{161}', '\u{203a}', '\u{153}', '\u{9d}', '\u{17e}', '\u{178}',
 ];
 
-/// An invalid UTF-8 sequence: where it starts (byte offset in the decoded unit) and its first
-/// byte.
+/// How bytes show that they are UTF-16 ([`utf16_at_start`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Utf16 {
+    /// A UTF-16 byte-order mark (FF FE or FE FF): iconv's `UTF-16` reads the order from it.
+    Bom,
+    /// Every other byte zero, the zeros second (ASCII text in UTF-16LE, as Windows writes it).
+    LittleEndian,
+    /// Every other byte zero, the zeros first.
+    BigEndian,
+    /// Every other byte zero in a line that does not start the file, where the order cannot be
+    /// told (a UTF-16LE line starts with the zero byte of the previous line's `\n`).
+    Unknown,
+}
+
+impl Utf16 {
+    /// What to say of a file that is UTF-16 this way: what it is and the command that converts it
+    /// (`file` names it in the command; `FILE` when unknown).
+    pub fn advice(self, file: &str) -> String {
+        let (why, from, or) = match self {
+            Utf16::Bom => ("starts with a UTF-16 byte-order mark", "UTF-16", ""),
+            Utf16::LittleEndian => ("every other byte is zero", "UTF-16LE", ""),
+            Utf16::BigEndian => ("every other byte is zero", "UTF-16BE", ""),
+            Utf16::Unknown => (
+                "every other byte is zero",
+                "UTF-16LE",
+                " (-f UTF-16BE if the text comes out garbled)",
+            ),
+        };
+        format!(
+            "the input is UTF-16 ({why}), which Topos does not read (not under any --encoding: lines are cut at the byte \\n); convert it to UTF-8 first: iconv -f {from} -t UTF-8 {file} > {file}.utf8{or}"
+        )
+    }
+}
+
+/// Whether `start` (the first bytes of a file, or of a line) is UTF-16: a byte-order mark, or at
+/// least four 16-bit units of which every one has a zero byte on the same side and a non-zero
+/// byte on the other (text in UTF-16 without a mark; no text in an 8-bit encoding or UTF-8 has
+/// NUL bytes so regularly). Only the first 64 bytes are looked at.
+pub fn utf16_at_start(start: &[u8]) -> Option<Utf16> {
+    if start.starts_with(&[0xff, 0xfe]) || start.starts_with(&[0xfe, 0xff]) {
+        return Some(Utf16::Bom);
+    }
+    let head = &start[..start.len().min(64) & !1];
+    if head.len() < 8 {
+        return None;
+    }
+    let units = || head.chunks_exact(2);
+    if units().all(|u| u[0] != 0 && u[1] == 0) {
+        Some(Utf16::LittleEndian)
+    } else if units().all(|u| u[0] == 0 && u[1] != 0) {
+        Some(Utf16::BigEndian)
+    } else {
+        None
+    }
+}
+
+/// An invalid UTF-8 sequence: where it starts (byte offset in the decoded unit), its first byte,
+/// and whether the unit looks like UTF-16 (then the advice is to convert it, not the Latin-1 of
+/// [`HINT`], which would give a vocabulary of single letters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Invalid {
     pub offset: usize,
     pub byte: u8,
+    pub utf16: Option<Utf16>,
 }
 
 impl Invalid {
+    /// The error at byte `offset` of `bytes` (a line, a file).
+    pub fn at(bytes: &[u8], offset: usize) -> Self {
+        Invalid {
+            offset,
+            byte: bytes[offset],
+            // A line's order is not the file's (see `Utf16::Unknown`); a mark is a mark.
+            utf16: utf16_at_start(bytes).map(|u| match u {
+                Utf16::Bom => Utf16::Bom,
+                _ => Utf16::Unknown,
+            }),
+        }
+    }
+
     /// "invalid UTF-8 at byte N (0xXX); <what to do>".
     pub fn describe(&self) -> String {
+        let advice = match self.utf16 {
+            Some(u) => u.advice("FILE"),
+            None => HINT.to_string(),
+        };
         format!(
-            "invalid UTF-8 at byte {} (0x{:02x}); {HINT}",
+            "invalid UTF-8 at byte {} (0x{:02x}); {advice}",
             self.offset + 1,
             self.byte
         )
@@ -156,10 +239,7 @@ impl Encoding {
                         let offset = std::str::from_utf8(&bytes)
                             .err()
                             .map_or(0, |e| e.valid_up_to());
-                        return Err(Invalid {
-                            offset,
-                            byte: bytes[offset],
-                        });
+                        return Err(Invalid::at(&bytes, offset));
                     }
                     let invalid: usize = bytes.utf8_chunks().map(|c| c.invalid().len()).sum();
                     stats.add(invalid as u64);
@@ -247,7 +327,8 @@ mod tests {
             e,
             Invalid {
                 offset: 3,
-                byte: 0xe9
+                byte: 0xe9,
+                utf16: None,
             }
         );
         assert!(
@@ -282,6 +363,64 @@ mod tests {
         assert!("ebcdic".parse::<Encoding>().is_err());
         assert_eq!(line_of(b"ab\ncd\nef", 7), (3, 1));
         assert_eq!(line_of(b"ab", 1), (1, 1));
+    }
+
+    #[test]
+    fn utf16_is_named_with_the_command_that_converts_it() {
+        let le: Vec<u8> = "alpha beta\n"
+            .encode_utf16()
+            .flat_map(|u| u.to_le_bytes())
+            .collect();
+        let be: Vec<u8> = "alpha beta\n"
+            .encode_utf16()
+            .flat_map(|u| u.to_be_bytes())
+            .collect();
+        assert_eq!(utf16_at_start(&le), Some(Utf16::LittleEndian));
+        assert_eq!(utf16_at_start(&be), Some(Utf16::BigEndian));
+        assert_eq!(utf16_at_start(&[0xff, 0xfe, b'a', 0]), Some(Utf16::Bom));
+        assert_eq!(utf16_at_start(&[0xfe, 0xff]), Some(Utf16::Bom));
+        // Text, short units and a lone NUL are not UTF-16.
+        for text in [
+            &b"alpha beta gamma"[..],
+            b"a\0b\0",
+            b"a\0b\0c\0dd\0e\0",
+            b"",
+        ] {
+            assert_eq!(utf16_at_start(text), None, "{text:?}");
+        }
+        // Decoded as UTF-8, a file with a mark fails at its first byte: the advice is iconv, not
+        // --encoding latin1.
+        let mut bom = vec![0xff, 0xfe];
+        bom.extend_from_slice(&le);
+        let e = Encoding::Utf8
+            .decode(bom, &DecodeStats::default())
+            .unwrap_err();
+        assert_eq!((e.offset, e.byte, e.utf16), (0, 0xff, Some(Utf16::Bom)));
+        let d = e.describe();
+        assert!(
+            d.contains("UTF-16") && d.contains("iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"),
+            "{d}"
+        );
+        assert!(!d.contains("latin1") && !d.contains('\n'), "{d}");
+        // Without a mark, a non-ASCII letter (é is E9 00) fails; the zeros still say UTF-16.
+        let cafe: Vec<u8> = "café au lait"
+            .encode_utf16()
+            .flat_map(|u| u.to_le_bytes())
+            .collect();
+        let e = Encoding::Utf8
+            .decode(cafe, &DecodeStats::default())
+            .unwrap_err();
+        assert_eq!(e.utf16, Some(Utf16::Unknown));
+        assert!(
+            e.describe().contains("iconv -f UTF-16LE"),
+            "{}",
+            e.describe()
+        );
+        let a = Utf16::LittleEndian.advice("u16.txt");
+        assert!(
+            a.contains("iconv -f UTF-16LE -t UTF-8 u16.txt > u16.txt.utf8"),
+            "{a}"
+        );
     }
 
     #[test]

@@ -430,13 +430,30 @@ impl StopWords {
 
     /// The words [`StopWords::add_file`] adds, in file order (one or more per line, `#`
     /// comments, the typographic apostrophe normalised, lower-cased if asked): what a corpus
-    /// records so that its tokenizer can be rebuilt without the file.
+    /// records so that its tokenizer can be rebuilt without the file. A byte-order mark starting
+    /// the file is dropped (kept, it would be glued to the first word, which then never
+    /// matches); a UTF-16 file is refused with the command that converts it.
     pub fn file_words(path: &Path, lowercase: bool) -> Result<Vec<String>, CorpusError> {
         let f = std::fs::File::open(path)
             .map_err(|e| CorpusError::io(path, "open the stop-word file", e))?;
+        let mut reader = std::io::BufReader::new(f);
+        let head = reader
+            .fill_buf()
+            .map_err(|e| CorpusError::io(path, "read the stop-word file", e))?;
+        if let Some(u) = crate::encoding::utf16_at_start(head) {
+            return Err(CorpusError::input(
+                path,
+                u.advice(&path.display().to_string()),
+            ));
+        }
         let mut words = Vec::new();
-        for line in std::io::BufReader::new(f).lines() {
+        for (i, line) in reader.lines().enumerate() {
             let line = line.map_err(|e| CorpusError::io(path, "read the stop-word file", e))?;
+            let line = if i == 0 {
+                line.strip_prefix('\u{feff}').unwrap_or(&line)
+            } else {
+                &line
+            };
             let line = line.trim();
             if line.starts_with('#') {
                 continue;
@@ -502,5 +519,25 @@ mod tests {
             err.contains("missing.txt") && err.contains("stop-word"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_stop_word() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("stop.txt");
+        std::fs::write(&p, "\u{feff}alpha\nbeta\n").unwrap();
+        assert_eq!(StopWords::file_words(&p, true).unwrap(), ["alpha", "beta"]);
+        std::fs::write(&p, "\u{feff}# comment\nalpha\n").unwrap();
+        assert_eq!(StopWords::file_words(&p, true).unwrap(), ["alpha"]);
+        let mut s = StopWords::new();
+        std::fs::write(&p, "\u{feff}alpha\n").unwrap();
+        s.add_file(&p, true).unwrap();
+        assert!(s.contains("alpha"));
+        // UTF-16 is named, with the command that converts it.
+        let mut utf16 = vec![0xff, 0xfe];
+        utf16.extend("alpha\n".encode_utf16().flat_map(u16::to_le_bytes));
+        std::fs::write(&p, utf16).unwrap();
+        let e = StopWords::file_words(&p, true).unwrap_err().to_string();
+        assert!(e.contains("UTF-16") && e.contains("iconv"), "{e}");
     }
 }

@@ -270,6 +270,13 @@ impl LineReader {
             return Ok(false);
         }
         self.line += 1;
+        if self.line == 1 {
+            // UTF-16 is refused whatever the encoding: as Latin-1 it would "decode" into a
+            // vocabulary of single letters.
+            if let Some(u) = crate::encoding::utf16_at_start(buf) {
+                return Err(self.error(u.advice(&self.path.display().to_string())));
+            }
+        }
         if buf.last() == Some(&b'\n') {
             buf.pop();
             if buf.last() == Some(&b'\r') {
@@ -318,11 +325,18 @@ pub struct Decoder {
 }
 
 impl Decoder {
-    /// `bytes` as text, or the error for the line `lines` last read.
+    /// `bytes` as text, or the error for the line `lines` last read. A byte-order mark (U+FEFF)
+    /// starting the first line is dropped: Windows tools write one, and kept it would be glued
+    /// to the first word of a vocabulary file or break the first JSON object.
     pub(crate) fn line(&self, bytes: Vec<u8>, lines: &LineReader) -> Result<String, CorpusError> {
-        self.encoding
+        let mut text = self
+            .encoding
             .decode(bytes, &self.stats)
-            .map_err(|e| lines.error(e.describe()))
+            .map_err(|e| lines.error(e.describe()))?;
+        if lines.line_number() == 1 && text.starts_with('\u{feff}') {
+            text.drain(..'\u{feff}'.len_utf8());
+        }
+        Ok(text)
     }
 }
 
@@ -615,5 +629,44 @@ mod tests {
         std::fs::write(&p, "alpha\nbeta\nalpha\n").unwrap();
         let e = read_vocab_file(&p).unwrap_err().to_string();
         assert!(e.contains("line 3") && e.contains("repeats"), "{e}");
+        // A byte-order mark is not part of the first word.
+        std::fs::write(&p, "\u{feff}alpha\nbeta\n").unwrap();
+        assert_eq!(read_vocab_file(&p).unwrap(), ["alpha", "beta"]);
+    }
+
+    #[test]
+    fn utf16_is_refused_at_the_first_line_whatever_the_encoding() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("u16.txt");
+        let mut bytes = vec![0xff, 0xfe];
+        bytes.extend(
+            "alpha beta\nalpha delta\n"
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        );
+        std::fs::write(&p, &bytes).unwrap();
+        for encoding in [Encoding::Utf8, Encoding::Latin1, Encoding::Windows1252] {
+            let e = read_vocab_file_with(
+                &p,
+                &Decoder {
+                    encoding,
+                    ..Decoder::default()
+                },
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("line 1")
+                    && e.contains("UTF-16")
+                    && e.contains(&format!("iconv -f UTF-16 -t UTF-8 {}", p.display())),
+                "{e}"
+            );
+            assert!(!e.contains("--encoding latin1") && !e.contains('\n'), "{e}");
+        }
+        // Without a mark: the zeros say UTF-16LE.
+        std::fs::write(&p, &bytes[2..]).unwrap();
+        let mut r = LineReader::open(&p, &ByteCounter::default()).unwrap();
+        let e = r.next_line(&mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("iconv -f UTF-16LE"), "{e}");
     }
 }

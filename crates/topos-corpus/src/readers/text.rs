@@ -109,14 +109,19 @@ impl TextSource for Dir {
         self.next += 1;
         let bytes = std::fs::read(path).map_err(|e| CorpusError::io(path, "read", e))?;
         self.counter.add(bytes.len() as u64);
+        // UTF-16 is refused whatever the encoding (under Latin-1 it would "decode").
+        if let Some(u) = crate::encoding::utf16_at_start(&bytes) {
+            return Err(CorpusError::input(
+                path,
+                u.advice(&path.display().to_string()),
+            ));
+        }
         // The whole file is one document; an error names the line and byte within it.
         if self.decoder.encoding == crate::Encoding::Utf8 {
             if let Err(e) = std::str::from_utf8(&bytes) {
                 let (line, col) = line_of(&bytes, e.valid_up_to());
-                let within = crate::encoding::Invalid {
-                    offset: col,
-                    byte: bytes[e.valid_up_to()],
-                };
+                let start = e.valid_up_to() - col;
+                let within = crate::encoding::Invalid::at(&bytes[start..], col);
                 return Err(CorpusError::line(path, line, within.describe()));
             }
         }
@@ -147,11 +152,16 @@ impl TextSource for Jsonl {
         if self.buf.iter().all(u8::is_ascii_whitespace) {
             return Ok(true);
         }
-        // Decoded first (JSON text is UTF-8; a Latin-1 file is converted), then parsed; the
-        // line's allocation is handed back to `buf` afterwards.
+        // Decoded first (JSON text is UTF-8; a Latin-1 file is converted; a byte-order mark
+        // dropped), then parsed; the line's allocation is handed back to `buf` afterwards.
         let line = self
             .decoder
             .line(std::mem::take(&mut self.buf), &self.lines)?;
+        if line.bytes().all(|b| b.is_ascii_whitespace()) {
+            // A first line of only a byte-order mark.
+            self.buf = line.into_bytes();
+            return Ok(true);
+        }
         let mut de = serde_json::Deserializer::from_str(&line);
         let found = FieldSeed {
             field: &self.field,
@@ -442,5 +452,60 @@ mod tests {
         );
         std::fs::write(&p, "{\"text\": \"a\"} {\"text\": \"b\"}\n").unwrap();
         assert!(read_all(&p, InputFormat::Jsonl, "text").is_err());
+    }
+
+    #[test]
+    fn a_byte_order_mark_starting_jsonl_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.jsonl");
+        std::fs::write(&p, "\u{feff}{\"text\": \"one\"}\n{\"text\": \"two\"}\n").unwrap();
+        assert_eq!(
+            read_all(&p, InputFormat::Jsonl, "text").unwrap(),
+            ["one", "two"]
+        );
+        // Gzip-compressed too, and a first line of only the mark is a blank line.
+        std::fs::write(&p, "\u{feff}\n{\"text\": \"two\"}\n").unwrap();
+        assert_eq!(
+            read_all(&p, InputFormat::Jsonl, "text").unwrap(),
+            ["", "two"]
+        );
+        let gz = dir.path().join("d.jsonl.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut enc, "\u{feff}{\"text\": \"one\"}\n".as_bytes()).unwrap();
+        std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+        assert_eq!(read_all(&gz, InputFormat::Jsonl, "text").unwrap(), ["one"]);
+        // Only the first line's: one later is inside the text, and JSON refuses it.
+        std::fs::write(&p, "{\"text\": \"one\"}\n\u{feff}{\"text\": \"two\"}\n").unwrap();
+        let e = read_all(&p, InputFormat::Jsonl, "text")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn utf16_files_are_refused_with_iconv() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = vec![0xff, 0xfe];
+        bytes.extend("alpha beta\n".encode_utf16().flat_map(u16::to_le_bytes));
+        let lines = dir.path().join("u16.txt");
+        std::fs::write(&lines, &bytes).unwrap();
+        let sub = dir.path().join("texts");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("a.txt"), &bytes).unwrap();
+        for (p, format) in [(&lines, InputFormat::Lines), (&sub, InputFormat::Dir)] {
+            let latin1 = Decoder {
+                encoding: crate::Encoding::Latin1,
+                ..Decoder::default()
+            };
+            for decoder in [Decoder::default(), latin1] {
+                let e = read_decoded(p, format, "text", &decoder)
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.contains("UTF-16") && e.contains("iconv -f UTF-16 -t UTF-8"),
+                    "{e}"
+                );
+            }
+        }
     }
 }
