@@ -964,3 +964,44 @@ fn a_fifth_attack_eval_without_held_out_documents() {
         "{text}"
     );
 }
+
+/// The fifth attack: `infer` of JSON Lines reads one field's text with `--text-field` (as
+/// `prepare` does), and warns when it is given JSON without it (keys would be read as words).
+#[test]
+fn a_fifth_attack_infer_reads_json_lines_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, model) = corpus_and_model(dir.path(), &[]);
+    let jsonl = dir.path().join("new.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"title\": \"paper\", \"body\": \"river water fishing boat\"}\n\n{\"body\": null}\n",
+    )
+    .unwrap();
+    let out = topos(&[
+        "infer",
+        s(&model),
+        s(&jsonl),
+        "--text-field",
+        "body",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let docs = e["documents"].as_array().unwrap();
+    assert_eq!(docs.len(), 3, "{e}");
+    assert_eq!(docs[0]["tokens"], 4, "{e}");
+    assert_eq!(
+        (docs[1]["tokens"].as_u64(), docs[2]["tokens"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // Without the field: a warning, and the keys are read as words.
+    let out = topos(&["infer", s(&model), s(&jsonl), "-q"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--text-field"));
+    // A line without the field names its line.
+    std::fs::write(&jsonl, "{\"body\": \"river\"}\n{\"title\": \"x\"}\n").unwrap();
+    fails(
+        &["infer", s(&model), s(&jsonl), "--text-field", "body"],
+        "line 2: has no field \"body\"",
+    );
+}

@@ -15,8 +15,13 @@ use topos_model::{doc_to_ids, infer, Phi, TopicModel, TopicWeight};
 pub struct Args {
     /// Model file.
     pub model: PathBuf,
-    /// Documents: a text file with one document per line (.gz allowed), or - for stdin.
+    /// Documents: a text file with one document per line (.gz allowed), or - for stdin; with
+    /// --text-field, one JSON object per line.
     pub input: PathBuf,
+    /// Read the documents as JSON Lines, each document the string in this field (as `prepare
+    /// --text-field` reads them; a blank line or null is an empty document).
+    #[arg(long)]
+    pub text_field: Option<String>,
     /// Output format: jsonl (top topics per document), csv (every topic), or top (plain text).
     /// For a model trained with --private the output starts with its guarantee: a
     /// {"privacy": ...} line in jsonl, a "# privacy: ..." line in csv and top. With --json the
@@ -207,12 +212,40 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     // mixtures are derived from the model's noisy release and the guarantee travels with them.
     ui.info(topos_model::privacy_line(model.privacy.as_ref()));
     let tokenizer = text_tokenizer(&args.model, &model, args.corpus.as_deref(), args.stem, ui)?;
-    let (lines, replaced) = read_lines(&args.input, args.encoding)?;
+    let (mut lines, replaced) = read_lines(&args.input, args.encoding)?;
     if replaced > 0 {
         eprintln!(
             "warning: {replaced} invalid bytes replaced by U+FFFD (--encoding {})",
             args.encoding
         );
+    }
+    match &args.text_field {
+        Some(field) => {
+            let mut text = String::new();
+            for (i, line) in lines.iter_mut().enumerate() {
+                if line.trim().is_empty() {
+                    line.clear();
+                    continue;
+                }
+                topos_corpus::readers::text::json_text_field(line, field, &mut text).map_err(
+                    |e| anyhow::anyhow!("{}: line {}: {e}", args.input.display(), i + 1),
+                )?;
+                std::mem::swap(line, &mut text);
+            }
+        }
+        None => {
+            // JSON's keys and punctuation would be read as the documents' words.
+            let first = lines.iter().map(|l| l.trim()).find(|l| !l.is_empty());
+            if first.is_some_and(|l| {
+                l.starts_with('{')
+                    && serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v.is_object())
+            }) {
+                eprintln!(
+                    "warning: {} looks like JSON Lines; its lines are read as plain text, keys and all: give --text-field NAME to read one field's text",
+                    args.input.display()
+                );
+            }
+        }
     }
     let mut docs = OwnedDocs::new();
     let mut unknown = 0usize;

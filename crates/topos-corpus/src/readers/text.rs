@@ -162,31 +162,33 @@ impl TextSource for Jsonl {
             self.buf = line.into_bytes();
             return Ok(true);
         }
-        let mut de = serde_json::Deserializer::from_str(&line);
-        let found = FieldSeed {
-            field: &self.field,
-            out: doc,
-        }
+        let found = json_text_field(&line, &self.field, doc).map_err(|e| self.lines.error(e));
+        self.buf = line.into_bytes();
+        found.map(|()| true)
+    }
+}
+
+/// The text of one JSONL line: the string in `field` of the JSON object `line`, copied into
+/// `out` (emptied first; `null` leaves it empty). What `prepare` reads from JSONL input, for a
+/// command that reads new documents in the same form (`infer --text-field`). The error says what
+/// is wrong with the line, without its number.
+pub fn json_text_field(line: &str, field: &str, out: &mut String) -> Result<(), String> {
+    out.clear();
+    let mut de = serde_json::Deserializer::from_str(line);
+    let found = FieldSeed { field, out }
         .deserialize(&mut de)
         .and_then(|found| de.end().map(|_| found))
         .map_err(|e| {
-            self.lines.error(format!(
-                "is not a valid JSON object ({e}); JSONL needs one object per line"
-            ))
-        });
-        self.buf = line.into_bytes();
-        match found? {
-            Found::Text => Ok(true),
-            Found::Null => Ok(true),
-            Found::Missing => Err(self.lines.error(format!(
-                "has no field \"{}\"; name the text field with --text-field",
-                self.field
-            ))),
-            Found::NotText(kind) => Err(self.lines.error(format!(
-                "field \"{}\" is {kind}, not a string; name the text field with --text-field",
-                self.field
-            ))),
-        }
+            format!("is not a valid JSON object ({e}); JSONL needs one object per line")
+        })?;
+    match found {
+        Found::Text | Found::Null => Ok(()),
+        Found::Missing => Err(format!(
+            "has no field \"{field}\"; name the text field with --text-field"
+        )),
+        Found::NotText(kind) => Err(format!(
+            "field \"{field}\" is {kind}, not a string; name the text field with --text-field"
+        )),
     }
 }
 
