@@ -54,6 +54,25 @@ fn whitespace_tokenizer_keeps_pre_segmented_words() {
     let chars = dir.path().join("chars.tcorp");
     prepare_text(&input, &chars, "0", &["--min-len", "1"]);
     assert!(vocab(&chars).iter().all(|w| w.chars().count() == 1));
+    // At the default minimum length those characters are dropped, and prepare says why and
+    // what to use, also with -q (the fifth attack: mixed-language text lost its Chinese).
+    let mixed = dir.path().join("mixed.txt");
+    std::fs::write(&mixed, "river water fishing 我们喜欢自然语言\n".repeat(30)).unwrap();
+    let out = topos(&[
+        "prepare",
+        s(&mixed),
+        "-o",
+        s(&dir.path().join("mixed.tcorp")),
+        "--max-df",
+        "1.0",
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: 240 tokens of Chinese") && err.contains("--tokenizer jieba"),
+        "{err}"
+    );
 
     // A model of the corpus cuts new text the same way: `infer` and `similar --text` find every
     // word (the default tokenizer would find none of them, cutting them into characters).

@@ -457,6 +457,28 @@ pub struct TokenStats {
     pub stopwords: u64,
     /// Dropped: shorter than `min_len`.
     pub short: u64,
+    /// Of `short`: words of a script written without spaces between words (Chinese, Japanese,
+    /// Thai, Lao, Khmer, Myanmar, Tibetan), which Unicode word segmentation cuts into single
+    /// characters: a sign the text needs another tokenizer.
+    pub short_unspaced: u64,
+}
+
+/// Whether `c` belongs to a script written without spaces between words, which Unicode word
+/// segmentation (UAX #29, no dictionary) cannot cut into words: Han, Hiragana, Katakana, Thai,
+/// Lao, Khmer, Myanmar, Tibetan.
+pub fn is_unspaced_script(c: char) -> bool {
+    matches!(u32::from(c),
+        0x0E00..=0x0EFF        // Thai, Lao
+        | 0x0F00..=0x0FFF      // Tibetan
+        | 0x1000..=0x109F      // Myanmar
+        | 0x1780..=0x17FF      // Khmer
+        | 0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x31F0..=0x31FF      // Katakana phonetic extensions
+        | 0x3400..=0x4DBF      // CJK extension A
+        | 0x4E00..=0x9FFF      // CJK unified ideographs
+        | 0xF900..=0xFAFF      // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F      // half-width Katakana
+        | 0x20000..=0x2FA1F) // CJK extensions B and later
 }
 
 impl TokenStats {
@@ -467,6 +489,7 @@ impl TokenStats {
         self.numbers += o.numbers;
         self.stopwords += o.stopwords;
         self.short += o.short;
+        self.short_unspaced += o.short_unspaced;
     }
 }
 
@@ -700,6 +723,9 @@ impl Tokenizer {
             };
             if short {
                 stats.short += 1;
+                if !ascii && tok.chars().next().is_some_and(is_unspaced_script) {
+                    stats.short_unspaced += 1;
+                }
                 return;
             }
             stats.kept += 1;
@@ -801,12 +827,23 @@ mod tests {
                 numbers: 3,
                 stopwords: 5,
                 short: 0,
+                short_unspaced: 0,
             }
         );
         // "a" and "on" are stop words; a two-letter non-stop word is short.
         let mut stats = TokenStats::default();
         t.tokenize_with("ox ai", &mut Scratch::default(), &mut stats, |_| {});
         assert_eq!(stats.short, 2);
+        // Chinese, Japanese and Thai fall apart into short pieces, counted as such.
+        let mut stats = TokenStats::default();
+        t.tokenize_with(
+            "我们喜欢 ひらがな ox",
+            &mut Scratch::default(),
+            &mut stats,
+            |_| {},
+        );
+        assert_eq!(stats.short, stats.short_unspaced + 1, "{stats:?}");
+        assert!(stats.short_unspaced >= 4, "{stats:?}");
     }
 
     #[test]

@@ -168,6 +168,15 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     )?;
     let opts = args.options();
     let r = prepare_with_progress(&args.input, &args.output, &opts, ui)?;
+    // Only the default tokenizer cuts such text into characters (jieba's one-character words
+    // are dropped by choice).
+    if r.tokens_dropped_short_unspaced > 0 && r.tokenizer.tokenizer == "words" {
+        // A warning, so that --quiet keeps it: the words of such text are lost.
+        eprintln!(
+            "warning: {} tokens of Chinese, Japanese, Thai or another script written without spaces were dropped as too short: the default tokenizer (Unicode words) cuts such text into single characters; give --tokenizer jieba (Chinese, in builds with the jieba feature), or segment the text beforehand and give --tokenizer whitespace",
+            r.tokens_dropped_short_unspaced
+        );
+    }
     ui.result(&r, || print_report(&r))
 }
 

@@ -139,6 +139,9 @@ pub struct PrepareReport {
     pub heldout_tokens: u64,
     pub tokens_dropped_stopwords: u64,
     pub tokens_dropped_short: u64,
+    /// Of those, pieces of Chinese, Japanese, Thai, … text (scripts written without spaces):
+    /// the default tokenizer's single characters (`TokenStats::short_unspaced`).
+    pub tokens_dropped_short_unspaced: u64,
     pub tokens_dropped_numbers: u64,
     /// Tokens of words removed by vocabulary pruning.
     pub tokens_dropped_pruned: u64,
@@ -263,8 +266,13 @@ pub fn prepare(
         return Err(CorpusError::input(
             input,
             format!(
-                "every one of its {} documents is empty after tokenizing ({} words: {} stop words, {} shorter than {} characters, {} numbers); check the input format ({format}){}",
+                "every one of its {} documents is empty after tokenizing ({} words: {} stop words, {} shorter than {} characters, {} numbers); {}check the input format ({format}){}",
                 counted.documents, s.words, s.stopwords, s.short, opts.tokenizer.min_len, s.numbers,
+                if s.short_unspaced > 0 && opts.tokenizer.segmenter == crate::tokenize::Segmenter::Words {
+                    format!("{} of the short ones are characters of a script written without spaces (Chinese, Japanese, Thai, …), which this tokenizer cannot cut into words: give --tokenizer jieba or segment the text and give --tokenizer whitespace; else ", s.short_unspaced)
+                } else {
+                    String::new()
+                },
                 if format == InputFormat::Jsonl { " and --text-field" } else { "" }
             ),
         ));
@@ -351,6 +359,7 @@ pub fn prepare(
         heldout_tokens: w.heldout_tokens(),
         tokens_dropped_stopwords: s.stopwords,
         tokens_dropped_short: s.short,
+        tokens_dropped_short_unspaced: s.short_unspaced,
         tokens_dropped_numbers: s.numbers,
         tokens_dropped_pruned: pruned.tokens_dropped,
         vocab_before_pruning: vocab_before,
