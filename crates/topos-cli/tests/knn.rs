@@ -264,7 +264,10 @@ fn similar_by_document_text_and_heldout() {
     }
     // Errors.
     fails(&["similar", m, "-k", "3"], "exactly one kind of query");
-    fails(&["similar", m, "--doc", "999999"], "not in");
+    fails(
+        &["similar", m, "--doc", "999999"],
+        "the input's last document is record",
+    );
     // A text without a known word has no neighbours (an empty list, counted), not an error
     // for the whole call and not arbitrary documents.
     let out = topos(&[

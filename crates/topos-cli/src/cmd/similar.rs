@@ -158,16 +158,26 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                 words: corpus.heldout().doc(h).to_vec(),
             });
         } else {
-            let records = corpus.train_ids().iter().chain(corpus.heldout_ids()).max();
+            let last = corpus
+                .train_ids()
+                .iter()
+                .chain(corpus.heldout_ids())
+                .max()
+                .copied();
+            let why = match last {
+                Some(last) if id > last => {
+                    format!("the input's last document is record {last}")
+                }
+                _ => "prepare dropped that record (empty after tokenizing)".to_string(),
+            };
             bail!(
-                "input record {id} is not a document of {} ({} training and {} held-out documents{}): it was empty after tokenizing, or is beyond the input; --doc takes input records (lines or records of the input, from 0), as `export --what doc-topics` lists them in its record column",
+                "input record {id} is not a document of {} ({} training and {} held-out documents): {why}; --doc takes input records (lines or records of the input, from 0), as `export --what doc-topics` lists them in its record column",
                 args.corpus
                     .as_ref()
                     .map_or_else(|| args.model.with_extension("tcorp"), PathBuf::clone)
                     .display(),
                 n_train,
                 corpus.heldout().len(),
-                records.map_or_else(String::new, |r| format!(" among input records 0 to {r}"))
             );
         }
     }
