@@ -1005,3 +1005,35 @@ fn a_fifth_attack_infer_reads_json_lines_by_field() {
         "line 2: has no field \"body\"",
     );
 }
+
+/// The fifth attack: a `.csv` file is read as lines (CSV is not an input format), and `prepare`
+/// says so before the work, also with `-q`.
+#[test]
+fn a_fifth_attack_csv_is_said_to_be_read_as_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    let out = dir.path().join("t.tcorp");
+    std::fs::write(&csv, "id,text\n1,\"river water\"\n2,\"stock market\"\n").unwrap();
+    let args = [
+        "prepare",
+        s(&csv),
+        "-o",
+        s(&out),
+        "--min-df",
+        "1",
+        "--max-df",
+        "1.0",
+        "-q",
+    ];
+    let out = topos(&args);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is read as one document per line") && err.contains("--text-field"),
+        "{err}"
+    );
+    // Named as lines on purpose: no warning.
+    let out = topos(&[&args[..], &["--format", "lines"]].concat());
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("is not parsed"));
+}

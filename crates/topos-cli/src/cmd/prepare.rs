@@ -166,6 +166,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             ("the vocabulary", args.vocab.as_deref()),
         ],
     )?;
+    warn_about_tables(&args);
     let opts = args.options();
     let r = prepare_with_progress(&args.input, &args.output, &opts, ui)?;
     // Only the default tokenizer cuts such text into characters (jieba's one-character words
@@ -178,6 +179,26 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         );
     }
     ui.result(&r, || print_report(&r))
+}
+
+/// A `.csv` or `.tsv` file is not an input format: read as lines (detected so), its header
+/// becomes a document and a quoted field's line breaks split documents. Said before the work (a
+/// warning, kept by `--quiet`), with what to give instead.
+fn warn_about_tables(args: &Args) {
+    let name = args
+        .input
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let base = name.strip_suffix(".gz").unwrap_or(&name);
+    let table = [".csv", ".tsv"].into_iter().find(|e| base.ends_with(e));
+    // Not when the format is named: `--format lines` is a choice.
+    if let (Some(ext), None) = (table, args.format) {
+        eprintln!(
+            "warning: {} is read as one document per line: {ext} is not parsed (its header becomes a document, and a quoted field's line breaks split documents); convert it to JSON Lines and give --text-field, or to one document per line",
+            args.input.display()
+        );
+    }
 }
 
 pub fn print_report(r: &PrepareReport) {
