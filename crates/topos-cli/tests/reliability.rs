@@ -1037,3 +1037,61 @@ fn a_fifth_attack_csv_is_said_to_be_read_as_lines() {
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("is not parsed"));
 }
+
+/// The fifth attack: with more topics than the data fills, `topics` lists only words a topic
+/// holds tokens of (the JSON keeps the padded list, with counts 0).
+#[test]
+fn a_fifth_attack_topics_list_only_words_with_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("few.txt");
+    std::fs::write(&input, "river water\nstock market\n".repeat(3)).unwrap();
+    let corpus = dir.path().join("few.tcorp");
+    ok(&[
+        "prepare",
+        s(&input),
+        "-o",
+        s(&corpus),
+        "--min-df",
+        "1",
+        "--max-df",
+        "1.0",
+        "-q",
+    ]);
+    let model = dir.path().join("few.tmod");
+    ok(&[
+        "train",
+        s(&corpus),
+        "-k",
+        "20",
+        "--iters",
+        "3",
+        "-o",
+        s(&model),
+        "-q",
+    ]);
+    let report = json(&["topics", s(&model), "--top", "4"]);
+    let text = ok(&["topics", s(&model), "--top", "4", "-q"]);
+    let mut empty = 0;
+    for t in report["topics"].as_array().unwrap() {
+        let k = t["topic"].as_u64().unwrap();
+        let held: Vec<&str> = t["top_words"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["count"].as_u64().unwrap() > 0)
+            .map(|w| w["word"].as_str().unwrap())
+            .collect();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("topic {k:>2} ")))
+            .unwrap_or_else(|| panic!("topic {k} in {text}"));
+        let listed = line.split_once("): ").unwrap().1;
+        if held.is_empty() {
+            empty += 1;
+            assert_eq!(listed, "(no tokens)", "{line}");
+        } else {
+            assert_eq!(listed, held.join(" "), "{line}");
+        }
+    }
+    assert!(empty > 0, "{text}");
+}
