@@ -1014,17 +1014,7 @@ fn a_fifth_attack_csv_is_said_to_be_read_as_lines() {
     let csv = dir.path().join("t.csv");
     let out = dir.path().join("t.tcorp");
     std::fs::write(&csv, "id,text\n1,\"river water\"\n2,\"stock market\"\n").unwrap();
-    let args = [
-        "prepare",
-        s(&csv),
-        "-o",
-        s(&out),
-        "--min-df",
-        "1",
-        "--max-df",
-        "1.0",
-        "-q",
-    ];
+    let args = prepare_every_word(&csv, &out);
     let out = topos(&args);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -1046,17 +1036,7 @@ fn a_fifth_attack_topics_list_only_words_with_tokens() {
     let input = dir.path().join("few.txt");
     std::fs::write(&input, "river water\nstock market\n".repeat(3)).unwrap();
     let corpus = dir.path().join("few.tcorp");
-    ok(&[
-        "prepare",
-        s(&input),
-        "-o",
-        s(&corpus),
-        "--min-df",
-        "1",
-        "--max-df",
-        "1.0",
-        "-q",
-    ]);
+    ok(&prepare_every_word(&input, &corpus));
     let model = dir.path().join("few.tmod");
     ok(&[
         "train",

@@ -734,18 +734,8 @@ fn runs_appended_to_one_log_are_drawn_apart_with_a_warning() {
     )
     .unwrap();
     let corpus = d.join("t.tcorp");
-    let prep = [
-        s(&input),
-        "-o",
-        s(&corpus),
-        "--min-df",
-        "1",
-        "--max-df",
-        "1.0",
-    ];
-    let mut args = vec!["prepare"];
-    args.extend(prep);
-    args.extend(["--min-len", "1", "--holdout", "0", "-q"]);
+    let mut args = prepare_every_word(&input, &corpus);
+    args.extend(["--min-len", "1", "--holdout", "0"]);
     ok(&args);
     let log = d.join("run.log");
     for (seed, model) in [("1", "p1.tmod"), ("2", "p2.tmod")] {
@@ -816,19 +806,9 @@ fn mallet_export_refuses_a_word_with_white_space() {
     std::fs::write(&ldac, "3 0:2 1:3 2:1\n2 0:1 2:4\n3 0:1 1:2 2:2\n").unwrap();
     let corpus = d.join("c3.tcorp");
     let vocab = d.join("v3.txt");
-    ok(&[
-        "prepare",
-        s(&ldac),
-        "--vocab",
-        s(&vocab),
-        "-o",
-        s(&corpus),
-        "--min-df",
-        "1",
-        "--max-df",
-        "1.0",
-        "-q",
-    ]);
+    let mut args = prepare_every_word(&ldac, &corpus);
+    args.extend(["--vocab", s(&vocab)]);
+    ok(&args);
     let model = d.join("c3.tmod");
     ok(&[
         "train",

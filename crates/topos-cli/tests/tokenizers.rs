@@ -357,19 +357,10 @@ fn given_capitals_and_combining_accents_meet_their_words() {
     let docs: String = (0..20).map(|_| "3 0:3 1:1 2:2\n").collect();
     std::fs::write(d.join("c.ldac"), docs).unwrap();
     let corpus = d.join("c.tcorp");
-    let report = json(&[
-        "prepare",
-        s(&d.join("c.ldac")),
-        "--vocab",
-        s(&d.join("v.txt")),
-        "-o",
-        s(&corpus),
-        "--min-df",
-        "1",
-        "--max-df",
-        "1.0",
-        "-q",
-    ]);
+    let (ldac, words) = (d.join("c.ldac"), d.join("v.txt"));
+    let mut args = prepare_every_word(&ldac, &corpus);
+    args.extend(["--vocab", s(&words)]);
+    let report = json(&args);
     assert_eq!(vocab(&corpus), ["Apple", "banana"], "{report}");
     let model = d.join("c.tmod");
     ok(&[
@@ -396,18 +387,11 @@ fn given_capitals_and_combining_accents_meet_their_words() {
         })
         .collect();
     std::fs::write(d.join("nfd.txt"), text).unwrap();
-    let nfd = d.join("nfd.tcorp");
-    ok(&[
-        "prepare",
-        s(&d.join("nfd.txt")),
-        "-o",
-        s(&nfd),
-        "--min-df",
-        "10",
-        "--max-df",
-        "1.0",
-        "-q",
-    ]);
+    let (text, nfd) = (d.join("nfd.txt"), d.join("nfd.tcorp"));
+    let mut args = prepare_every_word(&text, &nfd);
+    let min_df = args.iter().position(|&a| a == "--min-df").unwrap() + 1;
+    args[min_df] = "10";
+    ok(&args);
     assert_eq!(vocab(&nfd).len(), 2, "{:?}", vocab(&nfd));
     assert!(vocab(&nfd).contains(&"caf\u{e9}".to_string()));
 }

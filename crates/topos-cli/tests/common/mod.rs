@@ -123,6 +123,22 @@ pub fn write_themes(
     p
 }
 
+/// `topos prepare INPUT -o OUT --min-df 1 --max-df 1.0 -q`: every word of a small input kept;
+/// extend it with more options.
+pub fn prepare_every_word<'a>(input: &'a Path, out: &'a Path) -> Vec<&'a str> {
+    vec![
+        "prepare",
+        s(input),
+        "-o",
+        s(out),
+        "--min-df",
+        "1",
+        "--max-df",
+        "1.0",
+        "-q",
+    ]
+}
+
 /// `topos prepare INPUT -o OUT --holdout HOLDOUT --max-df 0.9 -q EXTRA...`; returns OUT.
 pub fn prepare_text(input: &Path, out: &Path, holdout: &str, extra: &[&str]) -> PathBuf {
     let mut args = vec![
