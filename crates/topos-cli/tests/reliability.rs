@@ -998,6 +998,10 @@ fn a_fifth_attack_infer_reads_json_lines_by_field() {
     let out = topos(&["infer", s(&model), s(&jsonl), "-q"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--text-field"));
+    // A byte-order mark starting the file is dropped, as prepare drops it.
+    std::fs::write(&jsonl, "\u{feff}{\"body\": \"river water\"}\n").unwrap();
+    let e = json(&["infer", s(&model), s(&jsonl), "--text-field", "body", "-q"]);
+    assert_eq!(e["documents"][0]["tokens"], 2, "{e}");
     // A line without the field names its line.
     std::fs::write(&jsonl, "{\"body\": \"river\"}\n{\"title\": \"x\"}\n").unwrap();
     fails(

@@ -394,4 +394,43 @@ fn given_capitals_and_combining_accents_meet_their_words() {
     ok(&args);
     assert_eq!(vocab(&nfd).len(), 2, "{:?}", vocab(&nfd));
     assert!(vocab(&nfd).contains(&"caf\u{e9}".to_string()));
+    let nfd_model = d.join("nfd.tmod");
+    ok(&[
+        "train",
+        s(&nfd),
+        "-k",
+        "2",
+        "--iters",
+        "3",
+        "-o",
+        s(&nfd_model),
+        "-q",
+    ]);
+    std::fs::write(d.join("new.txt"), "cafe\u{301} caf\u{e9} alpha\n").unwrap();
+    let inferred = json(&["infer", s(&nfd_model), s(&d.join("new.txt")), "-q"]);
+    assert_eq!(inferred["documents"][0]["tokens"], 3, "{inferred}");
+
+    // A given vocabulary is kept as written, combining accent and all, and new text meets it
+    // as written.
+    std::fs::write(d.join("v.txt"), "cafe\u{301}\nbanana\nzebra\n").unwrap();
+    let given = d.join("given.tcorp");
+    let mut args = prepare_every_word(&ldac, &given);
+    let words = d.join("v.txt");
+    args.extend(["--vocab", s(&words)]);
+    ok(&args);
+    let given_model = d.join("given.tmod");
+    ok(&[
+        "train",
+        s(&given),
+        "-k",
+        "2",
+        "--iters",
+        "3",
+        "-o",
+        s(&given_model),
+        "-q",
+    ]);
+    std::fs::write(d.join("new.txt"), "cafe\u{301} banana\n").unwrap();
+    let inferred = json(&["infer", s(&given_model), s(&d.join("new.txt")), "-q"]);
+    assert_eq!(inferred["documents"][0]["tokens"], 2, "{inferred}");
 }

@@ -67,12 +67,12 @@ impl Language {
         self.info().1
     }
 
-    /// The name for messages ("German").
     /// Whether words of this language lower-case by Turkish rules (`I` → `ı`, `İ` → `i`).
     pub fn turkic_casing(self) -> bool {
         self == Language::Turkish
     }
 
+    /// The name for messages ("German").
     pub fn title(self) -> String {
         let n = self.name();
         n[..1].to_uppercase() + &n[1..]

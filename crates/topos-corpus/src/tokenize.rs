@@ -234,8 +234,8 @@ fn push_lowercase(word: &str, turkic: bool, out: &mut String) {
 /// Stored as JSON ([`TokenizerSpec::encode`], [`TokenizerSpec::decode`]).
 ///
 /// The fields added after version 1 (`tokenizer`, `language`) are left out of the JSON at their
-/// defaults, so a corpus prepared with the defaults records the same bytes as before, and a
-/// spec without them reads as the defaults.
+/// defaults, so a spec of version 1 (a corpus prepared with the defaults before version 3)
+/// reads back as it was written, and a spec without them reads as the defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenizerSpec {
     /// [`TOKENIZER_VERSION`] of the build that prepared the corpus.
@@ -354,16 +354,26 @@ impl TokenizerSpec {
         }
     }
 
-    /// Whether `self` and `other` cut text the same way but for the version of the rules (a
-    /// corpus prepared by an older build and one by this build with the same options).
+    /// Whether `self` and `other` were prepared with the same options, whatever the version of
+    /// the rules (a corpus of an older build and one of this build, both prepared alike): the
+    /// version, the case in which version 2 kept a stop-word file's words with `--keep-case`,
+    /// and, between two given vocabularies, the `lowercase` that `prepare` records from the
+    /// vocabulary (capitals or not) are left out of the comparison.
     pub fn same_options(&self, other: &TokenizerSpec) -> bool {
-        TokenizerSpec {
-            version: 0,
-            ..self.clone()
-        } == TokenizerSpec {
-            version: 0,
-            ..other.clone()
-        }
+        let both_given = self.words_given && other.words_given;
+        let comparable = |s: &TokenizerSpec| {
+            let mut extra: Vec<String> =
+                s.extra_stopwords.iter().map(|w| w.to_lowercase()).collect();
+            extra.sort();
+            extra.dedup();
+            TokenizerSpec {
+                version: 0,
+                lowercase: s.lowercase && !both_given,
+                extra_stopwords: extra,
+                ..s.clone()
+            }
+        };
+        comparable(self) == comparable(other)
     }
 
     /// The options in words, for messages: e.g. "lower-case, English stop words, min length 3,
@@ -515,10 +525,13 @@ pub struct Tokenizer {
     drop_numbers: bool,
     stop: StopWords,
     stemmer: Option<rust_stemmers::Stemmer>,
-    /// The rules of version 3 and later: NFC, and stop words matched on the lower-cased word.
+    /// NFC (rules of version 3 and later; not for a given vocabulary, whose words are matched
+    /// as written).
     normalize_nfc: bool,
-    /// Turkish casing (rules of version 3 and later, for Turkish).
+    /// Turkish casing (rules of version 3 and later, for Turkish; not for a given vocabulary).
     turkic: bool,
+    /// Stop words matched on the lower-cased word whatever the case kept (version 3 and later).
+    stop_lowercased: bool,
 }
 
 impl Tokenizer {
@@ -535,6 +548,7 @@ impl Tokenizer {
             stop: opts.stop_words()?,
             normalize_nfc: true,
             turkic: opts.language.turkic_casing(),
+            stop_lowercased: true,
             stemmer: match opts.stem {
                 true => Some(
                     opts.language
@@ -568,8 +582,12 @@ impl Tokenizer {
             min_len: if given { 0 } else { spec.min_len },
             drop_numbers: !given && spec.drop_numbers,
             stop,
-            normalize_nfc: spec.version >= 3,
-            turkic: spec.version >= 3 && language.turkic_casing(),
+            // A given vocabulary (bag-of-words input) is kept as written and its stop words were
+            // matched by Unicode's default lower case (`prepare/bags.rs`): new text meets it
+            // without NFC or Turkish casing.
+            normalize_nfc: spec.version >= 3 && !given,
+            turkic: spec.version >= 3 && !given && language.turkic_casing(),
+            stop_lowercased: spec.version >= 3,
             stemmer: match spec.stem && !given {
                 true => Some(language.stemmer_for_stem()?),
                 false => None,
@@ -616,7 +634,7 @@ impl Tokenizer {
     /// `the`.
     #[inline]
     fn is_stop_word(&self, tok: &str) -> bool {
-        if self.lowercase || !self.normalize_nfc {
+        if self.lowercase || !self.stop_lowercased {
             return self.stop.contains(tok);
         }
         let has_upper = match tok.is_ascii() {
@@ -674,8 +692,12 @@ impl Tokenizer {
                 .filter(|&c| c != '\u{ad}')
                 .map(|c| if c == '\u{2019}' { '\'' } else { c })
                 .collect();
+            // Copied only when NFC changes it.
             let w = match self.normalize_nfc {
-                true => nfc(&w).into_owned(),
+                true => match nfc(&w) {
+                    std::borrow::Cow::Borrowed(_) => w,
+                    std::borrow::Cow::Owned(composed) => composed,
+                },
                 false => w,
             };
             match self.lowercase {
@@ -1111,8 +1133,13 @@ mod tests {
     #[test]
     fn defaults_record_what_version_1_recorded() {
         // The fields added for the segmenter and the language are left out at their defaults,
-        // so a default corpus records the same bytes as before them, and old specs read back.
+        // so a default corpus records what version 1 recorded but for the version of the rules,
+        // and old specs read back.
         let old = r#"{"version":1,"lowercase":true,"english_stopwords":true,"extra_stopwords":[],"min_len":3,"stem":false,"drop_numbers":true,"words_given":false}"#;
+        assert_eq!(
+            String::from_utf8(TokenizerOptions::default().spec().unwrap().encode()).unwrap(),
+            old.replace("\"version\":1", &format!("\"version\":{TOKENIZER_VERSION}"))
+        );
         assert_eq!(
             String::from_utf8(TokenizerSpec::defaults().encode()).unwrap(),
             old
@@ -1239,6 +1266,38 @@ mod tests {
                 .tokens("The cafe\u{301} alpha ALPHA"),
             ["The", "cafe\u{301}", "ALPHA"]
         );
+        // A given vocabulary (bag-of-words) is met as written: no NFC, no Turkish casing, its
+        // stop words matched by Unicode's default lower case, as prepare matched them.
+        let given = TokenizerSpec {
+            words_given: true,
+            lowercase: false,
+            ..tr.spec().unwrap()
+        };
+        assert_eq!(
+            Tokenizer::from_spec(&given)
+                .unwrap()
+                .tokens("cafe\u{301} İLE ile"),
+            ["cafe\u{301}", "İLE"]
+        );
+        // The same options whatever the rules' version: a stop-word file's words as version 2
+        // kept them with --keep-case, and between two given vocabularies the case recorded from
+        // the vocabulary, are not differences; a minimum length is.
+        let v2 = TokenizerSpec {
+            version: 2,
+            extra_stopwords: vec!["Alpha".into()],
+            ..kept.spec().unwrap()
+        };
+        assert!(v2.same_options(&kept.spec().unwrap()));
+        let lower = TokenizerSpec {
+            lowercase: true,
+            ..given.clone()
+        };
+        assert!(given.same_options(&lower));
+        let longer = TokenizerSpec {
+            min_len: 4,
+            ..given.clone()
+        };
+        assert!(!given.same_options(&longer));
         // The current rules, rebuilt from the spec, cut as prepare did.
         for opts in [fr, tr, kept] {
             let text = "İÇİN The cafe\u{301} IŞIK alpha ALPHA été";

@@ -28,20 +28,23 @@ pub struct TrainLog {
 
 impl TrainLog {
     /// The runs the file holds, in file order: a run's evaluations have increasing iterations,
-    /// so a point whose iteration is not above the one before starts another run (a second
-    /// `train --log` to the same file, or a resumed run that logs again iterations its killed
-    /// predecessor had logged). Drawn as one line, the runs would zig-zag back to the start.
-    pub fn runs(&self) -> Vec<&[LogPoint]> {
-        let mut runs = Vec::new();
-        let mut start = 0;
-        for i in 1..self.points.len() {
-            if self.points[i].iteration <= self.points[i - 1].iteration {
-                runs.push(&self.points[start..i]);
-                start = i;
+    /// so a point at or below the current run's first iteration starts another run (a second
+    /// `train --log` to the same file). A point below the one before but above the run's first
+    /// is a resumed run logging again from its checkpoint: its points replace those its killed
+    /// predecessor had logged from there on, and the run goes on as one. Drawn as one line, the
+    /// runs would zig-zag back to the start. (A second run whose first evaluation comes later
+    /// than the first run's, with another `--eval-every`, reads as a resume.)
+    pub fn runs(&self) -> Vec<Vec<LogPoint>> {
+        let mut runs: Vec<Vec<LogPoint>> = Vec::new();
+        for p in &self.points {
+            match runs.last_mut() {
+                Some(run) if p.iteration > run[0].iteration => {
+                    let kept = run.partition_point(|q| q.iteration < p.iteration);
+                    run.truncate(kept);
+                    run.push(p.clone());
+                }
+                _ => runs.push(vec![p.clone()]),
             }
-        }
-        if start < self.points.len() {
-            runs.push(&self.points[start..]);
         }
         runs
     }
@@ -76,7 +79,7 @@ pub fn series_of(logs: &[TrainLog]) -> Vec<TrainLog> {
                 } else {
                     format!("{}: run {}", log.name, i + 1)
                 },
-                points: run.to_vec(),
+                points: run,
             });
         }
     }
@@ -189,9 +192,30 @@ mod tests {
         let runs = log.runs();
         assert_eq!(runs.iter().map(|r| r.len()).collect::<Vec<_>>(), [3, 3, 1]);
         assert_eq!(runs[1][0].train_ll, Some(-8.1));
-        // A repeated iteration starts a run too (never one line going back).
+        // A repeated first iteration starts a run too (never one line going back).
         let repeated = parse_log("r", &format!("{}{}", line(10, -8.0), line(10, -7.9))).unwrap();
         assert_eq!(repeated.runs().len(), 2);
+        // A resumed run (killed after 30, resumed from its checkpoint at 20) is one run: the
+        // points it logs again replace the killed run's.
+        let resumed: String = [(10, -8.0), (20, -7.5), (30, -7.4), (30, -7.35), (40, -7.3)]
+            .iter()
+            .map(|&(it, ll)| line(it, ll))
+            .collect();
+        let resumed = parse_log("r", &resumed).unwrap();
+        let runs = resumed.runs();
+        assert_eq!(runs.len(), 1);
+        let points: Vec<(u32, Option<f64>)> =
+            runs[0].iter().map(|p| (p.iteration, p.train_ll)).collect();
+        assert_eq!(
+            points,
+            [
+                (10, Some(-8.0)),
+                (20, Some(-7.5)),
+                (30, Some(-7.35)),
+                (40, Some(-7.3))
+            ]
+        );
+        assert_eq!(resumed.several_runs_warning("r.log"), None);
         let w = log.several_runs_warning("run.log").unwrap();
         assert!(
             w.contains("run.log holds 3 training runs") && !w.contains('\n'),

@@ -45,7 +45,8 @@ pub fn prepare(model: &TopicModel, corpus: &Corpus) -> Result<UpdateInput, Updat
     if let (Some(m), Some(c)) = (&model.tokenizer, corpus.tokenizer()) {
         // The same options by other versions of the rules (a model of an older build's corpus,
         // new documents prepared by this one) are accepted: text both cut alike differs only
-        // where NFC or Turkish casing changes it.
+        // where NFC or Turkish casing changes it, or, with --keep-case, in capitalized stop
+        // words (`TokenizerSpec::same_options`).
         if !m.same_options(c) {
             return Err(UpdateError::Tokenizer {
                 new: c.describe(),

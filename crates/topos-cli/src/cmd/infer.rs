@@ -75,7 +75,8 @@ struct Report<'a> {
 
 /// The documents of `input`, one per line, decoded with `encoding`; `-` reads stdin. Files go
 /// through the corpus crate's line reader (gzip recognised by its magic bytes, line numbers in
-/// errors). Returns the lines and the bytes `utf-8-lossy` replaced.
+/// errors, UTF-16 refused). A byte-order mark starting the first line is dropped, as `prepare`
+/// drops it. Returns the lines and the bytes `utf-8-lossy` replaced.
 fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
     let stats = DecodeStats::default();
     let mut lines = Vec::new();
@@ -91,6 +92,18 @@ fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
             {
                 break;
             }
+            if i == 1 {
+                // UTF-16 whatever the encoding, judged on the input's first 64 bytes (as the line
+                // reader judges a file's).
+                let mut head = buf[..buf.len().min(64)].to_vec();
+                if head.len() < 64 {
+                    let more = stdin.fill_buf().context("cannot read stdin")?;
+                    head.extend_from_slice(&more[..more.len().min(64 - head.len())]);
+                }
+                if let Some(u) = topos_corpus::encoding::utf16_at_start(&head) {
+                    anyhow::bail!("stdin: line 1: {}", u.advice("FILE"));
+                }
+            }
             if buf.last() == Some(&b'\n') {
                 buf.pop();
                 if buf.last() == Some(&b'\r') {
@@ -102,6 +115,7 @@ fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
                 .map_err(|e| anyhow::anyhow!("stdin: line {i}: {}", e.describe()))?;
             lines.push(line);
         }
+        drop_byte_order_mark(&mut lines);
         return Ok((lines, stats.invalid_bytes()));
     }
     let mut reader = LineReader::open(input, &ByteCounter::default())?;
@@ -112,7 +126,18 @@ fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
             .map_err(|e| reader.error(e.describe()))?;
         lines.push(line);
     }
+    drop_byte_order_mark(&mut lines);
     Ok((lines, stats.invalid_bytes()))
+}
+
+/// Drops U+FEFF starting the first line (Windows tools write one; kept, it would be glued to the
+/// first word, or make a JSON line invalid).
+fn drop_byte_order_mark(lines: &mut [String]) {
+    if let Some(first) = lines.first_mut() {
+        if first.starts_with('\u{feff}') {
+            first.drain(..'\u{feff}'.len_utf8());
+        }
+    }
 }
 
 /// The tokenizer that cuts new text for `model` as `prepare` cut its corpus: from the options

@@ -272,8 +272,15 @@ impl LineReader {
         self.line += 1;
         if self.line == 1 {
             // UTF-16 is refused whatever the encoding: as Latin-1 it would "decode" into a
-            // vocabulary of single letters.
-            if let Some(u) = crate::encoding::utf16_at_start(buf) {
+            // vocabulary of single letters. Judged on the first 64 bytes of the file, not of the
+            // line: a first line of a few characters is too short to tell.
+            let mut head = buf[..buf.len().min(64)].to_vec();
+            if head.len() < 64 {
+                if let Ok(more) = self.inner.fill_buf() {
+                    head.extend_from_slice(&more[..more.len().min(64 - head.len())]);
+                }
+            }
+            if let Some(u) = crate::encoding::utf16_at_start(&head) {
                 return Err(self.error(u.advice(&self.path.display().to_string())));
             }
         }
@@ -665,6 +672,15 @@ mod tests {
         }
         // Without a mark: the zeros say UTF-16LE.
         std::fs::write(&p, &bytes[2..]).unwrap();
+        let mut r = LineReader::open(&p, &ByteCounter::default()).unwrap();
+        let e = r.next_line(&mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("iconv -f UTF-16LE"), "{e}");
+        // A first line too short to tell on its own ("id"): the file's first bytes tell.
+        let short: Vec<u8> = "id\nriver water fishing boat\n"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        std::fs::write(&p, short).unwrap();
         let mut r = LineReader::open(&p, &ByteCounter::default()).unwrap();
         let e = r.next_line(&mut Vec::new()).unwrap_err().to_string();
         assert!(e.contains("iconv -f UTF-16LE"), "{e}");
