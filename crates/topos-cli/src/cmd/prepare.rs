@@ -10,7 +10,7 @@ use topos_corpus::{
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Input: a text file (one document per line, .gz allowed), a directory of .txt files,
+    /// Input: a text file (one document per line, .gz allowed), a directory of .txt (or .txt.gz) files,
     /// a JSONL file, a UCI docword.*.txt[.gz] file, or an LDA-C file.
     pub input: PathBuf,
     /// Output corpus file.

@@ -80,11 +80,11 @@ pub fn list_txt_files(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
                 .map_err(|e| CorpusError::io(&path, "read the file type of", e))?;
             if ft.is_dir() {
                 stack.push(path);
-            } else if (ft.is_file() || (ft.is_symlink() && path.is_file()))
-                && path
-                    .extension()
-                    .is_some_and(|x| x.eq_ignore_ascii_case("txt"))
-            {
+            } else if (ft.is_file() || (ft.is_symlink() && path.is_file())) && {
+                // `.txt`, or `.txt.gz` (read through gzip, as a file of lines is).
+                let name = e.file_name().to_string_lossy().to_ascii_lowercase();
+                name.ends_with(".txt") || name.ends_with(".txt.gz")
+            } {
                 out.push(path);
             }
         }
@@ -107,8 +107,21 @@ impl TextSource for Dir {
             return Ok(false);
         };
         self.next += 1;
-        let bytes = std::fs::read(path).map_err(|e| CorpusError::io(path, "read", e))?;
+        let mut bytes = std::fs::read(path).map_err(|e| CorpusError::io(path, "read", e))?;
         self.counter.add(bytes.len() as u64);
+        if bytes.starts_with(&[0x1f, 0x8b]) {
+            // A `.txt.gz` (gzip by its magic bytes, as the line reader recognises it).
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::bufread::MultiGzDecoder::new(&bytes[..]),
+                &mut text,
+            )
+            .map_err(|cause| CorpusError::Gzip {
+                path: path.display().to_string(),
+                cause,
+            })?;
+            bytes = text;
+        }
         // UTF-16 is refused whatever the encoding (under Latin-1 it would "decode").
         if let Some(u) = crate::encoding::utf16_at_start(&bytes) {
             return Err(CorpusError::input(
@@ -404,6 +417,17 @@ mod tests {
             read_all(d, InputFormat::Dir, "").unwrap(),
             ["a", "ba", "bz"]
         );
+        // A `.txt.gz` is read through gzip; a corrupt one is a gzip error naming it.
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut enc, "packed text".as_bytes()).unwrap();
+        std::fs::write(d.join("b/c.txt.gz"), enc.finish().unwrap()).unwrap();
+        assert_eq!(
+            read_all(d, InputFormat::Dir, "").unwrap(),
+            ["a", "ba", "packed text", "bz"]
+        );
+        std::fs::write(d.join("b/c.txt.gz"), [0x1f, 0x8b, 8, 0, 1, 2]).unwrap();
+        let e = read_all(d, InputFormat::Dir, "").unwrap_err().to_string();
+        assert!(e.contains("c.txt.gz"), "{e}");
     }
 
     #[test]
