@@ -117,6 +117,28 @@ pub fn utf16_at_start(start: &[u8]) -> Option<Utf16> {
     }
 }
 
+/// [`utf16_at_start`] of an input whose first line, `line`, was just read from `after`: judged on
+/// the input's first 64 bytes, the line's and those buffered after it (a first line of a few
+/// characters is too short to tell on its own). Nothing is consumed from `after`; a read error
+/// there leaves the line alone to judge (the next read reports it).
+pub fn utf16_at_first_line(line: &[u8], after: &mut impl std::io::BufRead) -> Option<Utf16> {
+    let mut head = line[..line.len().min(64)].to_vec();
+    if head.len() < 64 {
+        if let Ok(more) = after.fill_buf() {
+            head.extend_from_slice(&more[..more.len().min(64 - head.len())]);
+        }
+    }
+    utf16_at_start(&head)
+}
+
+/// Drops a byte-order mark (U+FEFF) starting `first_line`: Windows tools write one, and kept it
+/// would be glued to the first word or break the first JSON object.
+pub fn drop_byte_order_mark(first_line: &mut String) {
+    if first_line.starts_with('\u{feff}') {
+        first_line.drain(..'\u{feff}'.len_utf8());
+    }
+}
+
 /// An invalid UTF-8 sequence: where it starts (byte offset in the decoded unit), its first byte,
 /// and whether the unit looks like UTF-16 (then the advice is to convert it, not the Latin-1 of
 /// [`HINT`], which would give a vocabulary of single letters).

@@ -93,14 +93,8 @@ fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
                 break;
             }
             if i == 1 {
-                // UTF-16 whatever the encoding, judged on the input's first 64 bytes (as the line
-                // reader judges a file's).
-                let mut head = buf[..buf.len().min(64)].to_vec();
-                if head.len() < 64 {
-                    let more = stdin.fill_buf().context("cannot read stdin")?;
-                    head.extend_from_slice(&more[..more.len().min(64 - head.len())]);
-                }
-                if let Some(u) = topos_corpus::encoding::utf16_at_start(&head) {
+                // UTF-16 whatever the encoding, as the line reader judges a file.
+                if let Some(u) = topos_corpus::encoding::utf16_at_first_line(&buf, &mut stdin) {
                     anyhow::bail!("stdin: line 1: {}", u.advice("FILE"));
                 }
             }
@@ -130,13 +124,10 @@ fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
     Ok((lines, stats.invalid_bytes()))
 }
 
-/// Drops U+FEFF starting the first line (Windows tools write one; kept, it would be glued to the
-/// first word, or make a JSON line invalid).
+/// [`topos_corpus::encoding::drop_byte_order_mark`] of the first line, as `prepare` drops it.
 fn drop_byte_order_mark(lines: &mut [String]) {
     if let Some(first) = lines.first_mut() {
-        if first.starts_with('\u{feff}') {
-            first.drain(..'\u{feff}'.len_utf8());
-        }
+        topos_corpus::encoding::drop_byte_order_mark(first);
     }
 }
 

@@ -272,15 +272,8 @@ impl LineReader {
         self.line += 1;
         if self.line == 1 {
             // UTF-16 is refused whatever the encoding: as Latin-1 it would "decode" into a
-            // vocabulary of single letters. Judged on the first 64 bytes of the file, not of the
-            // line: a first line of a few characters is too short to tell.
-            let mut head = buf[..buf.len().min(64)].to_vec();
-            if head.len() < 64 {
-                if let Ok(more) = self.inner.fill_buf() {
-                    head.extend_from_slice(&more[..more.len().min(64 - head.len())]);
-                }
-            }
-            if let Some(u) = crate::encoding::utf16_at_start(&head) {
+            // vocabulary of single letters.
+            if let Some(u) = crate::encoding::utf16_at_first_line(buf, &mut self.inner) {
                 return Err(self.error(u.advice(&self.path.display().to_string())));
             }
         }
@@ -340,8 +333,8 @@ impl Decoder {
             .encoding
             .decode(bytes, &self.stats)
             .map_err(|e| lines.error(e.describe()))?;
-        if lines.line_number() == 1 && text.starts_with('\u{feff}') {
-            text.drain(..'\u{feff}'.len_utf8());
+        if lines.line_number() == 1 {
+            crate::encoding::drop_byte_order_mark(&mut text);
         }
         Ok(text)
     }
