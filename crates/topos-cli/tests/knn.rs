@@ -206,18 +206,13 @@ fn similar_by_document_text_and_heldout() {
     let corpus = write_corpus(dir.path(), "c", 150, 0);
     let model = dir.path().join("c.tmod");
     let bare = dir.path().join("bare.tmod");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
+    train_quick(
+        &corpus,
+        &model,
         "3",
-        "--alpha",
-        "0.1",
-        "--iters",
         "30",
-        "--doc-topics",
-        "-q",
-    ]);
+        &["--alpha", "0.1", "--doc-topics"],
+    );
     let m = s(&model);
     // A training document: its neighbours share its theme and exclude it.
     let lines = jsonl(&ok(&["similar", m, "--doc", "3", "-k", "5", "-q"]));
@@ -291,17 +286,7 @@ fn similar_by_document_text_and_heldout() {
         );
     }
     fails(&["similar", m, "--doc", "3", "-k", "100000"], "candidate");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
-        "3",
-        "--iters",
-        "5",
-        "-o",
-        s(&bare),
-        "-q",
-    ]);
+    train_quick(&corpus, &bare, "3", "5", &[]);
     fails(
         &["similar", s(&bare), "--doc", "3", "--corpus", s(&corpus)],
         "--doc-topics",

@@ -76,17 +76,8 @@ fn whitespace_tokenizer_keeps_pre_segmented_words() {
 
     // A model of the corpus cuts new text the same way: `infer` and `similar --text` find every
     // word (the default tokenizer would find none of them, cutting them into characters).
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
-        "3",
-        "--iters",
-        "30",
-        "--doc-topics",
-        "-q",
-    ]);
     let model = dir.path().join("zh.tmod");
+    train_quick(&corpus, &model, "3", "30", &["--doc-topics"]);
     let new = dir.path().join("new.txt");
     std::fs::write(&new, "股票 市场 价格 投资\n足球　比赛 球员 未知词\n").unwrap();
     let out = topos(&["infer", s(&model), s(&new), "--format", "csv"]);
@@ -152,8 +143,8 @@ fn language_chooses_stop_words_and_stemmer() {
     }
 
     // infer stems new text in German and drops German stop words.
-    ok(&["train", s(&corpus), "-k", "2", "--iters", "20", "-q"]);
     let model = dir.path().join("de.tmod");
+    train_quick(&corpus, &model, "2", "20", &[]);
     let new = dir.path().join("new.txt");
     std::fs::write(&new, "Die Katzen und der Hund über den Märkten\n").unwrap();
     let csv = ok(&["infer", s(&model), s(&new), "--format", "csv", "-q"]);
@@ -296,7 +287,7 @@ fn jieba_segments_unsegmented_chinese() {
         assert!(words.iter().any(|x| x == w), "{w} in {words:?}");
     }
     assert!(words.iter().all(|w| w.chars().count() >= 2), "{words:?}");
-    ok(&["train", s(&corpus), "-k", "3", "--iters", "10", "-q"]);
+    train_quick(&corpus, &dir.path().join("zh.tmod"), "3", "10", &[]);
     let new = dir.path().join("new.txt");
     std::fs::write(&new, format!("{}\n", themes[1])).unwrap();
     let csv = ok(&[
@@ -363,17 +354,7 @@ fn given_capitals_and_combining_accents_meet_their_words() {
     let report = json(&args);
     assert_eq!(vocab(&corpus), ["Apple", "banana"], "{report}");
     let model = d.join("c.tmod");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
-        "2",
-        "--iters",
-        "3",
-        "-o",
-        s(&model),
-        "-q",
-    ]);
+    train_quick(&corpus, &model, "2", "3", &[]);
     std::fs::write(d.join("new.txt"), "Apple apple banana\n").unwrap();
     let inferred = json(&["infer", s(&model), s(&d.join("new.txt")), "-q"]);
     assert_eq!(inferred["documents"][0]["tokens"], 2, "{inferred}");
@@ -395,17 +376,7 @@ fn given_capitals_and_combining_accents_meet_their_words() {
     assert_eq!(vocab(&nfd).len(), 2, "{:?}", vocab(&nfd));
     assert!(vocab(&nfd).contains(&"caf\u{e9}".to_string()));
     let nfd_model = d.join("nfd.tmod");
-    ok(&[
-        "train",
-        s(&nfd),
-        "-k",
-        "2",
-        "--iters",
-        "3",
-        "-o",
-        s(&nfd_model),
-        "-q",
-    ]);
+    train_quick(&nfd, &nfd_model, "2", "3", &[]);
     std::fs::write(d.join("new.txt"), "cafe\u{301} caf\u{e9} alpha\n").unwrap();
     let inferred = json(&["infer", s(&nfd_model), s(&d.join("new.txt")), "-q"]);
     assert_eq!(inferred["documents"][0]["tokens"], 3, "{inferred}");
@@ -419,17 +390,7 @@ fn given_capitals_and_combining_accents_meet_their_words() {
     args.extend(["--vocab", s(&words)]);
     ok(&args);
     let given_model = d.join("given.tmod");
-    ok(&[
-        "train",
-        s(&given),
-        "-k",
-        "2",
-        "--iters",
-        "3",
-        "-o",
-        s(&given_model),
-        "-q",
-    ]);
+    train_quick(&given, &given_model, "2", "3", &[]);
     std::fs::write(d.join("new.txt"), "cafe\u{301} banana\n").unwrap();
     let inferred = json(&["infer", s(&given_model), s(&d.join("new.txt")), "-q"]);
     assert_eq!(inferred["documents"][0]["tokens"], 2, "{inferred}");

@@ -13,6 +13,21 @@ pub fn topos(args: &[&str]) -> Output {
         .expect("run topos")
 }
 
+/// Runs the binary under test with `input` on its standard input.
+pub fn topos_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_topos"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run topos");
+    // A command that refuses its input early may close stdin before reading it all.
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().expect("wait for topos")
+}
+
 /// Runs a command that must succeed; returns its stdout.
 pub fn ok(args: &[&str]) -> String {
     let out = topos(args);
@@ -155,4 +170,22 @@ pub fn prepare_text(input: &Path, out: &Path, holdout: &str, extra: &[&str]) -> 
     args.extend_from_slice(extra);
     ok(&args);
     out.to_path_buf()
+}
+
+/// `topos train CORPUS -k K --iters ITERS -o MODEL -q EXTRA...`: the small model most tests
+/// need; returns what it printed (panics with the output if training fails).
+pub fn train_quick(corpus: &Path, model: &Path, k: &str, iters: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "train",
+        s(corpus),
+        "-k",
+        k,
+        "--iters",
+        iters,
+        "-o",
+        s(model),
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    ok(&args)
 }
