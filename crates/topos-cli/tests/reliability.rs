@@ -22,18 +22,13 @@ fn write_text_corpus(dir: &Path) -> PathBuf {
 fn corpus_and_model(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf) {
     let corpus = prepare_text(&write_text_corpus(dir), &dir.join("c.tcorp"), "0.2", extra);
     let model = dir.join("c.tmod");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
+    train_quick(
+        &corpus,
+        &model,
         "3",
-        "--alpha",
-        "0.1",
-        "--iters",
         "20",
-        "--doc-topics",
-        "-q",
-    ]);
+        &["--alpha", "0.1", "--doc-topics"],
+    );
     (corpus, model)
 }
 
@@ -937,18 +932,7 @@ fn a_fifth_attack_eval_without_held_out_documents() {
         &[],
     );
     let model = dir.path().join("c.tmod");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
-        "3",
-        "--iters",
-        "5",
-        "--doc-topics",
-        "-o",
-        s(&model),
-        "-q",
-    ]);
+    train_quick(&corpus, &model, "3", "5", &["--doc-topics"]);
     let out = topos(&["eval", s(&model), "--coherence", "umass,npmi", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -1042,17 +1026,7 @@ fn a_fifth_attack_topics_list_only_words_with_tokens() {
     let corpus = dir.path().join("few.tcorp");
     ok(&prepare_every_word(&input, &corpus));
     let model = dir.path().join("few.tmod");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
-        "20",
-        "--iters",
-        "3",
-        "-o",
-        s(&model),
-        "-q",
-    ]);
+    train_quick(&corpus, &model, "20", "3", &[]);
     let report = json(&["topics", s(&model), "--top", "4"]);
     let text = ok(&["topics", s(&model), "--top", "4", "-q"]);
     let mut empty = 0;
@@ -1078,4 +1052,53 @@ fn a_fifth_attack_topics_list_only_words_with_tokens() {
         }
     }
     assert!(empty > 0, "{text}");
+}
+
+/// `infer -` reads standard input as `infer FILE` reads a file: the same reader, so gzip is
+/// recognised, a byte-order mark dropped, UTF-16 refused with its line, and a Topos binary
+/// named.
+#[test]
+fn infer_reads_stdin_as_it_reads_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, model) = corpus_and_model(dir.path(), &[]);
+    let text = "river water fishing boat\n\nstock market price\r\n";
+    let from_file = dir.path().join("new.txt");
+    std::fs::write(&from_file, text).unwrap();
+    let want = json(&["infer", s(&model), s(&from_file), "-q"]);
+    let stdin_json = |input: &[u8]| {
+        let out = topos_with_stdin(&["infer", s(&model), "-", "-q", "--json"], input);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(stdin_json(text.as_bytes())["documents"], want["documents"]);
+    assert_eq!(want["documents"].as_array().unwrap().len(), 3, "{want}");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
+    assert_eq!(
+        stdin_json(&gz.finish().unwrap())["documents"],
+        want["documents"]
+    );
+    let with_mark = format!("\u{feff}{text}");
+    assert_eq!(
+        stdin_json(with_mark.as_bytes())["documents"],
+        want["documents"]
+    );
+
+    let utf16: Vec<u8> = "river water\n"
+        .encode_utf16()
+        .flat_map(|u| u.to_le_bytes())
+        .collect();
+    let out = topos_with_stdin(&["infer", s(&model), "-"], &utf16);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("stdin: line 1: the input is UTF-16") && err.contains("iconv -f UTF-16LE"),
+        "{err}"
+    );
+    let out = topos_with_stdin(&["infer", s(&model), "-"], &std::fs::read(&corpus).unwrap());
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("this is a Topos corpus file"),
+        "{out:?}"
+    );
 }

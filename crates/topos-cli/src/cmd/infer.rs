@@ -1,9 +1,9 @@
 //! `topos infer`: topic mixtures of unseen documents by Gibbs fold-in with the topics fixed.
 
 use crate::ui::Ui;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use topos_corpus::encoding::DecodeStats;
 use topos_corpus::readers::{ByteCounter, LineReader};
@@ -73,46 +73,18 @@ struct Report<'a> {
     documents: Vec<Row<'a>>,
 }
 
-/// The documents of `input`, one per line, decoded with `encoding`; `-` reads stdin. Files go
+/// The documents of `input`, one per line, decoded with `encoding`; `-` reads stdin. Both go
 /// through the corpus crate's line reader (gzip recognised by its magic bytes, line numbers in
 /// errors, UTF-16 refused). A byte-order mark starting the first line is dropped, as `prepare`
 /// drops it. Returns the lines and the bytes `utf-8-lossy` replaced.
 fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
     let stats = DecodeStats::default();
     let mut lines = Vec::new();
-    if input.as_os_str() == "-" {
-        let mut stdin = std::io::stdin().lock();
-        let mut buf = Vec::new();
-        for i in 1.. {
-            buf.clear();
-            if stdin
-                .read_until(b'\n', &mut buf)
-                .context("cannot read stdin")?
-                == 0
-            {
-                break;
-            }
-            if i == 1 {
-                // UTF-16 whatever the encoding, as the line reader judges a file.
-                if let Some(u) = topos_corpus::encoding::utf16_at_first_line(&buf, &mut stdin) {
-                    anyhow::bail!("stdin: line 1: {}", u.advice("FILE"));
-                }
-            }
-            if buf.last() == Some(&b'\n') {
-                buf.pop();
-                if buf.last() == Some(&b'\r') {
-                    buf.pop();
-                }
-            }
-            let line = encoding
-                .decode(std::mem::take(&mut buf), &stats)
-                .map_err(|e| anyhow::anyhow!("stdin: line {i}: {}", e.describe()))?;
-            lines.push(line);
-        }
-        drop_byte_order_mark(&mut lines);
-        return Ok((lines, stats.invalid_bytes()));
-    }
-    let mut reader = LineReader::open(input, &ByteCounter::default())?;
+    let mut reader = if input.as_os_str() == "-" {
+        LineReader::stdin(&ByteCounter::default())?
+    } else {
+        LineReader::open(input, &ByteCounter::default())?
+    };
     let mut buf = Vec::new();
     while reader.next_line(&mut buf)? {
         let line = encoding

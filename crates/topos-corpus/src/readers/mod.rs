@@ -218,16 +218,37 @@ pub struct LineReader {
     inner: Box<dyn BufRead + Send>,
     gz: bool,
     line: u64,
+    stdin: bool,
 }
 
 impl LineReader {
     /// Opens `path`, counting the bytes read from disk in `counter`.
     pub fn open(path: &Path, counter: &ByteCounter) -> Result<Self, CorpusError> {
         let f = File::open(path).map_err(|e| CorpusError::io(path, "open the input", e))?;
+        Self::over(path, Box::new(f), counter, false)
+    }
+
+    /// Standard input, read as a file is (gzip recognised, UTF-16 refused, line numbers), and
+    /// named "stdin" in errors.
+    pub fn stdin(counter: &ByteCounter) -> Result<Self, CorpusError> {
+        Self::over(
+            Path::new("stdin"),
+            Box::new(std::io::stdin()),
+            counter,
+            true,
+        )
+    }
+
+    fn over(
+        path: &Path,
+        input: Box<dyn Read + Send>,
+        counter: &ByteCounter,
+        stdin: bool,
+    ) -> Result<Self, CorpusError> {
         let mut raw = BufReader::with_capacity(
             1 << 16,
             Counting {
-                inner: f,
+                inner: input,
                 counter: counter.clone(),
             },
         );
@@ -248,6 +269,7 @@ impl LineReader {
             inner,
             gz,
             line: 0,
+            stdin,
         })
     }
 
@@ -274,7 +296,13 @@ impl LineReader {
             // UTF-16 is refused whatever the encoding: as Latin-1 it would "decode" into a
             // vocabulary of single letters.
             if let Some(u) = crate::encoding::utf16_at_first_line(buf, &mut self.inner) {
-                return Err(self.error(u.advice(&self.path.display().to_string())));
+                // The advice names a file to convert: stdin's text has one somewhere.
+                let file = if self.stdin {
+                    "FILE".to_string()
+                } else {
+                    self.path.display().to_string()
+                };
+                return Err(self.error(u.advice(&file)));
             }
         }
         if buf.last() == Some(&b'\n') {
