@@ -508,6 +508,8 @@ impl TokenStats {
 #[derive(Debug, Default)]
 pub struct Scratch {
     buf: String,
+    /// A capitalized token lower-cased for the stop-word lookup (`--keep-case`).
+    lower: String,
     stems: FxHashMap<Box<str>, Box<str>>,
 }
 
@@ -633,7 +635,7 @@ impl Tokenizer {
     /// words are matched after lower-casing"), so `--keep-case` keeps `The` out as it keeps
     /// `the`.
     #[inline]
-    fn is_stop_word(&self, tok: &str) -> bool {
+    fn is_stop_word(&self, tok: &str, lower: &mut String) -> bool {
         if self.lowercase || !self.stop_lowercased {
             return self.stop.contains(tok);
         }
@@ -646,9 +648,9 @@ impl Tokenizer {
         if !has_upper {
             return self.stop.contains(tok);
         }
-        let mut lower = String::with_capacity(tok.len());
-        push_lowercase(tok, self.turkic, &mut lower);
-        self.stop.contains(&lower)
+        lower.clear();
+        push_lowercase(tok, self.turkic, lower);
+        self.stop.contains(lower.as_str())
     }
 
     /// Steps 1–2: the normalised form of `word` (borrowed from `word` when nothing changes, as
@@ -734,7 +736,7 @@ impl Tokenizer {
                 stats.numbers += 1;
                 return;
             }
-            if self.is_stop_word(tok) {
+            if self.is_stop_word(tok, &mut scratch.lower) {
                 stats.stopwords += 1;
                 return;
             }
