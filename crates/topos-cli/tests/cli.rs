@@ -190,7 +190,19 @@ fn model_is_byte_identical_for_any_thread_count_and_resume() {
         // Killed (SIGKILL) after its first checkpoint, then resumed: the same model.
         let m3 = dir.path().join(format!("{algo}3.tmod"));
         let ckpt = dir.path().join(format!("{algo}3.tmod.ckpt"));
-        let args3 = run(&m3, "2", &["--checkpoint-every", "1"]);
+        let log = dir.path().join(format!("{algo}3.log"));
+        let args3 = run(
+            &m3,
+            "2",
+            &[
+                "--checkpoint-every",
+                "1",
+                "--eval-every",
+                "1",
+                "--log",
+                s(&log),
+            ],
+        );
         kill_at_first_checkpoint(&args3.iter().map(String::as_str).collect::<Vec<_>>(), &ckpt);
         assert!(!m3.exists());
         let mut resume = args3.clone();
@@ -202,6 +214,21 @@ fn model_is_byte_identical_for_any_thread_count_and_resume() {
             "{algo}: resume changed the model"
         );
         assert!(!ckpt.exists());
+        // The log holds the killed run's lines and the resumed one's, each process's tagged
+        // with where it started: one run to `plot`, with no warning of several.
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["run_started_at"], 0, "{:?}", lines[0]);
+        let last = lines.last().unwrap();
+        assert_eq!(last["iteration"], 400);
+        assert!(last["run_started_at"].as_u64().unwrap() >= 1, "{last}");
+        assert_ne!(last["process"], lines[0]["process"]);
+        let out = topos(&["plot", s(&log), "-o", s(&log.with_extension("svg"))]);
+        assert!(out.status.success(), "{out:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("training runs"));
         // No temporary file of the killed run is left once the next writer of the name ran.
         let leftovers: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -289,17 +316,7 @@ fn bad_inputs_get_one_line_errors_and_leave_nothing() {
         ],
         "K=3",
     );
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
-        "3",
-        "--iters",
-        "4",
-        "-o",
-        s(&m),
-        "-q",
-    ]);
+    train_quick(&corpus, &m, "3", "4", &[]);
 
     // Models: foreign, truncated, wrong corpus.
     fails(&["topics", s(&corpus)], "not a Topos model");
@@ -322,17 +339,7 @@ fn bad_inputs_get_one_line_errors_and_leave_nothing() {
         "-q",
     ]);
     let mnh = d.join("nh.tmod");
-    ok(&[
-        "train",
-        s(&no_heldout),
-        "-k",
-        "3",
-        "--iters",
-        "2",
-        "-o",
-        s(&mnh),
-        "-q",
-    ]);
+    train_quick(&no_heldout, &mnh, "3", "2", &[]);
     // Nothing held out: no held-out score, said on stderr, the rest reported (the fifth attack).
     let out = topos(&["eval", s(&mnh), "--json"]);
     assert!(out.status.success());

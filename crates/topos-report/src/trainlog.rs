@@ -10,6 +10,13 @@ use std::path::Path;
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct LogPoint {
     pub iteration: u32,
+    /// The iteration the process that logged this point started from (0 fresh, the
+    /// checkpoint's when resumed); absent in logs written before it was recorded.
+    #[serde(default)]
+    pub run_started_at: Option<u32>,
+    /// The logging process's random tag; absent in older logs.
+    #[serde(default)]
+    pub process: Option<String>,
     pub seconds: f64,
     pub tokens_per_second: f64,
     #[serde(default)]
@@ -27,22 +34,40 @@ pub struct TrainLog {
 }
 
 impl TrainLog {
-    /// The runs the file holds, in file order: a run's evaluations have increasing iterations,
-    /// so a point at or below the current run's first iteration starts another run (a second
-    /// `train --log` to the same file). A point below the one before but above the run's first
-    /// is a resumed run logging again from its checkpoint: its points replace those its killed
-    /// predecessor had logged from there on, and the run goes on as one. Drawn as one line, the
-    /// runs would zig-zag back to the start. (A second run whose first evaluation comes later
-    /// than the first run's, with another `--eval-every`, reads as a resume.)
+    /// The runs the file holds, in file order (`topos train --log` appends). Each process tags
+    /// its lines (`process`) and says where it started (`run_started_at`). A process that
+    /// started at iteration 0 is a new run; one that started from a checkpoint is a resume of
+    /// the run before it, and its points replace those its killed predecessor had logged after
+    /// the checkpoint. Drawn as one line, the runs would zig-zag back to the start. Logs
+    /// written before the tags fall back to the iterations alone: a point at or below the
+    /// current run's first iteration starts a run, and one above it is a resume (so there a
+    /// second run whose first evaluation comes later than the first run's reads as a resume).
     pub fn runs(&self) -> Vec<Vec<LogPoint>> {
         let mut runs: Vec<Vec<LogPoint>> = Vec::new();
+        let mut previous: Option<&LogPoint> = None;
         for p in &self.points {
-            match runs.last_mut() {
-                Some(run) if p.iteration > run[0].iteration => {
-                    let kept = run.partition_point(|q| q.iteration < p.iteration);
+            let process_starts = previous.is_none_or(|q| {
+                p.iteration <= q.iteration
+                    || p.process != q.process
+                    || p.run_started_at != q.run_started_at
+            });
+            let resumes_from = match p.run_started_at {
+                Some(0) => None,
+                Some(start) => process_starts.then_some(start),
+                // An older log: a resume is recognised by its iterations alone.
+                None => runs
+                    .last()
+                    .filter(|run| p.iteration > run[0].iteration)
+                    .map(|_| p.iteration - 1),
+            };
+            previous = Some(p);
+            match (runs.last_mut(), resumes_from) {
+                (Some(run), Some(start)) => {
+                    let kept = run.partition_point(|q| q.iteration <= start);
                     run.truncate(kept);
                     run.push(p.clone());
                 }
+                (Some(run), None) if !process_starts => run.push(p.clone()),
                 _ => runs.push(vec![p.clone()]),
             }
         }
@@ -175,6 +200,61 @@ mod tests {
         assert!(parse_log("a", "not json").is_err());
         assert_eq!(log.runs().len(), 1);
         assert_eq!(log.several_runs_warning("a.log"), None);
+    }
+
+    #[test]
+    fn tagged_runs_are_told_apart_by_process_and_start() {
+        let line = |it: u32, start: u32, process: &str| {
+            format!("{{\"iteration\":{it},\"run_started_at\":{start},\"process\":\"{process}\",\"seconds\":{it},\"tokens_per_second\":1e6,\"train_ll\":-{it}}}\n")
+        };
+        let iterations = |runs: &[Vec<LogPoint>]| -> Vec<Vec<u32>> {
+            runs.iter()
+                .map(|r| r.iter().map(|p| p.iteration).collect())
+                .collect()
+        };
+        // A second fresh run evaluated every 50 after a first of 30 iterations: by iterations
+        // alone a resume; its tag and start make it a run of its own.
+        let text = [
+            (10, 0, "a"),
+            (20, 0, "a"),
+            (30, 0, "a"),
+            (50, 0, "b"),
+            (100, 0, "b"),
+        ]
+        .iter()
+        .map(|&(it, start, p)| line(it, start, p))
+        .collect::<String>();
+        let log = parse_log("l", &text).unwrap();
+        assert_eq!(iterations(&log.runs()), [vec![10, 20, 30], vec![50, 100]]);
+        // Killed after 40, resumed from its checkpoint at 20, killed again after 30 and resumed
+        // from 20 again: one run whose points after 20 are the last process's.
+        let text = [
+            (10, 0, "a"),
+            (20, 0, "a"),
+            (30, 0, "a"),
+            (40, 0, "a"),
+            (30, 20, "b"),
+            (30, 20, "c"),
+            (40, 20, "c"),
+            (50, 20, "c"),
+        ]
+        .iter()
+        .map(|&(it, start, p)| line(it, start, p))
+        .collect::<String>();
+        let log = parse_log("l", &text).unwrap();
+        let runs = log.runs();
+        assert_eq!(iterations(&runs), [vec![10, 20, 30, 40, 50]]);
+        assert!(runs[0][2..]
+            .iter()
+            .all(|p| p.process.as_deref() == Some("c")));
+        assert_eq!(log.several_runs_warning("l.log"), None);
+        // A fresh run after it starts over, even at a later first evaluation.
+        let text = format!("{text}{}", line(60, 0, "d"));
+        let log = parse_log("l", &text).unwrap();
+        assert_eq!(
+            iterations(&log.runs()),
+            [vec![10, 20, 30, 40, 50], vec![60]]
+        );
     }
 
     #[test]

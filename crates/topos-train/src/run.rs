@@ -179,10 +179,28 @@ pub enum RunError {
     },
 }
 
+/// A random tag for this process's log lines ([`LogLine::process`]): the standard library's
+/// randomly keyed hasher over the process id and the time.
+fn process_tag() -> String {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    std::process::id().hash(&mut h);
+    std::time::SystemTime::now().hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
 /// One evaluation point, as written to the log.
 #[derive(Serialize, Clone, Debug)]
 pub struct LogLine {
     pub iteration: u32,
+    /// The iteration this process's run started from: 0 for a fresh run, the checkpoint's for
+    /// `--resume`. `--log` appends, so this is how a reader of the file tells a resumed run
+    /// (whose lines replace those its killed predecessor logged after the checkpoint) from a
+    /// new run.
+    pub run_started_at: u32,
+    /// Drawn at random by each process that logs: runs appended to one file (or a resume and the
+    /// run it resumes) are told apart by it, whatever their iterations.
+    pub process: String,
     /// Cumulative training seconds (sampling, exchange and count rebuild; evaluation excluded).
     pub seconds: f64,
     pub tokens_per_second: f64,
@@ -410,6 +428,8 @@ pub struct Run {
     sampled_tokens: u64,
     first_step: Option<Instant>,
     start_iteration: u32,
+    /// [`LogLine::process`].
+    process: String,
     last_train_ll: Option<(u32, f64)>,
     last_heldout_ll: Option<(u32, f64)>,
     phases: Phases,
@@ -1294,6 +1314,7 @@ impl Run {
             sampled_tokens: 0,
             first_step: None,
             start_iteration,
+            process: process_tag(),
             last_train_ll: None,
             last_heldout_ll: None,
             phases: Phases::default(),
@@ -1406,6 +1427,8 @@ impl Run {
         if log_due {
             let line = LogLine {
                 iteration: it,
+                run_started_at: self.start_iteration,
+                process: self.process.clone(),
                 seconds: self.train_seconds,
                 tokens_per_second,
                 train_ll,
