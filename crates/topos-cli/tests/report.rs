@@ -34,24 +34,21 @@ fn trained(k: &str) -> Trained {
     );
     let model = d.join("c.tmod");
     let log = d.join("run.log");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
+    train_quick(
+        &corpus,
+        &model,
         k,
-        "--iters",
         "30",
-        "--alpha",
-        "0.1",
-        "--doc-topics",
-        "--log",
-        s(&log),
-        "--eval-every",
-        "10",
-        "-o",
-        s(&model),
-        "-q",
-    ]);
+        &[
+            "--alpha",
+            "0.1",
+            "--doc-topics",
+            "--log",
+            s(&log),
+            "--eval-every",
+            "10",
+        ],
+    );
     Trained {
         _dir: dir,
         dir: d,
@@ -430,7 +427,8 @@ fn exports_round_trip_and_match_topics() {
     );
     // Each row's `record` is its input record, the number `similar --doc` takes and answers
     // with, and the records skip the held-out documents' lines (the fifth attack: the two used
-    // to be joined by position): a neighbour at distance 0 has the query's θ, found by record.
+    // to be joined by position): every Manhattan distance `similar` reports is the distance of
+    // the two θ rows found by record.
     let corpus = topos_corpus::Corpus::open(&t.model.with_extension("tcorp")).unwrap();
     let records: Vec<u64> = lines
         .iter()
@@ -441,29 +439,37 @@ fn exports_round_trip_and_match_topics() {
         records.iter().enumerate().any(|(d, &r)| r != d as u64),
         "{records:?}"
     );
-    let last = lines.len() - 1;
-    let found = json(&[
-        "similar",
-        s(&t.model),
-        "--doc",
-        &records[last].to_string(),
-        "-k",
-        "1",
-    ]);
-    let first = &found["results"][0]["neighbors"][0];
-    let theta_of = |record: u64| {
+    let theta_of = |record: u64| -> Vec<f64> {
         let d = records
             .iter()
             .position(|&r| r == record)
             .expect("a training record");
-        lines[d]["theta"].clone()
+        let row = lines[d]["theta"].as_array().unwrap();
+        row.iter().map(|x| x.as_f64().unwrap()).collect()
     };
-    assert_eq!(first["distance"].as_f64(), Some(0.0), "{found}");
-    assert_eq!(
-        theta_of(first["doc"].as_u64().unwrap()),
-        theta_of(records[last]),
-        "{found}"
-    );
+    let query = records[lines.len() - 1];
+    let found = json(&[
+        "similar",
+        s(&t.model),
+        "--doc",
+        &query.to_string(),
+        "-k",
+        "5",
+        "--metric",
+        "manhattan",
+    ]);
+    let neighbors = found["results"][0]["neighbors"].as_array().unwrap();
+    assert_eq!(neighbors.len(), 5, "{found}");
+    for n in neighbors {
+        let theta = theta_of(n["doc"].as_u64().unwrap());
+        let by_record: f64 = theta_of(query)
+            .iter()
+            .zip(&theta)
+            .map(|(a, b)| (a - b).abs())
+            .sum();
+        let reported = n["distance"].as_f64().unwrap();
+        assert!((reported - by_record).abs() < 1e-5, "{by_record} {found}");
+    }
     // Mallet's files.
     let mallet = t.dir.join("mallet");
     ok(&[
@@ -723,6 +729,8 @@ fn plots_overlay_runs_as_svg_and_png() {
 /// A fifth attack, row 4: `--log` appends, so two runs to one file read as iterations 10, 20,
 /// 30, 10, 20, 30; the figure drew them as one line jumping back. Each run is now its own line,
 /// "run 1" and "run 2", and a warning (not silenced by `--quiet`) says the file holds two runs.
+/// Each line names its process and the iteration the process started from, so a new run is
+/// not taken for a resume whatever its iterations.
 #[test]
 fn runs_appended_to_one_log_are_drawn_apart_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
@@ -738,7 +746,9 @@ fn runs_appended_to_one_log_are_drawn_apart_with_a_warning() {
     args.extend(["--min-len", "1", "--holdout", "0"]);
     ok(&args);
     let log = d.join("run.log");
-    for (seed, model) in [("1", "p1.tmod"), ("2", "p2.tmod")] {
+    // The second run evaluates at 15 and 30: by its iterations alone (15 after 10) it would read
+    // as a resume of the first; the process tag of each line tells them apart.
+    for (seed, model, every) in [("1", "p1.tmod", "10"), ("2", "p2.tmod", "15")] {
         let model = d.join(model);
         let args = [
             "train",
@@ -748,7 +758,7 @@ fn runs_appended_to_one_log_are_drawn_apart_with_a_warning() {
             "--iters",
             "30",
             "--eval-every",
-            "10",
+            every,
             "--log",
             s(&log),
             "--seed",
@@ -810,18 +820,7 @@ fn mallet_export_refuses_a_word_with_white_space() {
     args.extend(["--vocab", s(&vocab)]);
     ok(&args);
     let model = d.join("c3.tmod");
-    ok(&[
-        "train",
-        s(&corpus),
-        "-k",
-        "2",
-        "--iters",
-        "5",
-        "--doc-topics",
-        "-o",
-        s(&model),
-        "-q",
-    ]);
+    train_quick(&corpus, &model, "2", "5", &["--doc-topics"]);
     let mallet = d.join("m3");
     let out = fails(
         &["export", s(&model), "--format", "mallet", "-o", s(&mallet)],
