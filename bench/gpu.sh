@@ -218,23 +218,28 @@ if [ "$mode" = bench ]; then
   # words, ~740M tokens. Both made here by `topos synth` (100 true topics, each a Dirichlet around
   # its own permutation of a Zipf profile), 1% of the documents held out (HOLDOUT: another
   # fraction; 0.001 keeps PubMed's evaluation inside a call). RUNS picks the runs
-  # (default "esca cgs stream"; stream = esca through --gpu-memory 2GiB, at K = 1024 only).
+  # (default "esca cgs stream"; stream = esca through --gpu-memory 2GiB, at K = 1024 only;
+  # old:ALGO = ALGO run by .devbin/topos-old, an older build carried beside the current one,
+  # for a side-by-side of two commits in one call).
   ks=${*:-"1024 10000 32768"}
   iters=${ITERS:-100}
   corpus=${CORPUS:-nyt}
   shaped_corpus "$corpus"
   for k in $ks; do
     for algo in ${RUNS:-esca cgs stream}; do
-      extra=()
+      extra=(); bin=topos; name=
+      if [ "${algo#old:}" != "$algo" ]; then
+        bin=topos-old; algo=${algo#old:}; name=$corpus-old-$algo-$k
+      fi
       if [ "$algo" = stream ]; then
         # The same ESCA run with the corpus streamed through a 2 GiB budget (chunks, two slots).
         [ "$k" = 1024 ] || continue
         algo=esca; extra=(--gpu-memory 2GiB); name=$corpus-esca-$k-streamed
       fi
-      [ ${#extra[@]} -gt 0 ] || name=$corpus-$algo-$k
+      [ -n "$name" ] || name=$corpus-$algo-$k
       rm -f "$WORK/$name.log"  # --log appends
       /usr/bin/time -f "$name wall %e s, peak host memory %M KiB" \
-        topos train "/tmp/$corpus.tcorp" -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
+        "$bin" train "/tmp/$corpus.tcorp" -k "$k" --iters "$iters" --algo "$algo" --device cuda "${extra[@]}" \
         --eval-every ${EVERY:-$((iters / 5))} --heldout-every ${EVERY:-$((iters / 5))} ${BENCH_EXTRA:-} --log "$WORK/$name.log" \
         -o "/tmp/$name.tmod" --json -q > "$WORK/$name.json" 2> "$WORK/$name.err" \
         || { echo "FAILED: $name"; tail -5 "$WORK/$name.err"; continue; }
@@ -247,7 +252,7 @@ mean = s["tokens_per_second"]
 # Steady state: after the first logged point (iteration iters/5) to the end.
 a, b = log[0], log[-1]
 steady = (b["iteration"] - a["iteration"]) * s["train_tokens"] / max(b["seconds"] - a["seconds"], 1e-9)
-print(f"{corpus} K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll'] or float('nan'):.4f}\ttrain {s['train_ll'] or float('nan'):.4f}\t{s['gpu_plan']['mode']} {s['gpu_plan']['chunks']}")
+print(f"{corpus} K={k}\t{algo}\tmean 1-{iters} {mean/1e6:.0f}M tok/s\tsteady {steady/1e6:.0f}M tok/s\theldout {s['heldout_ll'] or float('nan'):.4f}\ttrain {s['train_ll'] or float('nan'):.4f}\t{s['gpu_plan'].get('mode', '')} {s['gpu_plan'].get('chunks', '')}")
 print("  curve (iteration, training seconds, held-out LL): " + ", ".join(f"{d['iteration']} {d['seconds']:.2f}s {d.get('heldout_ll') or float('nan'):.4f}" for d in log))
 PY
     done
