@@ -1102,3 +1102,42 @@ fn infer_reads_stdin_as_it_reads_a_file() {
         "{out:?}"
     );
 }
+
+/// A directory's files other than `.txt` and `.txt.gz` were skipped without a word: their text
+/// was missing from the corpus. They are counted by extension in the report and named in a
+/// warning that `--quiet` keeps; hidden files stay out silently.
+#[test]
+fn a_directory_says_which_files_it_did_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("docs");
+    std::fs::create_dir_all(input.join("sub")).unwrap();
+    std::fs::write(input.join("a.txt"), "river water fishing boat lake\n").unwrap();
+    std::fs::write(input.join("sub/b.TXT"), "stock market price money bank\n").unwrap();
+    for name in ["notes.md", "sub/paper.pdf", "README", "c.md", ".hidden"] {
+        std::fs::write(input.join(name), "words that are not read\n").unwrap();
+    }
+    let corpus = dir.path().join("c.tcorp");
+    let mut args = prepare_every_word(&input, &corpus);
+    args.extend(["--holdout", "0", "--json"]);
+    let out = topos(&args);
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["input_documents"], 2, "{report}");
+    assert_eq!(
+        report["input_files_skipped"],
+        serde_json::json!({"": 1, "md": 2, "pdf": 1}),
+        "{report}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("4 files were not read (1 without an extension, 2 .md, 1 .pdf)"),
+        "{err}"
+    );
+    // Nothing to say when every file is read.
+    for name in ["notes.md", "sub/paper.pdf", "README", "c.md"] {
+        std::fs::remove_file(input.join(name)).unwrap();
+    }
+    let out = topos(&args);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not read"));
+}

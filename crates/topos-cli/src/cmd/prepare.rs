@@ -169,6 +169,9 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     warn_about_tables(&args);
     let opts = args.options();
     let r = prepare_with_progress(&args.input, &args.output, &opts, ui)?;
+    if let Some(w) = skipped_files_warning(&args.input, &r.input_files_skipped) {
+        eprintln!("{w}");
+    }
     // Only the default tokenizer cuts such text into characters (jieba's one-character words
     // are dropped by choice).
     if r.tokens_dropped_short_unspaced > 0 && r.tokenizer.tokenizer == "words" {
@@ -179,6 +182,31 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         );
     }
     ui.result(&r, || print_report(&r))
+}
+
+/// A directory's files that `prepare` did not read (a warning, kept by `--quiet`: their text is
+/// missing from the corpus), by extension; none when every file was read.
+fn skipped_files_warning(
+    input: &std::path::Path,
+    skipped: &std::collections::BTreeMap<String, u64>,
+) -> Option<String> {
+    let total: u64 = skipped.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let kinds: Vec<String> = skipped
+        .iter()
+        .map(|(ext, n)| match ext.as_str() {
+            "" => format!("{n} without an extension"),
+            ext => format!("{n} .{ext}"),
+        })
+        .collect();
+    Some(format!(
+        "warning: {}: {total} file{} not read ({}): a directory's documents are its .txt and .txt.gz files; rename or convert the others to have them read",
+        input.display(),
+        if total == 1 { " was" } else { "s were" },
+        kinds.join(", ")
+    ))
 }
 
 /// A `.csv` or `.tsv` file is not an input format: read as lines (detected so), its header

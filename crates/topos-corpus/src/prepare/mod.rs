@@ -123,6 +123,9 @@ pub struct PrepareReport {
     pub invalid_bytes_replaced: u64,
     /// Documents (or vocabulary lines) with at least one replaced byte.
     pub documents_with_invalid_bytes: u64,
+    /// A directory input's files that were not read (not `.txt` or `.txt.gz`), by lower-cased
+    /// extension ("" for none); empty for other inputs.
+    pub input_files_skipped: std::collections::BTreeMap<String, u64>,
     /// Documents in the input.
     pub input_documents: u64,
     /// Documents written (train + held-out).
@@ -348,6 +351,7 @@ pub fn prepare(
         encoding: opts.encoding,
         invalid_bytes_replaced: decoded.invalid_bytes(),
         documents_with_invalid_bytes: decoded.units_with_invalid(),
+        input_files_skipped: resolved.skipped.clone(),
         input_documents: counted.documents,
         documents_kept: (w.train_docs() + w.heldout_docs()) as u64,
         documents_dropped_empty: written.empty,

@@ -337,6 +337,23 @@ mod tests {
         );
     }
 
+    /// A byte-order mark (Windows tools write one) before a bag-of-words file's first number
+    /// is dropped, as the text readers drop it, instead of failing the header.
+    #[test]
+    fn a_byte_order_mark_before_the_numbers_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs = uci(dir.path(), "\u{feff}2\n2\n2\n1 1 2\n2 2 1\n", "a\nb\n").unwrap();
+        assert_eq!(docs, vec![vec![(0, 2)], vec![(1, 1)]]);
+        let p = dir.path().join("x.ldac");
+        std::fs::write(dir.path().join("x.tokens"), "\u{feff}a\nb\n").unwrap();
+        std::fs::write(&p, "\u{feff}1 1:4\n").unwrap();
+        let (docs, vocab) = read_all(&p, InputFormat::Ldac).unwrap();
+        assert_eq!(
+            (docs, vocab),
+            (vec![vec![(1, 4)]], vec!["a".into(), "b".into()])
+        );
+    }
+
     #[test]
     fn uci_errors() {
         let dir = tempfile::tempdir().unwrap();

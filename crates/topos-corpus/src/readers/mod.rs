@@ -17,6 +17,7 @@ use crate::CorpusError;
 use flate2::bufread::MultiGzDecoder;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -304,6 +305,11 @@ impl LineReader {
                 };
                 return Err(self.error(u.advice(&file)));
             }
+            // A UTF-8 byte-order mark (Windows tools write one) is not text: dropped here for
+            // every reader of lines, the bag-of-words data files' numbers included.
+            if buf.starts_with(b"\xef\xbb\xbf") {
+                buf.drain(..3);
+            }
         }
         if buf.last() == Some(&b'\n') {
             buf.pop();
@@ -412,6 +418,9 @@ pub struct Resolved {
     pub vocab: Option<PathBuf>,
     /// Total size of `files` on disk.
     pub bytes: u64,
+    /// A directory's files that are not read (not `.txt` or `.txt.gz`), by lower-cased
+    /// extension ("" for none); empty for other inputs.
+    pub skipped: BTreeMap<String, u64>,
 }
 
 /// Finds the files behind `path` for `format` (`vocab` overrides the vocabulary file of a
@@ -437,8 +446,9 @@ pub fn resolve(
             "is a file, but the dir format reads a directory of .txt files",
         ));
     }
+    let mut skipped = BTreeMap::new();
     let files = match format {
-        InputFormat::Dir => text::list_txt_files(path)?,
+        InputFormat::Dir => text::list_txt_files(path, &mut skipped)?,
         InputFormat::Uci if meta.is_dir() => vec![find_docword(path)?.ok_or_else(|| {
             CorpusError::input(
                 path,
@@ -465,6 +475,7 @@ pub fn resolve(
         files,
         vocab,
         bytes,
+        skipped,
     })
 }
 

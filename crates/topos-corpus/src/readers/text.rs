@@ -4,6 +4,7 @@ use super::{ByteCounter, Decoder, InputFormat, LineReader, Resolved};
 use crate::encoding::line_of;
 use crate::CorpusError;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A stream of text documents (`Send`, so that it can be read on its own thread while earlier
@@ -62,8 +63,13 @@ impl TextSource for Lines {
 
 /// The `.txt` files (any case of the extension) under `dir`, recursively, in sorted path order so
 /// that document numbers do not depend on the file system's listing order. Hidden entries (names
-/// starting with `.`) and symbolic links to directories are skipped.
-pub fn list_txt_files(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
+/// starting with `.`) and symbolic links to directories are skipped; the other files that are
+/// not read are counted in `skipped` by their lower-cased extension ("" for none), so that
+/// `prepare` can say what it left out.
+pub fn list_txt_files(
+    dir: &Path,
+    skipped: &mut BTreeMap<String, u64>,
+) -> Result<Vec<PathBuf>, CorpusError> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -80,12 +86,15 @@ pub fn list_txt_files(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
                 .map_err(|e| CorpusError::io(&path, "read the file type of", e))?;
             if ft.is_dir() {
                 stack.push(path);
-            } else if (ft.is_file() || (ft.is_symlink() && path.is_file())) && {
+            } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
                 // `.txt`, or `.txt.gz` (read through gzip, as a file of lines is).
                 let name = e.file_name().to_string_lossy().to_ascii_lowercase();
-                name.ends_with(".txt") || name.ends_with(".txt.gz")
-            } {
-                out.push(path);
+                if name.ends_with(".txt") || name.ends_with(".txt.gz") {
+                    out.push(path);
+                } else {
+                    let ext = name.rsplit_once('.').map_or("", |(_, ext)| ext);
+                    *skipped.entry(ext.to_string()).or_default() += 1;
+                }
             }
         }
     }
