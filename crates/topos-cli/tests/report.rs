@@ -847,3 +847,73 @@ fn mallet_export_refuses_a_word_with_white_space() {
     ]);
     assert!(std::fs::read_to_string(&keys).unwrap().contains("new york"));
 }
+
+/// A fifth attack left `report --source` of a JSON Lines corpus showing the raw JSON. With
+/// `--text-field` (the field `prepare` read) the example documents show their text; without it,
+/// a warning says the lines are JSON objects shown whole.
+#[test]
+fn a_json_lines_source_shows_its_text_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let themes = [
+        "river water fishing boat lake shore",
+        "market stock price money bank trade",
+    ];
+    let jsonl = d.join("docs.jsonl");
+    let lines: String = themed_text(&themes, 40, 12, 0)
+        .lines()
+        .map(|l| format!("{{\"id\": \"x\", \"body\": \"{l}\"}}\n"))
+        .collect();
+    std::fs::write(&jsonl, lines).unwrap();
+    let corpus = d.join("c.tcorp");
+    let mut args = prepare_every_word(&jsonl, &corpus);
+    args.extend(["--text-field", "body", "--holdout", "0.1"]);
+    ok(&args);
+    let model = d.join("c.tmod");
+    train_quick(&corpus, &model, "2", "10", &["--doc-topics"]);
+    let page = d.join("r.html");
+    let report = |extra: &[&str]| {
+        let mut a = vec!["report", s(&model), "-o", s(&page), "--source", s(&jsonl)];
+        a.extend_from_slice(extra);
+        let out = topos(&a);
+        assert!(out.status.success(), "{out:?}");
+        (
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            std::fs::read_to_string(&page).unwrap(),
+        )
+    };
+    let (err, html) = report(&[]);
+    assert!(
+        err.contains("are JSON objects, shown whole") && err.contains("--text-field"),
+        "{err}"
+    );
+    assert!(html.contains("body"), "the raw lines");
+    let (err, html) = report(&["--text-field", "body"]);
+    assert!(!err.contains("JSON objects"), "{err}");
+    assert!(
+        !html.contains("&quot;body&quot;") && !html.contains("\"body\":"),
+        "no raw JSON in the page"
+    );
+    assert!(
+        themed_text(&themes, 40, 12, 0)
+            .lines()
+            .any(|body| html.contains(body)),
+        "a document's text"
+    );
+    // A field the lines do not have names the line.
+    let out = topos(&[
+        "report",
+        s(&model),
+        "-o",
+        s(&page),
+        "--source",
+        s(&jsonl),
+        "--text-field",
+        "title",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has no field \"title\""),
+        "{out:?}"
+    );
+}

@@ -32,6 +32,10 @@ pub struct Args {
     /// are shown as their source lines.
     #[arg(long)]
     pub source: Option<PathBuf>,
+    /// The source is JSON Lines: show each document's text from this field, as `prepare
+    /// --text-field` read it (without it, a JSON source's lines are shown whole, with a warning).
+    #[arg(long, requires = "source")]
+    pub text_field: Option<String>,
     /// Words per bar chart (LDAvis's R).
     #[arg(long, default_value_t = 30)]
     pub terms: usize,
@@ -59,7 +63,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// ends), so the very file a corpus was prepared from works. A file with fewer lines than the
 /// last one wanted is not the corpus's source and is refused; bytes that are not UTF-8 are
 /// shown as U+FFFD, with a warning.
-fn source_lines(path: &Path, wanted: &[u64], max_chars: usize) -> Result<Vec<(u64, String)>> {
+fn source_lines(
+    path: &Path,
+    wanted: &[u64],
+    max_chars: usize,
+    text_field: Option<&str>,
+) -> Result<Vec<(u64, String)>> {
     let counter = topos_corpus::readers::ByteCounter::default();
     let mut reader = topos_corpus::readers::LineReader::open(path, &counter)
         .with_context(|| format!("cannot read the source text {}", path.display()))?;
@@ -67,6 +76,8 @@ fn source_lines(path: &Path, wanted: &[u64], max_chars: usize) -> Result<Vec<(u6
     let mut next = wanted.iter().peekable();
     let mut line = Vec::new();
     let mut replaced = 0usize;
+    let mut json_lines = 0usize;
+    let mut field_text = String::new();
     let mut i = 0u64;
     while let Some(&&want) = next.peek() {
         if !reader.next_line(&mut line)? {
@@ -81,10 +92,35 @@ fn source_lines(path: &Path, wanted: &[u64], max_chars: usize) -> Result<Vec<(u6
             if let std::borrow::Cow::Owned(_) = text {
                 replaced += 1;
             }
-            out.push((want, cut(&text, max_chars)));
+            let shown = match text_field {
+                Some(_) if text.trim().is_empty() => String::new(),
+                Some(field) => {
+                    topos_corpus::readers::text::json_text_field(&text, field, &mut field_text)
+                        .map_err(|e| {
+                            anyhow::anyhow!("--source {}: line {}: {e}", path.display(), i + 1)
+                        })?;
+                    cut(&field_text, max_chars)
+                }
+                None => {
+                    if text.trim_start().starts_with('{')
+                        && serde_json::from_str::<serde_json::Value>(&text)
+                            .is_ok_and(|v| v.is_object())
+                    {
+                        json_lines += 1;
+                    }
+                    cut(&text, max_chars)
+                }
+            };
+            out.push((want, shown));
             next.next();
         }
         i += 1;
+    }
+    if json_lines > 0 {
+        eprintln!(
+            "warning: {json_lines} of the lines shown from {} are JSON objects, shown whole: give --text-field NAME (the field prepare read) to show their text",
+            path.display()
+        );
     }
     if replaced > 0 {
         eprintln!(
@@ -191,7 +227,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
                 wanted.dedup();
             }
             let lines = match &args.source {
-                Some(p) => source_lines(p, &wanted, 400)?,
+                Some(p) => source_lines(p, &wanted, 400, args.text_field.as_deref())?,
                 None => Vec::new(),
             };
             let note = match (&args.source, &corpus) {
