@@ -853,15 +853,17 @@ fn a_third_attack_loses_nothing_and_says_what_it_wrote() {
         .starts_with("doc,tokens,topic_0"));
 
     // `update -o X.tmod` writes X.tcorp: an unrelated corpus of that name is not replaced, its
-    // own earlier output is.
+    // own earlier output is. (The new documents: the same text split otherwise, since the
+    // model's own corpus is refused, sixth attack.)
     let other = d.join("x.tcorp");
     std::fs::copy(&corpus, &other).unwrap();
     let x = d.join("x.tmod");
+    let fresh = prepare_text(&write_text_corpus(d), &d.join("fresh.tcorp"), "0.3", &[]);
     let update = |out: &Path| {
         vec![
             "update".to_string(),
             m.to_string(),
-            c.to_string(),
+            s(&fresh).to_string(),
             "-o".to_string(),
             s(out).to_string(),
             "--iters".to_string(),
@@ -1140,4 +1142,74 @@ fn a_directory_says_which_files_it_did_not_read() {
     let out = topos(&args);
     assert!(out.status.success(), "{out:?}");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("not read"));
+}
+
+/// Sixth attack, rows 1–2: learned priors that a run would never learn, and an update with the
+/// model's own documents, are refused before any work; `update --algo auto` says why.
+#[test]
+fn a_sixth_attack_refuses_settings_that_would_do_nothing_or_count_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (corpus, model) = corpus_and_model(d, &[]);
+    let (c, m) = (s(&corpus), s(&model));
+    // The default burn-in (50) outlasts a 20-iteration run: no update would ever come.
+    let out = d.join("p.tmod");
+    let train = |extra: &[&'static str]| {
+        let mut a = vec!["train", c, "-k", "3", "--iters", "20", "-o", s(&out), "-q"];
+        a.extend_from_slice(extra);
+        a
+    };
+    fails(
+        &train(&["--optimize-priors", "5"]),
+        "would first learn the priors after iteration 55, but the run ends at iteration 20",
+    );
+    fails(
+        &train(&["--optimize-priors", "30", "--optimize-burn-in", "0"]),
+        "after iteration 30",
+    );
+    assert!(!out.exists(), "nothing written under the model's name");
+    let learned = json(&train(&[
+        "--optimize-priors",
+        "5",
+        "--optimize-burn-in",
+        "15",
+    ]));
+    assert!(learned["alpha"].is_array(), "learned: {learned}");
+    let fresh = prepare_text(&write_text_corpus(d), &d.join("fresh.tcorp"), "0.3", &[]);
+    fails(
+        &[
+            "update",
+            m,
+            s(&fresh),
+            "-o",
+            s(&d.join("u5.tmod")),
+            "--iters",
+            "4",
+            "--optimize-priors",
+            "5",
+        ],
+        "the run ends at iteration 4",
+    );
+
+    // The model's own corpus is not new documents.
+    let u = d.join("u.tmod");
+    fails(
+        &["update", m, c, "-o", s(&u), "--iters", "2"],
+        "c.tmod was trained on: an update adds documents",
+    );
+    assert!(!u.exists() && !d.join("u.tcorp").exists());
+    let out = topos(&[
+        "update",
+        m,
+        s(&fresh),
+        "-o",
+        s(&u),
+        "--iters",
+        "2",
+        "--algo",
+        "auto",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--algo auto: cgs ("), "{err}");
 }

@@ -58,6 +58,13 @@ impl PriorSchedule {
     }
 }
 
+/// The first iteration after which `schedule` re-estimates the priors (1-based; the first
+/// multiple of `every` above `burn_in`), in `u64` so that no schedule overflows.
+pub fn first_update(schedule: PriorSchedule) -> u64 {
+    let every = u64::from(schedule.every.max(1));
+    (u64::from(schedule.burn_in) / every + 1) * every
+}
+
 /// Shape of the Gamma hyperprior on each α_k (Mallet's 1.001): see the module documentation.
 const ALPHA_SHAPE: f64 = 1.001;
 /// Fixed-point steps per update at most; each step is cheap (one pass over the histograms).
@@ -482,5 +489,18 @@ mod tests {
         };
         let due: Vec<u32> = (1..=60).filter(|&i| s.due(i)).collect();
         assert_eq!(due, vec![30, 40, 50, 60]);
+        // The first update is the first iteration `due` says yes to, for every shape.
+        for every in 1..=12 {
+            for burn_in in 0..=30 {
+                let s = PriorSchedule { every, burn_in };
+                let first = (1..=100).find(|&i| s.due(i)).map(u64::from);
+                assert_eq!(first, Some(first_update(s)), "{s:?}");
+            }
+        }
+        let huge = PriorSchedule {
+            every: u32::MAX,
+            burn_in: u32::MAX,
+        };
+        assert_eq!(first_update(huge), 2 * u64::from(u32::MAX));
     }
 }

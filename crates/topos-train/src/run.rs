@@ -779,6 +779,18 @@ impl Run {
                 return Err(RunError::Invalid(why));
             }
         }
+        // Learned priors whose first update would come after the last iteration would never be
+        // learned: the run would train with the priors it started from and record a schedule it
+        // never ran (the default burn-in, 50, outlasts a short run).
+        if let Some(p) = config.optimize_priors {
+            let first = crate::priors::first_update(p);
+            if first > u64::from(config.iterations) {
+                return Err(RunError::Invalid(format!(
+                    "--optimize-priors {} after --optimize-burn-in {} would first learn the priors after iteration {first}, but the run ends at iteration {} (--iters): they would stay as they started; lower --optimize-burn-in or raise --iters",
+                    p.every, p.burn_in, config.iterations
+                )));
+            }
+        }
         // Calibrate now, so bad settings or an ε the exact sampler cannot represent are refused
         // before anything (for a cap still to be chosen, at both ends of the caps it can
         // choose); the guarantee's δ is what the ledger is checked for and charged.

@@ -97,6 +97,15 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     }
     let model = TopicModel::read(&args.model)?;
     let corpus = topos_corpus::Corpus::open(&args.corpus)?;
+    // The model's own documents again: held fixed in its counts and sampled anew beside them,
+    // every one would count twice, without a word (a private model records no checksum: 0).
+    anyhow::ensure!(
+        model.provenance.corpus_checksum == 0
+            || model.provenance.corpus_checksum != corpus.checksum(),
+        "{} is the corpus {} was trained on: an update adds documents to the model's, so each of these would count twice; give a corpus of new documents, or train again (`topos train`, more --iters) to continue on the same ones",
+        args.corpus.display(),
+        args.model.display()
+    );
     let input = topos_train::update::prepare(&model, &corpus)
         .with_context(|| format!("cannot update {}", args.model.display()))?;
     ui.info(format!(
@@ -126,6 +135,10 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         ..train::Args::for_corpus(args.corpus.clone())
     };
     let mut config = targs.config()?;
+    // `--algo auto` says what it chose and why, as `train` does.
+    if let (_, Some(reason)) = targs.sampler_choice()? {
+        ui.info(format!("--algo auto: {} ({reason})", config.sampler.name()));
+    }
     // The model's priors, learned or not, are where the update starts.
     config.hyper = model.hyper.clone();
     // The corpus of the updated model (new documents, union vocabulary): the model records its
