@@ -575,7 +575,7 @@ fn outputs_over_inputs_and_impossible_settings_are_refused_before_any_work() {
     fails_train(&["-o", m, "--device", "cpu:0"], "the CPU is one device");
     fails(
         &["eval", m, "--top", "100000"],
-        "must be between 1 and the model's",
+        "must be between 2 and the model's",
     );
     assert_eq!(std::fs::read(&corpus).unwrap(), corpus_bytes);
     assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
@@ -1212,4 +1212,96 @@ fn a_sixth_attack_refuses_settings_that_would_do_nothing_or_count_twice() {
     assert!(out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--algo auto: cgs ("), "{err}");
+}
+
+/// Sixth attack, rows 3–4: `synth --words` with fewer words than `--vocab` never writes a
+/// corpus holding a word twice (which every command refused) and says how it named the rest;
+/// `eval` refuses coherence settings that cannot score a pair of words.
+#[test]
+fn a_sixth_attack_synth_words_and_eval_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let words = d.join("words.txt");
+    std::fs::write(&words, "w3\nriver\n").unwrap();
+    let out = d.join("s.tcorp");
+    let synth = |vocab: &str| {
+        topos(&[
+            "synth",
+            "-o",
+            s(&out),
+            "--docs",
+            "20",
+            "--vocab",
+            vocab,
+            "--topics",
+            "2",
+            "--doc-len",
+            "10",
+            "--words",
+            s(&words),
+            "-q",
+        ])
+    };
+    let refused = synth("6");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(
+        err.contains("already holds the word w3") && err.contains("--vocab 2"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    std::fs::write(&words, "lake\nriver\n").unwrap();
+    let named = synth("4");
+    assert!(named.status.success(), "{named:?}");
+    let err = String::from_utf8_lossy(&named.stderr);
+    assert!(
+        err.contains("has 2 words for --vocab 4; ids 2 to 3 are named w2 to w3"),
+        "{err}"
+    );
+    let listed = json(&[
+        "topics",
+        s(&{
+            let m = d.join("s.tmod");
+            train_quick(&out, &m, "2", "2", &[]);
+            m
+        }),
+    ]);
+    assert_eq!(listed["num_words"], 4, "{listed}");
+    let one = ok(&[
+        "synth",
+        "-o",
+        s(&d.join("one.tcorp")),
+        "--docs",
+        "3",
+        "--vocab",
+        "1",
+        "--topics",
+        "2",
+        "--doc-len",
+        "5",
+    ]);
+    assert!(one.contains(", 1 word, in"), "{one}");
+
+    let (_, model) = corpus_and_model(d, &[]);
+    let m = s(&model);
+    fails(
+        &["eval", m, "--coherence", "npmi", "--window", "1"],
+        "must be at least 2 tokens",
+    );
+    fails(&["eval", m, "--window", "20"], "add --coherence npmi");
+    fails(
+        &["eval", m, "--top", "1"],
+        "must be between 2 and the model's",
+    );
+    let e = json(&[
+        "eval",
+        m,
+        "--coherence",
+        "npmi",
+        "--window",
+        "2",
+        "--top",
+        "2",
+    ]);
+    assert_eq!(e["coherence"][0]["window"], 2, "{e}");
 }

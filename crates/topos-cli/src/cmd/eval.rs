@@ -107,15 +107,23 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
             args.window_counting
         );
     };
-    if args.window == Some(0) {
-        bail!("--window must be at least 1 token");
+    match args.window {
+        // A window of one token never holds two words: every pair of top words would score as
+        // never co-occurring, a number that means nothing.
+        Some(w) if w < 2 => bail!(
+            "--window {w} must be at least 2 tokens: a window of one token never holds two words, so no pair of top words could co-occur in it"
+        ),
+        Some(w) if measures.is_empty() => bail!(
+            "--window {w} sets the sliding windows of npmi, uci and c_v, and none is asked for (UMass counts whole documents); add --coherence npmi (or uci, c_v), or leave --window out"
+        ),
+        _ => {}
     }
     let (model, model_checksum) = TopicModel::read_with_checksum(&args.model)?;
     // Coherence over more words than the vocabulary holds would score every topic on the whole
     // vocabulary in some order, a number that means nothing.
-    if args.coherence_words == 0 || args.coherence_words > model.num_words() {
+    if args.coherence_words < 2 || args.coherence_words > model.num_words() {
         bail!(
-            "--top {} must be between 1 and the model's {} words (coherence is scored over each topic's top words)",
+            "--top {} must be between 2 and the model's {} words (coherence is scored over the pairs of each topic's top words)",
             args.coherence_words,
             model.num_words()
         );

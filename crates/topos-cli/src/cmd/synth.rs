@@ -127,21 +127,23 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         },
         seed: args.seed,
     };
+    let (words, named) = vocabulary(args.words.as_deref(), args.vocab)?;
+    if let Some(p) = args.words.as_ref().filter(|_| named < args.vocab) {
+        // Said even with --quiet: the corpus holds words the file did not give.
+        eprintln!(
+            "warning: {} has {} for --vocab {}; ids {named} to {} are named w{named} to w{}",
+            p.display(),
+            crate::ui::count(named as u64, "word", "words"),
+            args.vocab,
+            args.vocab - 1,
+            args.vocab - 1
+        );
+    }
     ui.info(format!(
         "generating {} documents of ~{} tokens over {} words from {} topics",
         args.docs, args.doc_len, args.vocab, args.topics
     ));
     let docs = generate_parallel(&spec);
-    let mut words: Vec<String> = match &args.words {
-        Some(p) => {
-            let mut w = topos_corpus::readers::read_vocab_file(p)?;
-            w.truncate(args.vocab);
-            w
-        }
-        None => Vec::new(),
-    };
-    let named = words.len();
-    words.extend((named..args.vocab).map(|i| format!("w{i}")));
     let mut train = OwnedDocs::new();
     let mut heldout = OwnedDocs::new();
     for (d, doc) in docs.view().iter().enumerate() {
@@ -164,9 +166,48 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         seconds: start.elapsed().as_secs_f64(),
     };
     ui.result(&r, || {
+        use crate::ui::count;
         println!(
-            "wrote {}: {} train documents ({} tokens), {} held out ({} tokens), {} words, in {:.1} s",
-            r.output, r.train_docs, r.train_tokens, r.heldout_docs, r.heldout_tokens, r.vocab, r.seconds
+            "wrote {}: {} ({}), {} held out ({}), {}, in {:.1} s",
+            r.output,
+            count(r.train_docs as u64, "train document", "train documents"),
+            count(r.train_tokens, "token", "tokens"),
+            r.heldout_docs,
+            count(r.heldout_tokens, "token", "tokens"),
+            count(r.vocab as u64, "word", "words"),
+            r.seconds
         )
     })
+}
+
+/// The words of a synthetic corpus: the first `vocab` of the words file, read before any
+/// generating (a bad file costs nothing), then `w{i}` for the ids it does not name. A filler may
+/// not repeat a word of the file (`w5` given, then generated for id 5): the corpus would hold a
+/// word twice and every command would refuse it as malformed.
+fn vocabulary(file: Option<&std::path::Path>, vocab: usize) -> Result<(Vec<String>, usize)> {
+    let mut words = match file {
+        Some(p) => {
+            let mut w = topos_corpus::readers::read_vocab_file(p)?;
+            w.truncate(vocab);
+            w
+        }
+        None => Vec::new(),
+    };
+    let named = words.len();
+    if let Some(p) = file {
+        let given: std::collections::HashSet<&str> = words.iter().map(String::as_str).collect();
+        if let Some(clash) = (named..vocab)
+            .map(|i| format!("w{i}"))
+            .find(|w| given.contains(w.as_str()))
+        {
+            anyhow::bail!(
+                "{} has {} for --vocab {vocab}, and the ids it does not name are named w{named} to w{}, but it already holds the word {clash}; give a words file with at least {vocab} words, or --vocab {named}",
+                p.display(),
+                crate::ui::count(named as u64, "word", "words"),
+                vocab - 1
+            );
+        }
+    }
+    words.extend((named..vocab).map(|i| format!("w{i}")));
+    Ok((words, named))
 }
