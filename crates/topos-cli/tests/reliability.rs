@@ -1305,3 +1305,49 @@ fn a_sixth_attack_synth_words_and_eval_windows() {
     ]);
     assert_eq!(e["coherence"][0]["window"], 2, "{e}");
 }
+
+/// Sixth attack, row 5: an output Topos refuses by its own rule (a directory, a ledger) is not
+/// followed by advice about its directory, which contradicted it; an OS error still is; a
+/// directory output that names a file says so instead of "File exists (os error 17)".
+#[test]
+fn a_sixth_attack_output_refusals_give_advice_that_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (corpus, model) = corpus_and_model(d, &[]);
+    let (c, m) = (s(&corpus), s(&model));
+    let no_directory_advice = |out: std::process::Output| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("check that the directory exists"), "{err}");
+    };
+    let train = |o| vec!["train", c, "-k", "3", "--iters", "2", "-o", o, "-q"];
+    no_directory_advice(fails(
+        &train(s(d)),
+        "it is a directory, which is never replaced; name a file",
+    ));
+    no_directory_advice(fails(
+        &["infer", m, c, "-o", s(d)],
+        "it is a directory, which is never replaced",
+    ));
+    ok(&["privacy", "budget", c, "--total", "3", "-q"]);
+    let ledger = format!("{c}.ledger");
+    no_directory_advice(fails(&train(&ledger), "privacy ledger"));
+    no_directory_advice(fails(
+        &["infer", m, c, "-o", &ledger],
+        "which no output may replace; name another file",
+    ));
+    fails(
+        &train(s(&d.join("missing/m.tmod"))),
+        "check that the directory exists and is writable",
+    );
+    let file = d.join("file.txt");
+    std::fs::write(&file, "keep").unwrap();
+    fails(
+        &["export", m, "--format", "mallet", "-o", s(&file)],
+        "is a file, but --format mallet writes Mallet's three files into a directory",
+    );
+    fails(
+        &["export", c, "-o", s(&file)],
+        "is a file, but a corpus is exported",
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep");
+}

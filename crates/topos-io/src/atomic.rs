@@ -113,7 +113,7 @@ pub fn refuse_ledger(path: &Path) -> Result<(), FormatError> {
     if is_ledger_name(path) && std::fs::symlink_metadata(path).is_ok() {
         return Err(FormatError::io(
             path,
-            std::io::Error::new(
+            crate::Refusal::io(
                 std::io::ErrorKind::PermissionDenied,
                 "it is a corpus's privacy ledger (the budget spent on it), which no output may replace; name another file",
             ),
@@ -128,7 +128,10 @@ fn refuse_special_file(path: &Path) -> Result<(), FormatError> {
         return Ok(());
     };
     let why = if meta.is_dir() {
-        (std::io::ErrorKind::IsADirectory, "it is a directory")
+        (
+            std::io::ErrorKind::IsADirectory,
+            "it is a directory, which is never replaced; name a file (in it, or elsewhere)",
+        )
     } else if !meta.is_file() {
         (
             std::io::ErrorKind::InvalidInput,
@@ -137,7 +140,7 @@ fn refuse_special_file(path: &Path) -> Result<(), FormatError> {
     } else {
         return Ok(());
     };
-    Err(FormatError::io(path, std::io::Error::new(why.0, why.1)))
+    Err(FormatError::io(path, crate::Refusal::io(why.0, why.1)))
 }
 
 impl AtomicFile {
@@ -199,7 +202,7 @@ impl AtomicFile {
         if live_writer(path) {
             return Err(FormatError::io(
                 path,
-                std::io::Error::new(
+                crate::Refusal::io(
                     std::io::ErrorKind::ResourceBusy,
                     "another process is writing it now; wait for it to finish, or write to another path",
                 ),

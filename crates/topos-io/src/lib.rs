@@ -108,6 +108,39 @@ pub fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
     msg.replace(['\r', '\n'], " ")
 }
 
+/// The advice that follows "cannot write PATH: CAUSE" for an output that cannot be written: an
+/// error of the operating system (a missing directory, no permission, a full disk) is about the
+/// directory; a refusal Topos made itself (a directory, a device, a ledger, a live writer)
+/// already says what to do, and advice about the directory would contradict it.
+pub fn output_advice(cause: &std::io::Error) -> &'static str {
+    if cause.get_ref().is_some_and(|e| e.is::<Refusal>()) {
+        ""
+    } else {
+        "; check that the directory exists and is writable"
+    }
+}
+
+/// A path Topos refuses to write by its own rule (a directory, a device, a ledger, a path
+/// another process is writing), carried inside an `std::io::Error` so that
+/// [`output_advice`] knows its message already says what to do.
+#[derive(Debug)]
+pub struct Refusal(pub &'static str);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+impl Refusal {
+    /// The refusal as an I/O error of `kind`.
+    pub fn io(kind: std::io::ErrorKind, why: &'static str) -> std::io::Error {
+        std::io::Error::new(kind, Refusal(why))
+    }
+}
+
 /// Whether `a` and `b` name the same file, whether or not it exists yet: each is resolved
 /// through its nearest existing directory (symbolic links, `.` and `..`), and two existing
 /// files are also compared by device and inode (hard links). A command checks its outputs

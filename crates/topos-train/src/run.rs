@@ -169,7 +169,7 @@ pub enum RunError {
     Privacy(#[from] topos_privacy::PrivacyError),
     #[error("{0}")]
     Invalid(String),
-    #[error("cannot write {path}: {cause}; check that the directory exists and is writable")]
+    #[error("cannot write {path}: {cause}{}", topos_io::output_advice(.cause))]
     Output { path: String, cause: std::io::Error },
     #[error("this run needs about {needed} of host memory ({items}) but only {available} is available; use fewer topics (-k), a smaller corpus, or a machine with more memory")]
     Memory {

@@ -97,6 +97,8 @@ fn export_model(args: &Args, ui: Ui) -> Result<()> {
     }
     if format != FormatArg::Mallet {
         super::check_output(&args.output, &[])?;
+    } else {
+        check_directory_output(&args.output, "--format mallet writes Mallet's three files")?;
     }
     let (model, checksum) = TopicModel::read_with_checksum(&args.input)?;
     let side = topos_model::doc_topics_path(&args.input);
@@ -193,6 +195,18 @@ fn write_docs(path: &std::path::Path, docs: Docs<'_>, vocab: &Vocabulary) -> Res
     Ok(())
 }
 
+/// Refuses, before any work, a directory output (`--format mallet`, a corpus) that names an
+/// existing file: creating the directory would fail with the OS's bare "File exists".
+fn check_directory_output(path: &Path, what: &str) -> Result<()> {
+    if path.exists() && !path.is_dir() {
+        bail!(
+            "-o {} is a file, but {what} into a directory; name a directory (it is created if missing)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     super::refuse_overwriting(
         &args.output,
@@ -204,6 +218,10 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     if !is_corpus(&args.input)? {
         return export_model(&args, ui);
     }
+    check_directory_output(
+        &args.output,
+        "a corpus is exported as train.txt, heldout.txt and vocab.txt",
+    )?;
     let corpus = Corpus::open(&args.input)?;
     export::refuse_words_with_white_space(
         corpus.vocab().words().iter().map(String::as_str),

@@ -32,15 +32,15 @@ pub fn check_output(path: &Path, inputs: &[(&str, Option<&Path>)]) -> anyhow::Re
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
+        const ADVICE: &str = "; check that the directory exists and is writable";
         let why = match &e {
-            _ if !dir.is_dir() => format!("the directory {} does not exist", dir.display()),
-            topos_io::FormatError::Io { cause, .. } => cause.to_string(),
-            other => topos_io::one_line(other),
+            _ if !dir.is_dir() => format!("the directory {} does not exist{ADVICE}", dir.display()),
+            topos_io::FormatError::Io { cause, .. } => {
+                format!("{cause}{}", topos_io::output_advice(cause))
+            }
+            other => format!("{}{ADVICE}", topos_io::one_line(other)),
         };
-        anyhow::anyhow!(
-            "cannot write {}: {why}; check that the directory exists and is writable",
-            path.display()
-        )
+        anyhow::anyhow!("cannot write {}: {why}", path.display())
     })
 }
 
