@@ -1281,6 +1281,25 @@ fn a_sixth_attack_synth_words_and_eval_windows() {
         "5",
     ]);
     assert!(one.contains(", 1 word, in"), "{one}");
+    // A split that holds out every document is refused, as `prepare` refuses it.
+    let none = d.join("none.tcorp");
+    fails(
+        &[
+            "synth",
+            "-o",
+            s(&none),
+            "--docs",
+            "3",
+            "--vocab",
+            "5",
+            "--topics",
+            "2",
+            "--holdout",
+            "0.999",
+        ],
+        "holds out all 3 documents",
+    );
+    assert!(!none.exists());
 
     let (_, model) = corpus_and_model(d, &[]);
     let m = s(&model);

@@ -44,6 +44,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0.01)]
     pub holdout: f64,
     /// Words file (one per line, e.g. the NYTimes vocabulary) to name word ids; default w0, w1, …
+    /// (ids beyond a shorter file are named so too, with a warning; a file holding such a name
+    /// is then refused).
     #[arg(long)]
     pub words: Option<PathBuf>,
     /// Seed.
@@ -127,6 +129,15 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         },
         seed: args.seed,
     };
+    // A split that holds every document out gives a corpus `train` refuses; `prepare` refuses
+    // it too. The split depends on the seed and the document number only: known before any work.
+    anyhow::ensure!(
+        (0..args.docs as u64)
+            .any(|d| !topos_corpus::split::is_heldout(args.seed, d, args.holdout)),
+        "--holdout {} holds out all {} documents, which leaves nothing to train on; lower --holdout or raise --docs",
+        args.holdout,
+        args.docs
+    );
     let (words, named) = vocabulary(args.words.as_deref(), args.vocab)?;
     if let Some(p) = args.words.as_ref().filter(|_| named < args.vocab) {
         // Said even with --quiet: the corpus holds words the file did not give.
