@@ -265,7 +265,7 @@ impl PyModel {
         burn_in: u32,
         seed: u64,
         threads: usize,
-    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, usize)> {
         let opts = foldin(sweeps, burn_in, seed)?;
         let Some(spec) = &self.model.tokenizer else {
             return Err(value_error(
@@ -278,16 +278,20 @@ impl PyModel {
                 in_pool(threads, || {
                     let tokenizer = Tokenizer::from_spec(spec).map_err(value_error)?;
                     let mut docs = OwnedDocs::new();
+                    let mut unknown = 0;
                     for t in &texts {
                         let toks = tokenizer.tokens(t);
                         let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
-                        docs.push(&doc_to_ids(&self.model.vocab, &refs));
+                        let ids = doc_to_ids(&self.model.vocab, &refs);
+                        unknown += usize::from(ids.is_empty());
+                        docs.push(&ids);
                     }
-                    self.thetas(docs.view(), &opts)
+                    Ok((self.thetas(docs.view(), &opts)?, unknown))
                 })
             })
         })?;
-        Ok(out.into_pyarray(py))
+        // The documents without a known word: Python's caller warns (the CLI does too).
+        Ok((out.0.into_pyarray(py), out.1))
     }
 
     /// θ of count rows over the model's vocabulary.

@@ -209,10 +209,20 @@ pub fn train<'py>(
                 "optimize_priors needs an interval of at least 1 iteration (or None to keep the priors fixed)",
             ))
         }
-        Some(every) => Some(topos_train::priors::PriorSchedule {
-            every,
-            burn_in: optimize_burn_in,
-        }),
+        Some(every) => {
+            let schedule = topos_train::priors::PriorSchedule {
+                every,
+                burn_in: optimize_burn_in,
+            };
+            // The run's own refusal names the CLI's flags; this one the keywords.
+            let first = topos_train::priors::first_update(schedule);
+            if first > u64::from(iters) {
+                return Err(value_error(format!(
+                    "optimize_priors={every} after optimize_burn_in={optimize_burn_in} would first learn the priors after iteration {first}, but iters={iters} ends the run before: they would stay as they started; lower optimize_burn_in or raise iters"
+                )));
+            }
+            Some(schedule)
+        }
         None => None,
     };
 

@@ -117,6 +117,9 @@ def test_learned_priors_are_the_clis(demo_corpus, tmp_path, topos_bin):
     assert len(set(model.alpha)) > 1 and all(a > 0 for a in model.alpha)
     with pytest.raises(ValueError, match="at least 1 iteration"):
         topos.train(demo_corpus, k=12, iters=2, optimize_priors=0, device="cpu")
+    # Sixth attack: a schedule whose first update comes after the last iteration learns nothing.
+    with pytest.raises(ValueError, match="after iteration 52, but iters=5 ends the run"):
+        topos.train(demo_corpus, k=12, iters=5, optimize_priors=2, device="cpu")
 
 
 def test_lda_on_a_matrix_is_the_clis_model_of_that_matrix(counts, tmp_path, topos_bin):
@@ -437,3 +440,20 @@ def test_from_texts_errors_speak_of_the_texts():
         topos.Corpus.from_texts(["", "the and of"])
     msg = str(e.value)
     assert "the texts" in msg and "texts.jsonl" not in msg and "--text-field" not in msg, msg
+
+
+def test_infer_says_which_documents_it_knew_nothing_of(demo_corpus):
+    # Sixth attack: `topos infer` warns about documents without a known word; Model.infer gave
+    # them the prior's mixture without a word.
+    model = topos.train(demo_corpus, k=4, iters=5, device="cpu")
+    with pytest.warns(RuntimeWarning, match="2 of 3 documents have no word known to the model"):
+        theta = model.infer(["", "zzzzqx qqqqzx", "quantum states of a system"])
+    np.testing.assert_allclose(theta[0], np.full(4, 0.25))
+    rows = sp.csr_matrix(([3], ([1], [0])), shape=(2, model.num_words), dtype=np.int64)
+    with pytest.warns(RuntimeWarning, match="1 of 2 documents"):
+        model.infer(rows)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.infer(["quantum states of a system"])
+        model.infer([])

@@ -296,8 +296,8 @@ class Model:
     ) -> np.ndarray:
         """Topic mixtures θ (n_docs, num_topics) of new documents, as ``topos infer``: texts
         (cut as the model's corpus was cut; unknown words dropped) or a count matrix over the
-        model's vocabulary. Rows sum to 1; a document with no known word gets the prior's
-        uniform mixture.
+        model's vocabulary. Rows sum to 1; a document with no known word gets the prior's mean
+        mixture (uniform for a symmetric α), and a ``RuntimeWarning`` counts such documents.
         """
         sweeps, burn_in, seed, threads = (
             _whole(n, v) for n, v in [("sweeps", sweeps), ("burn_in", burn_in), ("seed", seed), ("threads", threads)]
@@ -306,8 +306,22 @@ class Model:
             indptr, indices, data, _, n_cols = _matrix.counts(docs, "docs", allow_empty=True)
             if n_cols != self.num_words:
                 raise ValueError(f"docs has {n_cols} columns but the model has {self.num_words} words")
-            return self._inner._infer_counts(indptr, indices, data, sweeps, burn_in, seed, threads)
-        return self._inner._infer_texts(_texts(docs, "docs"), sweeps, burn_in, seed, threads)
+            theta = self._inner._infer_counts(indptr, indices, data, sweeps, burn_in, seed, threads)
+            n = len(indptr) - 1
+            rows = np.repeat(np.arange(n), np.diff(indptr))
+            sums = np.bincount(rows, weights=np.asarray(data, dtype=np.float64), minlength=n)
+            unknown = int(np.sum(sums == 0))
+        else:
+            theta, unknown = self._inner._infer_texts(_texts(docs, "docs"), sweeps, burn_in, seed, threads)
+        if unknown:
+            # As `topos infer` says it: a row that is only the prior is not an inferred mixture.
+            warnings.warn(
+                f"{unknown} of {theta.shape[0]} documents have no word known to the model: "
+                "their rows are the prior's mean mixture, not inferred",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return theta
 
     def heldout_log_likelihood(
         self,
