@@ -1191,6 +1191,26 @@ fn a_sixth_attack_refuses_settings_that_would_do_nothing_or_count_twice() {
         "the run ends at iteration 4",
     );
 
+    // A log appended to the model or the corpus the update reads destroyed it.
+    let model_bytes = std::fs::read(&model).unwrap();
+    let fresh_bytes = std::fs::read(&fresh).unwrap();
+    for log in [m, s(&fresh)] {
+        fails(
+            &[
+                "update",
+                m,
+                s(&fresh),
+                "-o",
+                s(&d.join("l.tmod")),
+                "--log",
+                log,
+            ],
+            "this command reads",
+        );
+    }
+    assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
+    assert_eq!(std::fs::read(&fresh).unwrap(), fresh_bytes);
+
     // The model's own corpus is not new documents.
     let u = d.join("u.tmod");
     fails(

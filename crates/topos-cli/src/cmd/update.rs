@@ -69,6 +69,21 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         "-o {} is the model being updated: write the update to another file, so the model stays as it was if anything goes wrong",
         args.output.display()
     );
+    // The run checks its log against the corpus it trains on, which for an update is the
+    // updated corpus: the files the update reads are checked here (a log appended to either
+    // made it unreadable).
+    if let Some(log) = &args.log {
+        for (what, input) in [
+            ("the model", &args.model),
+            ("the corpus of new documents", &args.corpus),
+        ] {
+            anyhow::ensure!(
+                !topos_io::same_file(log, input),
+                "--log {} is {what} this command reads: appending the log to it would make it unreadable; give the log another path",
+                log.display()
+            );
+        }
+    }
     let union_path = args.output.with_extension("tcorp");
     let same = topos_io::same_file;
     anyhow::ensure!(
