@@ -1210,6 +1210,29 @@ fn a_sixth_attack_refuses_settings_that_would_do_nothing_or_count_twice() {
     }
     assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
     assert_eq!(std::fs::read(&fresh).unwrap(), fresh_bytes);
+    // The same for train's --seed-words file.
+    let seeds = d.join("seeds.toml");
+    let seeds_text = "[[topic]]\nid = 0\nwords = [\"river\"]\n";
+    std::fs::write(&seeds, seeds_text).unwrap();
+    let (sw, o) = (s(&seeds), s(&out));
+    fails(
+        &[
+            "train",
+            c,
+            "-k",
+            "3",
+            "--iters",
+            "2",
+            "-o",
+            o,
+            "--seed-words",
+            sw,
+            "--log",
+            sw,
+        ],
+        "is the --seed-words file this command reads",
+    );
+    assert_eq!(std::fs::read_to_string(&seeds).unwrap(), seeds_text);
 
     // The model's own corpus is not new documents.
     let u = d.join("u.tmod");
