@@ -1054,6 +1054,22 @@ fn a_fifth_attack_topics_list_only_words_with_tokens() {
         }
     }
     assert!(empty > 0, "{text}");
+    // `--top 0` is every word a topic holds tokens of (the sixth attack: it was refused, where
+    // `infer --top 0` means every topic): all four words, in JSON without padding.
+    let all = json(&["topics", s(&model), "--top", "0"]);
+    let mut words: Vec<&str> = all["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["top_words"].as_array().unwrap())
+        .map(|w| {
+            assert!(w["count"].as_u64().unwrap() > 0, "{w}");
+            w["word"].as_str().unwrap()
+        })
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    assert_eq!(words, ["market", "river", "stock", "water"], "{all}");
 }
 
 /// `infer -` reads standard input as `infer FILE` reads a file: the same reader, so gzip is

@@ -628,6 +628,57 @@ fn mallet_files_import_back_as_the_same_model() {
         std::fs::read(&from_tsv).unwrap(),
         std::fs::read(&alone).unwrap()
     );
+    // A word and topic given twice (here the whole file twice) is added, and said: the sixth
+    // attack found repeats summed without a word. A sum past a model's 32 bits is refused.
+    let tsv_args = |path: &Path, out: &Path| -> Vec<String> {
+        let (p, c, o) = (s(path), s(&t.corpus), s(out));
+        ["import", p, "--corpus", c, "-k", "3", "--alpha", "0.1"]
+            .iter()
+            .map(|x| x.to_string())
+            .chain([
+                "--beta".into(),
+                beta.clone(),
+                "-o".into(),
+                o.into(),
+                "-q".into(),
+            ])
+            .collect()
+    };
+    let twice = t.dir.join("twice.tsv");
+    let once = std::fs::read_to_string(&tsv_path).unwrap();
+    std::fs::write(&twice, format!("{once}{once}")).unwrap();
+    let doubled = t.dir.join("doubled.tmod");
+    let a = tsv_args(&twice, &doubled);
+    let out = topos(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{out:?}");
+    let data = || {
+        once.lines()
+            .filter(|l| !l.is_empty() && !l.starts_with("word\t"))
+    };
+    let repeated = data().count();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "{repeated} lines gave a word and topic already given"
+        )),
+        "{out:?}"
+    );
+    let counts = |m: &Path| -> u64 {
+        json(&["topics", s(m), "--top", "0"])["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["tokens"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(counts(&doubled), 2 * counts(&from_tsv));
+    let word = data().next().unwrap().split('\t').next().unwrap();
+    let huge = t.dir.join("huge.tsv");
+    std::fs::write(&huge, format!("{word}\t0\t4294967295\n{word}\t0\t1\n")).unwrap();
+    let a = tsv_args(&huge, &t.dir.join("huge.tmod"));
+    fails(
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        "line 2: the counts given for this word and topic add up past 4294967295",
+    );
     // Refusals, one line each: a word the corpus lacks, proportions that another α made, no K.
     let bad = t.dir.join("bad.txt");
     std::fs::write(&bad, "0 nosuchword 0:3\n").unwrap();

@@ -97,8 +97,39 @@ fn count_value(count: &str, path: &Path, line: usize) -> Result<u32> {
     })
 }
 
-/// Adds `word<TAB>topic<TAB>count` lines to `counts` (V × K, row-major by word).
-fn read_tsv(path: &Path, vocab: &Vocabulary, k: usize, counts: &mut [u32]) -> Result<()> {
+/// The word-topic counts being read (V × K, row-major by word), with which cells a line already
+/// gave: a repeated `word topic` is added, and counted so that the import can say so (a file
+/// concatenated twice would otherwise double every count without a word).
+struct Cells {
+    counts: Vec<u32>,
+    given: Vec<bool>,
+    repeats: u64,
+}
+
+impl Cells {
+    fn new(cells: usize) -> Self {
+        Self {
+            counts: vec![0; cells],
+            given: vec![false; cells],
+            repeats: 0,
+        }
+    }
+
+    /// Adds `count` to `cell`, refusing a sum past 2³² − 1 (a model's counts are 32 bits).
+    fn add(&mut self, cell: usize, count: u32, path: &Path, line: usize) -> Result<()> {
+        self.repeats += u64::from(std::mem::replace(&mut self.given[cell], true));
+        self.counts[cell] = self.counts[cell].checked_add(count).with_context(|| {
+            format!(
+                "{}: the counts given for this word and topic add up past 4294967295, the largest count a model holds",
+                at(path, line)
+            )
+        })?;
+        Ok(())
+    }
+}
+
+/// Adds `word<TAB>topic<TAB>count` lines to `counts`.
+fn read_tsv(path: &Path, vocab: &Vocabulary, k: usize, counts: &mut Cells) -> Result<()> {
     for item in lines(path)? {
         let (i, line) = item?;
         if line.is_empty() || line.starts_with("word\t") {
@@ -112,7 +143,7 @@ fn read_tsv(path: &Path, vocab: &Vocabulary, k: usize, counts: &mut [u32]) -> Re
         };
         let w = word_id(vocab, word, path, i)?;
         let t = topic_index(topic, k, path, i)?;
-        counts[w * k + t] += count_value(count, path, i)?;
+        counts.add(w * k + t, count_value(count, path, i)?, path, i)?;
     }
     Ok(())
 }
@@ -120,7 +151,7 @@ fn read_tsv(path: &Path, vocab: &Vocabulary, k: usize, counts: &mut [u32]) -> Re
 /// Adds Mallet's word-topic counts (`type word topic:count …`, one line per word type, fields
 /// separated by single spaces) to `counts`. Mallet's type index is checked to be a number but
 /// not used: the word itself is looked up in the corpus vocabulary.
-fn read_mallet_counts(path: &Path, vocab: &Vocabulary, k: usize, counts: &mut [u32]) -> Result<()> {
+fn read_mallet_counts(path: &Path, vocab: &Vocabulary, k: usize, counts: &mut Cells) -> Result<()> {
     for item in lines(path)? {
         let (i, line) = item?;
         if line.is_empty() || line.starts_with('#') {
@@ -142,7 +173,7 @@ fn read_mallet_counts(path: &Path, vocab: &Vocabulary, k: usize, counts: &mut [u
                 bail!("{}: {pair:?} is not topic:count", at(path, i));
             };
             let t = topic_index(topic, k, path, i)?;
-            counts[w * k + t] += count_value(count, path, i)?;
+            counts.add(w * k + t, count_value(count, path, i)?, path, i)?;
         }
     }
     Ok(())
@@ -346,12 +377,23 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     };
     let k = hyper.k();
     let vocab = corpus.vocab().clone();
-    let mut counts = vec![0u32; vocab.len() * k];
+    let mut cells = Cells::new(vocab.len() * k);
     if mallet {
-        read_mallet_counts(&counts_path, &vocab, k, &mut counts)?;
+        read_mallet_counts(&counts_path, &vocab, k, &mut cells)?;
     } else {
-        read_tsv(&counts_path, &vocab, k, &mut counts)?;
+        read_tsv(&counts_path, &vocab, k, &mut cells)?;
     }
+    if cells.repeats > 0 {
+        // A warning, kept by --quiet: the model's counts are the sums.
+        eprintln!(
+            "warning: {}: {} line{} gave a word and topic already given; {} counts were added to the earlier ones (a file concatenated twice doubles every count)",
+            counts_path.display(),
+            cells.repeats,
+            if cells.repeats == 1 { "" } else { "s" },
+            if cells.repeats == 1 { "its" } else { "their" },
+        );
+    }
+    let counts = cells.counts;
     let doc_topics = match &doc_topics_path {
         Some(p) => Some(read_mallet_doc_topics(p, &corpus, &hyper.alpha)?),
         None => None,

@@ -9,8 +9,9 @@ use topos_model::{summarize, TopicModel, TopicsReport};
 pub struct Args {
     /// Model file.
     pub model: PathBuf,
-    /// Words per topic.
-    #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    /// Words per topic (0: every word the topic holds tokens of, as `infer --top 0` lists every
+    /// topic).
+    #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// Order topics by size (share of tokens) instead of by number.
     #[arg(long)]
@@ -19,7 +20,21 @@ pub struct Args {
 
 pub fn run(args: Args, ui: Ui) -> Result<()> {
     let model = TopicModel::read(&args.model)?;
-    let mut report = summarize(&model, args.top);
+    let mut report = summarize(
+        &model,
+        if args.top == 0 {
+            model.num_words()
+        } else {
+            args.top
+        },
+    );
+    if args.top == 0 {
+        // "Every word" means the words the topic is about, not the vocabulary padded with
+        // counts of 0.
+        for t in &mut report.topics {
+            t.top_words.retain(|w| w.count > 0);
+        }
+    }
     if args.by_size {
         report
             .topics
