@@ -19,7 +19,7 @@
 //! vocabulary of single letters.
 //!
 //! A UTF-8 byte-order mark (U+FEFF at the start of a file, as Windows tools write) is not part
-//! of the text: the readers drop it from a file's first line (`readers::Decoder::line`), and the
+//! of the text: the readers drop it from a file's first line (`readers::LineReader::next_line`), and the
 //! tokenizer treats one anywhere else as a separator.
 
 use serde::{Serialize, Serializer};
@@ -129,14 +129,6 @@ pub fn utf16_at_first_line(line: &[u8], after: &mut impl std::io::BufRead) -> Op
         }
     }
     utf16_at_start(&head)
-}
-
-/// Drops a byte-order mark (U+FEFF) starting `first_line`: Windows tools write one, and kept it
-/// would be glued to the first word or break the first JSON object.
-pub fn drop_byte_order_mark(first_line: &mut String) {
-    if first_line.starts_with('\u{feff}') {
-        first_line.drain(..'\u{feff}'.len_utf8());
-    }
 }
 
 /// An invalid UTF-8 sequence: where it starts (byte offset in the decoded unit), its first byte,

@@ -97,12 +97,12 @@ fn count_value(count: &str, path: &Path, line: usize) -> Result<u32> {
     })
 }
 
-/// The word-topic counts being read (V × K, row-major by word), with which cells a line already
-/// gave: a repeated `word topic` is added, and counted so that the import can say so (a file
-/// concatenated twice would otherwise double every count without a word).
+/// The word-topic counts being read (V × K, row-major by word). A `word topic` given again is
+/// added, and counted when it changes a count already given, so that the import can say so (a
+/// file concatenated twice would otherwise double every count without a word); a count of 0
+/// given before or after changes nothing and needs no record of its own.
 struct Cells {
     counts: Vec<u32>,
-    given: Vec<bool>,
     repeats: u64,
 }
 
@@ -110,14 +110,13 @@ impl Cells {
     fn new(cells: usize) -> Self {
         Self {
             counts: vec![0; cells],
-            given: vec![false; cells],
             repeats: 0,
         }
     }
 
     /// Adds `count` to `cell`, refusing a sum past 2³² − 1 (a model's counts are 32 bits).
     fn add(&mut self, cell: usize, count: u32, path: &Path, line: usize) -> Result<()> {
-        self.repeats += u64::from(std::mem::replace(&mut self.given[cell], true));
+        self.repeats += u64::from(count > 0 && self.counts[cell] > 0);
         self.counts[cell] = self.counts[cell].checked_add(count).with_context(|| {
             format!(
                 "{}: the counts given for this word and topic add up past 4294967295, the largest count a model holds",

@@ -75,8 +75,8 @@ struct Report<'a> {
 
 /// The documents of `input`, one per line, decoded with `encoding`; `-` reads stdin. Both go
 /// through the corpus crate's line reader (gzip recognised by its magic bytes, line numbers in
-/// errors, UTF-16 refused). A byte-order mark starting the first line is dropped, as `prepare`
-/// drops it. Returns the lines and the bytes `utf-8-lossy` replaced.
+/// errors, UTF-16 refused, a byte-order mark dropped, as for `prepare`). Returns the lines and the
+/// bytes `utf-8-lossy` replaced.
 fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
     let stats = DecodeStats::default();
     let mut lines = Vec::new();
@@ -92,15 +92,7 @@ fn read_lines(input: &Path, encoding: Encoding) -> Result<(Vec<String>, u64)> {
             .map_err(|e| reader.error(e.describe()))?;
         lines.push(line);
     }
-    drop_byte_order_mark(&mut lines);
     Ok((lines, stats.invalid_bytes()))
-}
-
-/// [`topos_corpus::encoding::drop_byte_order_mark`] of the first line, as `prepare` drops it.
-fn drop_byte_order_mark(lines: &mut [String]) {
-    if let Some(first) = lines.first_mut() {
-        topos_corpus::encoding::drop_byte_order_mark(first);
-    }
 }
 
 /// The tokenizer that cuts new text for `model` as `prepare` cut its corpus: from the options
@@ -224,10 +216,7 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
         None => {
             // JSON's keys and punctuation would be read as the documents' words.
             let first = lines.iter().map(|l| l.trim()).find(|l| !l.is_empty());
-            if first.is_some_and(|l| {
-                l.starts_with('{')
-                    && serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v.is_object())
-            }) {
+            if first.is_some_and(topos_corpus::readers::text::looks_like_json_object) {
                 eprintln!(
                     "warning: {} looks like JSON Lines; its lines are read as plain text, keys and all: give --text-field NAME to read one field's text",
                     args.input.display()

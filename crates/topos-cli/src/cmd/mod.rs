@@ -47,10 +47,19 @@ pub fn check_output(path: &Path, inputs: &[(&str, Option<&Path>)]) -> anyhow::Re
 /// Refuses, before any work, an output path that names one of the command's inputs (`None`s
 /// are inputs not given): writing it would destroy what the command reads.
 pub fn refuse_overwriting(output: &Path, inputs: &[(&str, Option<&Path>)]) -> anyhow::Result<()> {
+    refuse_writing_over("-o", output, inputs)
+}
+
+/// [`refuse_overwriting`] for the output given by option `flag` (`-o`, `--log`, …).
+pub fn refuse_writing_over(
+    flag: &str,
+    output: &Path,
+    inputs: &[(&str, Option<&Path>)],
+) -> anyhow::Result<()> {
     for (what, input) in inputs {
         if let Some(input) = input.filter(|i| topos_io::same_file(output, i)) {
             anyhow::bail!(
-                "-o {} is {what} this command reads ({}); write to another path",
+                "{flag} {} is {what} this command reads ({}); write to another path",
                 output.display(),
                 input.display()
             );

@@ -102,12 +102,8 @@ fn source_lines(
                     cut(&field_text, max_chars)
                 }
                 None => {
-                    if text.trim_start().starts_with('{')
-                        && serde_json::from_str::<serde_json::Value>(&text)
-                            .is_ok_and(|v| v.is_object())
-                    {
-                        json_lines += 1;
-                    }
+                    json_lines +=
+                        usize::from(topos_corpus::readers::text::looks_like_json_object(&text));
                     cut(&text, max_chars)
                 }
             };

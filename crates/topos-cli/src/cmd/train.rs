@@ -516,11 +516,8 @@ impl Args {
         if let Some(path) = &self.seed_words {
             // The run checks its outputs against its corpus only: the seed-word file is read
             // here, and a log appended to it would make it unreadable.
-            if let Some(log) = self.log.as_ref().filter(|l| topos_io::same_file(l, path)) {
-                anyhow::bail!(
-                    "--log {} is the --seed-words file this command reads: appending the log to it would make it unreadable; give the log another path",
-                    log.display()
-                );
+            if let Some(log) = &self.log {
+                super::refuse_writing_over("--log", log, &[("the --seed-words file", Some(path))])?;
             }
             // β is learned from every count the run holds, and seeds are not data: learning it
             // from their pseudo-counts would bias it (an update's old counts are data, and may).

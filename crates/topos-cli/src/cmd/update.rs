@@ -73,16 +73,14 @@ pub fn run(args: Args, ui: Ui) -> Result<()> {
     // updated corpus: the files the update reads are checked here (a log appended to either
     // made it unreadable).
     if let Some(log) = &args.log {
-        for (what, input) in [
-            ("the model", &args.model),
-            ("the corpus of new documents", &args.corpus),
-        ] {
-            anyhow::ensure!(
-                !topos_io::same_file(log, input),
-                "--log {} is {what} this command reads: appending the log to it would make it unreadable; give the log another path",
-                log.display()
-            );
-        }
+        super::refuse_writing_over(
+            "--log",
+            log,
+            &[
+                ("the model", Some(&args.model)),
+                ("the corpus of new documents", Some(&args.corpus)),
+            ],
+        )?;
     }
     let union_path = args.output.with_extension("tcorp");
     let same = topos_io::same_file;

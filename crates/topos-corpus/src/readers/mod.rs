@@ -305,8 +305,9 @@ impl LineReader {
                 };
                 return Err(self.error(u.advice(&file)));
             }
-            // A UTF-8 byte-order mark (Windows tools write one) is not text: dropped here for
-            // every reader of lines, the bag-of-words data files' numbers included.
+            // A UTF-8 byte-order mark (Windows tools write one) is not text: kept, it would be
+            // glued to the first word or break the first JSON object or number. Dropped here,
+            // before any decoding, for every reader of lines.
             if buf.starts_with(b"\xef\xbb\xbf") {
                 buf.drain(..3);
             }
@@ -359,18 +360,12 @@ pub struct Decoder {
 }
 
 impl Decoder {
-    /// `bytes` as text, or the error for the line `lines` last read. A byte-order mark (U+FEFF)
-    /// starting the first line is dropped: Windows tools write one, and kept it would be glued
-    /// to the first word of a vocabulary file or break the first JSON object.
+    /// `bytes` as text, or the error for the line `lines` last read (whose byte-order mark, on
+    /// the first line, [`LineReader::next_line`] has already dropped).
     pub(crate) fn line(&self, bytes: Vec<u8>, lines: &LineReader) -> Result<String, CorpusError> {
-        let mut text = self
-            .encoding
+        self.encoding
             .decode(bytes, &self.stats)
-            .map_err(|e| lines.error(e.describe()))?;
-        if lines.line_number() == 1 {
-            crate::encoding::drop_byte_order_mark(&mut text);
-        }
-        Ok(text)
+            .map_err(|e| lines.error(e.describe()))
     }
 }
 

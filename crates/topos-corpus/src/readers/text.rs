@@ -190,6 +190,13 @@ impl TextSource for Jsonl {
     }
 }
 
+/// Whether `line` is a JSON object: input that would be read as plain text keys and all, which
+/// `infer` and `report --source` warn about when no `--text-field` is given.
+pub fn looks_like_json_object(line: &str) -> bool {
+    line.trim_start().starts_with('{')
+        && serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v.is_object())
+}
+
 /// The text of one JSONL line: the string in `field` of the JSON object `line`, copied into
 /// `out` (emptied first; `null` leaves it empty). What `prepare` reads from JSONL input, for a
 /// command that reads new documents in the same form (`infer --text-field`). The error says what
